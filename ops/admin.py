@@ -1,0 +1,140 @@
+from django.contrib import admin, messages
+
+from .models import (
+    ApiToken,
+    Inventory,
+    InventoryAdjustment,
+    Member,
+    Order,
+    OrderLine,
+    Product,
+    Store,
+    StoredValueAccount,
+    StoredValueTxn,
+)
+from .services import api_token_issue
+
+
+@admin.register(Store)
+class StoreAdmin(admin.ModelAdmin):
+    list_display = ["code", "name", "city", "aliases", "timezone"]
+    list_filter = ["city"]
+    search_fields = ["code", "name"]
+    filter_horizontal = ["members"]
+
+
+@admin.register(Product)
+class ProductAdmin(admin.ModelAdmin):
+    list_display = ["sku", "name", "category", "unit", "price", "case_size", "active"]
+    list_filter = ["category", "unit", "active"]
+    search_fields = ["sku", "name"]
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Orders come from POS terminals only; admin shows them and never edits them."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class OrderLineInline(admin.TabularInline):
+    model = OrderLine
+    fields = ["product", "qty", "unit_price", "amount"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Order)
+class OrderAdmin(ReadOnlyAdmin):
+    list_display = ["external_id", "store", "created_at", "channel", "status", "total", "member"]
+    list_filter = ["store", "channel", "status", ("created_at", admin.DateFieldListFilter)]
+    search_fields = ["external_id", "member__number", "member__phone"]
+    date_hierarchy = "created_at"
+    list_select_related = ["store", "member"]
+    inlines = [OrderLineInline]
+    show_full_result_count = False
+
+
+@admin.register(Inventory)
+class InventoryAdmin(admin.ModelAdmin):
+    list_display = ["store", "product", "on_hand", "safety_stock", "below_safety", "updated_at"]
+    list_filter = ["store", "product__category"]
+    search_fields = ["product__name", "product__sku", "store__name"]
+    list_select_related = ["store", "product"]
+
+    @admin.display(boolean=True, description="低于安全库存")
+    def below_safety(self, obj):
+        return obj.on_hand < obj.safety_stock
+
+
+@admin.register(InventoryAdjustment)
+class InventoryAdjustmentAdmin(ReadOnlyAdmin):
+    list_display = ["external_id", "store", "product", "delta", "reason", "created_by", "created_at"]
+    list_filter = ["store", "reason"]
+    search_fields = ["external_id", "product__name"]
+
+
+class AccountInline(admin.StackedInline):
+    model = StoredValueAccount
+    readonly_fields = ["principal_balance", "bonus_balance", "updated_at"]
+    can_delete = False
+
+
+@admin.register(Member)
+class MemberAdmin(admin.ModelAdmin):
+    list_display = ["number", "name", "phone", "home_store", "created_at"]
+    list_filter = ["home_store"]
+    search_fields = ["number", "phone", "name"]
+    inlines = [AccountInline]
+
+
+@admin.register(StoredValueTxn)
+class StoredValueTxnAdmin(ReadOnlyAdmin):
+    list_display = ["account", "store", "kind", "principal_delta", "bonus_delta", "created_at", "note"]
+    list_filter = ["kind", "store"]
+    search_fields = ["account__member__number", "account__member__phone"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["name", "prefix", "user", "store", "created_at", "last_used_at", "revoked"]
+    list_filter = ["revoked", "store"]
+    search_fields = ["name", "user__username", "prefix"]
+    fields = ["user", "store", "name", "revoked", "prefix", "created_at", "last_used_at"]
+    readonly_fields = ["prefix", "created_at", "last_used_at"]
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        token, key = api_token_issue(user=obj.user, name=obj.name, store=obj.store)
+        obj.pk = token.pk
+        messages.warning(request, f"新令牌（只显示这一次，请立即复制）：{key}")
+
+
+@admin.register(StoredValueAccount)
+class StoredValueAccountAdmin(ReadOnlyAdmin):
+    """Balances change only through the ledger (top-ups, spending, refunds)."""
+
+    list_display = ["member", "principal_balance", "bonus_balance", "updated_at"]
+    list_filter = ["member__home_store"]
+    search_fields = ["member__number", "member__phone"]
+    list_select_related = ["member"]
+
+
+@admin.register(OrderLine)
+class OrderLineAdmin(ReadOnlyAdmin):
+    list_display = ["order", "product", "qty", "unit_price", "amount"]
+    list_filter = ["product__category", "order__store"]
+    search_fields = ["order__external_id", "product__name", "product__sku"]
+    list_select_related = ["order__store", "product"]
+    show_full_result_count = False

@@ -1,0 +1,95 @@
+"""POS REST API: thin views that call ops services and tools."""
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from .. import services, tools
+from ..models import Order, Store
+from .serializers import (
+    AdjustmentInSerializer,
+    AdjustmentResultSerializer,
+    InventorySerializer,
+    OrderBatchInSerializer,
+    OrderBatchResultSerializer,
+    OrderSerializer,
+    StoreSerializer,
+    ToolResultSerializer,
+)
+
+
+def _token(request):
+    return request.auth if hasattr(request.auth, "store_id") else None
+
+
+class OrdersView(APIView):
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "pos_write"
+
+    @extend_schema(
+        summary="写入 POS 订单（单个或最多 500 个的批次）",
+        description="按 (门店, external_id) 幂等：原样重放返回 200 和原订单；同单号不同内容返回 409。批次要么全部写入，要么都不写。",
+        request=OrderBatchInSerializer,
+        responses={201: OrderBatchResultSerializer, 200: OrderBatchResultSerializer},
+    )
+    def post(self, request):
+        body = request.data
+        batch = isinstance(body, dict) and "orders" in body
+        if not isinstance(body, (dict, list)):
+            raise ValidationError({"non_field_errors": ["请求体必须是订单对象，或 {\"orders\": [...]}。"]})
+        orders = body["orders"] if batch else body if isinstance(body, list) else [body]
+        result = services.orders_ingest(orders=orders, user=request.user, token=_token(request), batch=batch or isinstance(body, list))
+        code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
+        if not batch and not isinstance(body, list):
+            order = (result.created or result.replayed)[0]
+            data = OrderSerializer(Order.objects.select_related("store", "member").prefetch_related("lines__product").get(pk=order.pk)).data
+            data["result"] = "created" if result.created else "replayed"
+            return Response(data, status=code)
+        items = [{"external_id": o.external_id, "id": o.id, "result": "created"} for o in result.created]
+        items += [{"external_id": o.external_id, "id": o.id, "result": "replayed"} for o in result.replayed]
+        return Response({"created": len(result.created), "replayed": len(result.replayed), "orders": items}, status=code)
+
+
+class InventoryAdjustmentsView(APIView):
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "pos_write"
+
+    @extend_schema(summary="库存调整（入库、盘点差异、报损、调拨）", request=AdjustmentInSerializer, responses={201: AdjustmentResultSerializer, 200: AdjustmentResultSerializer})
+    def post(self, request):
+        result = services.inventory_adjust(data=request.data, user=request.user, token=_token(request))
+        data = {
+            "id": result.adjustment.id,
+            "external_id": result.adjustment.external_id,
+            "result": "replayed" if result.replayed else "created",
+            "inventory": InventorySerializer(result.inventory).data,
+        }
+        return Response(data, status=status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED)
+
+
+class StoresView(APIView):
+    @extend_schema(summary="门店列表", responses=StoreSerializer(many=True))
+    def get(self, request):
+        return Response(StoreSerializer(Store.objects.all(), many=True).data)
+
+
+class SalesSummaryView(APIView):
+    @extend_schema(
+        summary="营业额汇总（与问答用的是同一个工具 store_sales）",
+        parameters=[
+            OpenApiParameter("store", str, description="门店编码、名称或别名；省略表示全部门店"),
+            OpenApiParameter("period", str, required=True, description="如 昨天、上周、本月、最近7天、11月1日到7日"),
+        ],
+        responses=ToolResultSerializer,
+    )
+    def get(self, request):
+        params = {"period": request.query_params.get("period")}
+        if request.query_params.get("store"):
+            params["store"] = request.query_params["store"]
+        return Response(tools.run_tool("store_sales", params).as_dict())
+
+
+__all__ = ["OrdersView", "InventoryAdjustmentsView", "StoresView", "SalesSummaryView", "InventorySerializer"]

@@ -1,0 +1,43 @@
+"""Everything `make run` does before serving: migrate, roles, demo users, seed, ingest."""
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+from django.urls import NoReverseMatch, reverse
+
+from ops import seed
+from ops.services import demo_users_ensure, roles_ensure
+
+
+class Command(BaseCommand):
+    help = "Prepare a working StoreMind: migrate, create roles (and demo users when SM_DEMO=1), seed ops data, ingest the corpus."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="http://127.0.0.1:8000")
+
+    def handle(self, *args, **opts):
+        call_command("migrate", interactive=False, verbosity=0)
+        roles_ensure()
+        if not seed.has_ops_data():
+            call_command("seed_ops", verbosity=opts["verbosity"], stdout=self.stdout, stderr=self.stderr)
+        else:
+            self.stdout.write("ops data present: not seeding again.")
+        if "knowledge" in settings.INSTALLED_APPS and _has_command("ingest"):
+            call_command("ingest", stdout=self.stdout, stderr=self.stderr)
+        lines = []
+        if settings.SM_DEMO:
+            demo = demo_users_ensure()
+            lines.append(f"demo users (password {demo.password}): " + ", ".join(demo.usernames))
+            lines.append(f"demo POS token for {demo.pos_store}: {demo.pos_token}")
+        host = opts["host"].rstrip("/")
+        for label, name in (("chat", "chat:index"), ("admin", "admin:index"), ("API docs", "api-docs"), ("OpenAPI", "schema")):
+            try:
+                lines.append(f"{label:9s} {host}{reverse(name)}")
+            except NoReverseMatch:
+                continue
+        self.stdout.write("\n".join(lines))
+
+
+def _has_command(name: str) -> bool:
+    from django.core.management import get_commands
+
+    return name in get_commands()

@@ -1,0 +1,272 @@
+"""Chinese period expressions → exact date ranges (inclusive), with an injectable "today".
+
+Ambiguous or unparseable input raises PeriodError with a message that says what to
+write instead; a period is never guessed silently. Future periods are rejected: there
+are no sales for them yet.
+"""
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6, "1": 0, "2": 1, "3": 2, "4": 3, "5": 4, "6": 5, "7": 6}
+NUM = r"(?:\d{1,3}|[零〇一二两三四五六七八九十]{1,4})"
+
+
+class PeriodError(ValueError):
+    """The expression is ambiguous, unparseable or in the future."""
+
+
+@dataclass(frozen=True)
+class Period:
+    start: date
+    end: date  # inclusive
+    label: str
+
+    @property
+    def days(self) -> int:
+        return (self.end - self.start).days + 1
+
+    def describe(self) -> str:
+        if self.start == self.end:
+            return f"{self.label}（{self.start.isoformat()}）"
+        return f"{self.label}（{self.start.isoformat()} 至 {self.end.isoformat()}）"
+
+    def as_params(self) -> dict:
+        return {"label": self.label, "start": self.start.isoformat(), "end": self.end.isoformat()}
+
+
+def cn_number(text: str) -> int:
+    """'7' → 7, '七' → 7, '十五' → 15, '二十' → 20, '三十' → 30."""
+    if text.isdigit():
+        return int(text)
+    if "十" in text:
+        tens, _, ones = text.partition("十")
+        return (CN_DIGITS[tens] if tens else 1) * 10 + (CN_DIGITS[ones] if ones else 0)
+    value = 0
+    for ch in text:
+        value = value * 10 + CN_DIGITS[ch]
+    return value
+
+
+def _week_start(d: date) -> date:
+    return d - timedelta(days=d.weekday())
+
+
+def _month_range(year: int, month: int) -> tuple[date, date]:
+    return date(year, month, 1), date(year, month, calendar.monthrange(year, month)[1])
+
+
+def _shift_month(year: int, month: int, delta: int) -> tuple[int, int]:
+    index = year * 12 + (month - 1) + delta
+    return index // 12, index % 12 + 1
+
+
+def _safe_date(year: int, month: int, day: int, original: str) -> date:
+    try:
+        return date(year, month, day)
+    except ValueError:
+        raise PeriodError(f"「{original}」不是有效日期。") from None
+
+
+def _year_for_month(month: int, today: date, explicit_year: int | None) -> int:
+    # A bare month means the most recent one: in November, 「12月」 is last December.
+    if explicit_year:
+        return explicit_year
+    return today.year if month <= today.month else today.year - 1
+
+
+def _finish(start: date, end: date, label: str, today: date, original: str) -> Period:
+    if start > end:
+        raise PeriodError(f"「{original}」的开始日期晚于结束日期。")
+    if start > today:
+        raise PeriodError(f"「{original}」还没到，没有数据。")
+    return Period(start=start, end=min(end, today), label=label)
+
+
+# Order matters: longer, more specific patterns first.
+_RELATIVE_DAYS = {"今天": 0, "今日": 0, "昨天": 1, "昨日": 1, "前天": 2, "大前天": 3}
+_FUTURE = ("明天", "后天", "下周", "下个月", "下月", "明年", "下星期")
+_VAGUE = ("最近", "近期", "前几天", "这几天", "前阵子", "之前", "以前", "过去")
+
+_RE_ISO_RANGE = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\s*(?:到|至|~|～|-|—)\s*(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
+_RE_ISO_DAY = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
+_RE_MD_RANGE = re.compile(
+    rf"(?:(\d{{4}})年)?({NUM})月({NUM})[日号]?\s*(?:到|至|~|～|-|—)\s*(?:({NUM})月)?({NUM})[日号]"
+)
+_RE_MD_DAY = re.compile(rf"(?:(\d{{4}})年)?({NUM})月({NUM})[日号]")
+_RE_MONTH = re.compile(rf"(?:(\d{{4}}|今|去)年)?({NUM})月份?")
+_RE_LAST_N = re.compile(rf"(?:最近|近|过去|前)({NUM})(天|日|周|个星期|星期|个月|月)")
+_RE_LAST_ONE = re.compile(r"(?:最近|近|过去)(一周|一个星期|一星期|一个月|半个月|半月)")
+# 「周天」 is left out on purpose: 「上周天河店」 is last week at 天河店, not last Sunday.
+_RE_WEEKDAY = re.compile(r"(上上|上|本|这)?(?:周([一二三四五六日])|(?:星期|礼拜)([一二三四五六日天]))")
+
+
+def parse_period(text: str, today: date) -> Period:
+    """Parse one period expression. Raises PeriodError when it can't say exactly which days."""
+    original = (text or "").strip()
+    t = original.replace(" ", "")
+    if not t:
+        raise PeriodError("没有给出时间范围。可以说：昨天、上周、本月、最近7天、11月1日到7日。")
+    period = _match(t, today, original)
+    if period is None:
+        if any(word in t for word in _FUTURE):
+            raise PeriodError(f"「{original}」是未来的时间，还没有数据。")
+        raise PeriodError(f"看不懂时间「{original}」。可以说：昨天、上周、本月、最近7天、11月1日到7日。")
+    return period
+
+
+def find_period(text: str, today: date) -> Period | None:
+    """Find a period inside a whole question; None when the question names none.
+
+    Raises PeriodError when the question names a period that is vague or invalid
+    (「最近卖得怎么样」), so the caller can ask instead of guessing.
+    """
+    t = (text or "").replace(" ", "")
+    period = _match(t, today, text)
+    if period is not None:
+        return period
+    for word in _FUTURE:
+        if word in t:
+            raise PeriodError(f"「{word}」是未来的时间，还没有数据。")
+    for word in _VAGUE:
+        if word in t:
+            raise PeriodError(f"「{word}」指的是哪段时间？请说具体一些，比如 最近7天、上周、本月。")
+    return None
+
+
+def _match(t: str, today: date, original: str) -> Period | None:  # noqa: C901 - a flat table of cases
+    m = _RE_ISO_RANGE.search(t)
+    if m:
+        y1, m1, d1, y2, m2, d2 = (int(x) for x in m.groups())
+        start, end = _safe_date(y1, m1, d1, original), _safe_date(y2, m2, d2, original)
+        return _finish(start, end, f"{start.isoformat()} 至 {end.isoformat()}", today, original)
+
+    m = _RE_MD_RANGE.search(t)
+    if m:
+        year_s, m1, d1, m2, d2 = m.groups()
+        month1 = cn_number(m1)
+        month2 = cn_number(m2) if m2 else month1
+        year = _year_for_month(month1, today, int(year_s) if year_s else None)
+        start = _safe_date(year, month1, cn_number(d1), original)
+        end_year = year + 1 if month2 < month1 else year
+        end = _safe_date(end_year, month2, cn_number(d2), original)
+        return _finish(start, end, f"{month1}月{start.day}日至{month2}月{end.day}日", today, original)
+
+    m = _RE_ISO_DAY.search(t)
+    if m:
+        day = _safe_date(*(int(x) for x in m.groups()), original)
+        return _finish(day, day, day.isoformat(), today, original)
+
+    m = _RE_MD_DAY.search(t)
+    if m:
+        year_s, mo, d = m.groups()
+        month = cn_number(mo)
+        if not 1 <= month <= 12:
+            raise PeriodError(f"「{original}」里的月份不对。")
+        year = _year_for_month(month, today, int(year_s) if year_s else None)
+        day = _safe_date(year, month, cn_number(d), original)
+        if day > today and not year_s:
+            day = _safe_date(year - 1, month, day.day, original)
+        return _finish(day, day, f"{month}月{day.day}日", today, original)
+
+    for word in sorted(_RELATIVE_DAYS, key=len, reverse=True):
+        if word in t:
+            day = today - timedelta(days=_RELATIVE_DAYS[word])
+            return Period(day, day, word)
+
+    m = _RE_LAST_N.search(t)
+    if m:
+        n, unit = cn_number(m.group(1)), m.group(2)
+        if n <= 0 or n > 366:
+            raise PeriodError(f"「{original}」的天数不合理。")
+        days = n if unit in ("天", "日") else n * 7 if "周" in unit or "星期" in unit else n * 30
+        return _last_days(days, today, m.group(0))
+    m = _RE_LAST_ONE.search(t)
+    if m:
+        word = m.group(1)
+        days = 7 if ("周" in word or "星期" in word) else 15 if "半" in word else 30
+        return _last_days(days, today, m.group(0))
+
+    if "上上周末" in t or "上上个周末" in t:
+        return _weekend(_week_start(today) - timedelta(days=9), today, "上上周末", original)
+    if "上周末" in t or "上个周末" in t:
+        return _weekend(_week_start(today) - timedelta(days=2), today, "上周末", original)
+    if any(w in t for w in ("本周末", "这周末", "这个周末")):
+        return _weekend(_week_start(today) + timedelta(days=5), today, "本周末", original)
+
+    m = _RE_WEEKDAY.search(t)
+    if m and "周末" not in t:
+        prefix, wd_char = m.group(1) or "", m.group(2) or m.group(3)
+        wd = WEEKDAYS[wd_char]
+        weeks_back = {"上上": 2, "上": 1, "本": 0, "这": 0}.get(prefix, 0)
+        day = _week_start(today) - timedelta(days=7 * weeks_back) + timedelta(days=wd)
+        if not prefix and day > today:
+            day -= timedelta(days=7)  # a bare 「周三」 is the most recent Wednesday
+        label = f"{prefix}周{wd_char}" if prefix else f"周{wd_char}"
+        return _finish(day, day, label, today, original)
+
+    if "周末" in t:
+        # The weekend under way, else the last one that ended.
+        saturday = _week_start(today) + timedelta(days=5)
+        if today < saturday:
+            saturday -= timedelta(days=7)
+        return _weekend(saturday, today, "周末", original)
+
+    for words, weeks_back, label in (
+        (("上上周", "上上个星期", "上上星期", "上上个礼拜"), 2, "上上周"),
+        (("上周", "上个星期", "上星期", "上个礼拜", "上礼拜"), 1, "上周"),
+        (("本周", "这周", "这个星期", "本星期", "这星期", "这礼拜"), 0, "本周"),
+    ):
+        if any(w in t for w in words):
+            start = _week_start(today) - timedelta(days=7 * weeks_back)
+            return _finish(start, start + timedelta(days=6), label, today, original)
+
+    for words, months_back, label in (
+        (("上上个月", "上上月"), 2, "上上月"),
+        (("上个月", "上月"), 1, "上月"),
+        (("本月", "这个月", "这月", "当月"), 0, "本月"),
+    ):
+        if any(w in t for w in words):
+            y, mo = _shift_month(today.year, today.month, -months_back)
+            start, end = _month_range(y, mo)
+            return _finish(start, end, label, today, original)
+
+    for words, quarters_back, label in ((("上季度", "上个季度"), 1, "上季度"), (("本季度", "这个季度", "这季度"), 0, "本季度")):
+        if any(w in t for w in words):
+            q_start_month = (today.month - 1) // 3 * 3 + 1
+            y, mo = _shift_month(today.year, q_start_month, -3 * quarters_back)
+            start = date(y, mo, 1)
+            ey, emo = _shift_month(y, mo, 2)
+            return _finish(start, _month_range(ey, emo)[1], label, today, original)
+
+    m = _RE_MONTH.search(t)
+    if m:
+        year_s, mo = m.groups()
+        month = cn_number(mo)
+        if not 1 <= month <= 12:
+            raise PeriodError(f"「{original}」里的月份不对。")
+        explicit = {"今": today.year, "去": today.year - 1}.get(year_s or "", int(year_s) if year_s and year_s.isdigit() else None)
+        year = _year_for_month(month, today, explicit)
+        start, end = _month_range(year, month)
+        label = f"{year}年{month}月" if explicit else f"{month}月"
+        return _finish(start, end, label, today, original)
+
+    if any(w in t for w in ("今年", "本年", "年初至今")):
+        return _finish(date(today.year, 1, 1), today, "今年", today, original)
+    if "去年" in t:
+        return _finish(date(today.year - 1, 1, 1), date(today.year - 1, 12, 31), "去年", today, original)
+    return None
+
+
+def _last_days(days: int, today: date, label: str) -> Period:
+    # "Last N days" means N whole days ending yesterday: today's sales are still coming in.
+    end = today - timedelta(days=1)
+    return Period(end - timedelta(days=days - 1), end, label)
+
+
+def _weekend(saturday: date, today: date, label: str, original: str) -> Period:
+    return _finish(saturday, saturday + timedelta(days=1), label, today, original)

@@ -1,0 +1,420 @@
+"""Writes of the ops domain: POS order ingestion, inventory adjustments, API tokens.
+
+Every write validates first and then commits in one transaction: a bad batch writes
+nothing. Idempotency is by (store, external_id): the same payload again returns the
+original, a different payload under the same id is a Conflict.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from zoneinfo import ZoneInfo
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from .errors import Conflict
+from .models import ApiToken, Inventory, InventoryAdjustment, Member, Order, OrderLine, Product, Store
+from .selectors import stores_for_user
+
+CENT = Decimal("0.01")
+MAX_LINES_PER_ORDER = 200
+
+
+@dataclass
+class IngestResult:
+    created: list[Order] = field(default_factory=list)
+    replayed: list[Order] = field(default_factory=list)
+    lines_written: int = 0
+
+
+@dataclass
+class _CleanOrder:
+    store: Store
+    external_id: str
+    created_at: datetime
+    channel: str
+    status: str
+    total: Decimal
+    member: Member | None
+    lines: list[tuple[Product, int, Decimal, Decimal]]
+    payload_hash: str
+
+
+def writable_stores(*, user, token: ApiToken | None) -> list[Store]:
+    """A POS token writes its own store only; a person writes the stores they are assigned to."""
+    if token is not None and token.store_id:
+        return [token.store]
+    return stores_for_user(user)
+
+
+def _decimal(value, path: str, errors: dict) -> Decimal | None:
+    try:
+        if isinstance(value, bool) or value is None or value == "":
+            raise InvalidOperation
+        d = Decimal(str(value))
+        if not d.is_finite():
+            raise InvalidOperation
+        return d
+    except (InvalidOperation, ValueError):
+        errors.setdefault(path, []).append("必须是数字。")
+        return None
+
+
+def _fingerprint(o: dict) -> str:
+    return hashlib.sha256(json.dumps(o, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | None:
+    if not isinstance(raw, dict):
+        errors[prefix.rstrip(".") or "non_field_errors"] = ["每个订单必须是 JSON 对象。"]
+        return None
+    before = len(errors)
+
+    store = None
+    store_key = raw.get("store")
+    if store_key in (None, ""):
+        if len(ctx["writable"]) == 1 and ctx["token_store"]:
+            store = ctx["writable"][0]
+        else:
+            errors[prefix + "store"] = ["必须指明门店编码。"]
+    else:
+        store = ctx["stores"].get(str(store_key))
+        if store is None:
+            errors[prefix + "store"] = [f"没有编码或名称为「{store_key}」的门店。"]
+        elif store.id not in ctx["writable_ids"]:
+            errors[prefix + "store"] = [f"这个令牌只能写入 {'、'.join(s.name for s in ctx['writable']) or '（无门店）'} 的订单。"]
+            store = None
+
+    external_id = raw.get("external_id")
+    if not isinstance(external_id, str) or not external_id.strip() or len(external_id) > 64:
+        errors[prefix + "external_id"] = ["必须是 1 到 64 个字符的字符串。"]
+        external_id = None
+
+    created_at = None
+    raw_created = raw.get("created_at")
+    parsed = parse_datetime(raw_created) if isinstance(raw_created, str) else None
+    if parsed is None:
+        errors[prefix + "created_at"] = ["必须是 ISO 8601 时间，如 2026-11-20T21:15:00+08:00。"]
+    else:
+        if timezone.is_naive(parsed):
+            parsed = parsed.replace(tzinfo=ZoneInfo(store.timezone if store else "Asia/Shanghai"))
+        if parsed > ctx["now"] + timedelta(minutes=5):
+            errors[prefix + "created_at"] = ["下单时间不能在未来。"]
+        else:
+            created_at = parsed
+
+    channel = raw.get("channel", Order.Channel.DINE_IN)
+    if channel not in Order.Channel.values:
+        errors[prefix + "channel"] = [f"只能是：{'、'.join(Order.Channel.values)}。"]
+    status = raw.get("status", Order.Status.PAID)
+    if status not in Order.Status.values:
+        errors[prefix + "status"] = [f"只能是：{'、'.join(Order.Status.values)}。"]
+
+    member = None
+    if raw.get("member") not in (None, ""):
+        member = ctx["members"].get(str(raw["member"]))
+        if member is None:
+            errors[prefix + "member"] = [f"没有会员「{raw['member']}」。"]
+
+    lines = []
+    raw_lines = raw.get("lines")
+    if not isinstance(raw_lines, list) or not raw_lines:
+        errors[prefix + "lines"] = ["至少要有一行商品。"]
+        raw_lines = []
+    elif len(raw_lines) > MAX_LINES_PER_ORDER:
+        errors[prefix + "lines"] = [f"一单最多 {MAX_LINES_PER_ORDER} 行。"]
+        raw_lines = []
+    line_sum = Decimal("0")
+    for j, line in enumerate(raw_lines):
+        lp = f"{prefix}lines[{j}]."
+        if not isinstance(line, dict):
+            errors[lp.rstrip(".")] = ["每行必须是 JSON 对象。"]
+            continue
+        product = ctx["products"].get(str(line.get("sku")))
+        if product is None:
+            errors[lp + "sku"] = [f"没有 SKU「{line.get('sku')}」的商品。"]
+        qty = line.get("qty")
+        if isinstance(qty, bool) or not isinstance(qty, int) or qty <= 0:
+            errors[lp + "qty"] = ["必须是正整数。"]
+            qty = None
+        unit_price = _decimal(line.get("unit_price"), lp + "unit_price", errors)
+        if unit_price is not None and unit_price < 0:
+            errors[lp + "unit_price"] = ["不能为负数。"]
+        amount = _decimal(line.get("amount", None if unit_price is None or qty is None else unit_price * qty), lp + "amount", errors)
+        if qty is not None and unit_price is not None and amount is not None:
+            if abs(unit_price * qty - amount) > CENT:
+                errors[lp + "amount"] = [f"金额 {amount} 不等于 数量 {qty} × 单价 {unit_price}。"]
+            line_sum += amount
+        if product is not None and qty is not None and unit_price is not None and amount is not None:
+            lines.append((product, qty, unit_price.quantize(CENT), amount.quantize(CENT)))
+    total = _decimal(raw.get("total"), prefix + "total", errors)
+    if total is not None and not errors.get(prefix + "lines") and abs(total - line_sum) > CENT and len(lines) == len(raw_lines):
+        errors[prefix + "total"] = [f"订单金额 {total} 与明细合计 {line_sum.quantize(CENT)} 不一致。"]
+    unknown = set(raw) - {"store", "external_id", "created_at", "channel", "status", "member", "lines", "total"}
+    if unknown:
+        errors[prefix + "non_field_errors"] = [f"不认识的字段：{'、'.join(sorted(unknown))}。"]
+    if len(errors) > before:
+        return None
+    payload = {
+        "store": store.code,
+        "external_id": external_id,
+        "created_at": created_at.astimezone(ZoneInfo("UTC")).isoformat(),
+        "channel": channel,
+        "status": status,
+        "total": str(total.quantize(CENT)),
+        "member": member.number if member else "",
+        "lines": [[p.sku, q, str(u), str(a)] for p, q, u, a in lines],
+    }
+    return _CleanOrder(store, external_id, created_at, channel, status, total.quantize(CENT), member, lines, _fingerprint(payload))
+
+
+def orders_ingest(*, orders: list[dict], user, token: ApiToken | None = None, batch: bool = True) -> IngestResult:
+    """Validate and write POS orders, all or nothing.
+
+    Raises ValidationError (field errors keyed like ``orders[3].lines[0].sku``), or
+    Conflict when an external_id already holds a different payload.
+    """
+    from django.conf import settings
+
+    if not isinstance(orders, list) or not orders:
+        raise ValidationError({"orders": ["至少要有一个订单。"]})
+    if len(orders) > settings.SM_POS_MAX_BATCH:
+        raise ValidationError({"orders": [f"一批最多 {settings.SM_POS_MAX_BATCH} 个订单，收到 {len(orders)} 个。"]})
+    writable = writable_stores(user=user, token=token)
+    if not writable:
+        raise PermissionDenied("这个账号没有分配门店，不能写入订单。")
+    all_stores = list(Store.objects.all())
+    stores = {s.code: s for s in all_stores} | {s.name: s for s in all_stores}
+    skus = {str(line.get("sku")) for o in orders if isinstance(o, dict) for line in (o.get("lines") or []) if isinstance(line, dict)}
+    member_keys = {str(o["member"]) for o in orders if isinstance(o, dict) and o.get("member")}
+    members = {}
+    if member_keys:
+        for m in Member.objects.filter(Q(number__in=member_keys) | Q(phone__in=member_keys)):
+            members[m.number] = members[m.phone] = m
+    ctx = {
+        "writable": writable,
+        "writable_ids": {s.id for s in writable},
+        "token_store": bool(token and token.store_id),
+        "stores": stores,
+        "products": {p.sku: p for p in Product.objects.filter(sku__in=skus)},
+        "members": members,
+        "now": timezone.now(),
+    }
+    errors: dict[str, list[str]] = {}
+    clean: list[_CleanOrder] = []
+    seen: dict[tuple[int, str], int] = {}
+    for i, raw in enumerate(orders):
+        prefix = f"orders[{i}]." if batch else ""
+        c = _clean_order(raw, prefix, ctx, errors)
+        if c is None:
+            continue
+        key = (c.store.id, c.external_id)
+        if key in seen:
+            errors[prefix + "external_id"] = [f"与 orders[{seen[key]}] 的单号重复。"]
+            continue
+        seen[key] = i
+        clean.append(c)
+    if errors:
+        raise ValidationError(errors)
+    try:
+        return _write_orders(clean)
+    except IntegrityError:
+        # A concurrent request inserted one of these ids first; the retry sees it as a replay or a conflict.
+        return _write_orders(clean)
+
+
+@transaction.atomic
+def _write_orders(clean: list[_CleanOrder]) -> IngestResult:
+    result = IngestResult()
+    by_store: dict[int, list[str]] = defaultdict(list)
+    for c in clean:
+        by_store[c.store.id].append(c.external_id)
+    cond = Q()
+    for store_id, ids in by_store.items():
+        cond |= Q(store_id=store_id, external_id__in=ids)
+    existing = {(o.store_id, o.external_id): o for o in Order.objects.filter(cond)}
+    conflicts = []
+    new: list[_CleanOrder] = []
+    for c in clean:
+        old = existing.get((c.store.id, c.external_id))
+        if old is None:
+            new.append(c)
+        elif old.payload_hash == c.payload_hash:
+            result.replayed.append(old)
+        else:
+            conflicts.append(c.external_id)
+    if conflicts:
+        raise Conflict(
+            f"单号 {'、'.join(conflicts[:10])}{' 等' if len(conflicts) > 10 else ''} 已存在且内容不同；"
+            "同一单号只能对应同一份订单，改单请用新的单号。",
+            conflicting_external_ids=conflicts,
+        )
+    if not new:
+        return result
+    objs = Order.objects.bulk_create(
+        [
+            Order(store=c.store, external_id=c.external_id, created_at=c.created_at, channel=c.channel,
+                  status=c.status, total=c.total, member=c.member, payload_hash=c.payload_hash)
+            for c in new
+        ]
+    )
+    line_objs = []
+    sold: dict[tuple[int, int], int] = defaultdict(int)
+    for order, c in zip(objs, new):
+        for product, qty, unit_price, amount in c.lines:
+            line_objs.append(OrderLine(order_id=order.id, product_id=product.id, qty=qty, unit_price=unit_price, amount=amount))
+            if c.status == Order.Status.PAID:
+                sold[(c.store.id, product.id)] += qty
+    OrderLine.objects.bulk_create(line_objs, batch_size=2000)
+    for (store_id, product_id), qty in sold.items():
+        Inventory.objects.filter(store_id=store_id, product_id=product_id).update(on_hand=F("on_hand") - qty)
+    result.created = objs
+    result.lines_written = len(line_objs)
+    return result
+
+
+@dataclass
+class AdjustmentResult:
+    adjustment: InventoryAdjustment
+    inventory: Inventory
+    replayed: bool
+
+
+@transaction.atomic
+def inventory_adjust(*, data: dict, user, token: ApiToken | None = None) -> AdjustmentResult:
+    """Apply one inventory adjustment, idempotent by (store, external_id)."""
+    errors: dict[str, list[str]] = {}
+    writable = writable_stores(user=user, token=token)
+    store = None
+    key = data.get("store") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        raise ValidationError({"non_field_errors": ["请求体必须是 JSON 对象。"]})
+    if key in (None, "") and token is not None and token.store_id:
+        store = token.store
+    else:
+        store = Store.objects.filter(Q(code=key) | Q(name=key)).first() if key else None
+        if store is None:
+            errors["store"] = [f"没有门店「{key}」。" if key else "必须指明门店。"]
+        elif store not in writable:
+            errors["store"] = [f"这个令牌只能调整 {'、'.join(s.name for s in writable) or '（无门店）'} 的库存。"]
+    product = Product.objects.filter(sku=data.get("sku")).first() if data.get("sku") else None
+    if product is None:
+        errors["sku"] = [f"没有 SKU「{data.get('sku')}」的商品。" if data.get("sku") else "必须给出 SKU。"]
+    delta = data.get("delta")
+    if isinstance(delta, bool) or not isinstance(delta, int) or delta == 0 or abs(delta) > 100000:
+        errors["delta"] = ["必须是非零整数（正数入库，负数出库）。"]
+    reason = data.get("reason")
+    if reason not in InventoryAdjustment.Reason.values:
+        errors["reason"] = [f"只能是：{'、'.join(InventoryAdjustment.Reason.values)}。"]
+    external_id = data.get("external_id")
+    if not isinstance(external_id, str) or not external_id.strip() or len(external_id) > 64:
+        errors["external_id"] = ["必须是 1 到 64 个字符的字符串。"]
+    note = data.get("note", "") or ""
+    if not isinstance(note, str) or len(note) > 200:
+        errors["note"] = ["备注最多 200 字。"]
+    if errors:
+        raise ValidationError(errors)
+    existing = InventoryAdjustment.objects.select_for_update().filter(store=store, external_id=external_id).first()
+    if existing:
+        same = (existing.product_id, existing.delta, existing.reason, existing.note) == (product.id, delta, reason, note)
+        if not same:
+            raise Conflict(f"调整单号 {external_id} 已存在且内容不同。")
+        inv = Inventory.objects.get(store=store, product=product)
+        return AdjustmentResult(existing, inv, True)
+    inv, _ = Inventory.objects.select_for_update().get_or_create(store=store, product=product, defaults={"on_hand": 0, "safety_stock": 0})
+    if inv.on_hand + delta < 0:
+        raise ValidationError({"delta": [f"调整后库存为负（当前 {inv.on_hand}，调整 {delta}）。"]})
+    adj = InventoryAdjustment.objects.create(
+        store=store, product=product, external_id=external_id, delta=delta, reason=reason, note=note, created_by=user
+    )
+    inv.on_hand = F("on_hand") + delta
+    inv.save(update_fields=["on_hand", "updated_at"])
+    inv.refresh_from_db()
+    return AdjustmentResult(adj, inv, False)
+
+
+def api_token_issue(*, user, name: str, store: Store | None = None) -> tuple[ApiToken, str]:
+    """Create a token and return it with its key; the key is shown once and never stored."""
+    key = ApiToken.generate_key()
+    token = ApiToken(user=user, store=store, name=name)
+    token.set_key(key)
+    token.save()
+    return token, key
+
+
+# --- roles and demo users ----------------------------------------------------------------
+
+ROLE_GROUPS = ("staff", "manager")
+DEMO_PASSWORD = "storemind-demo"
+DEMO_POS_TOKEN = "sm_demo_pos_GZ-TH_do_not_use_in_production"
+
+
+@dataclass
+class DemoUsers:
+    usernames: list[str]
+    password: str
+    pos_store: str
+    pos_token: str
+
+
+def roles_ensure() -> None:
+    """Create the auth groups the product's permissions are derived from."""
+    from django.contrib.auth.models import Group, Permission
+
+    staff, _ = Group.objects.get_or_create(name="staff")
+    manager, _ = Group.objects.get_or_create(name="manager")
+    view_ops = Permission.objects.filter(content_type__app_label="ops", codename__startswith="view_").exclude(codename="view_apitoken")
+    staff.permissions.add(*view_ops)
+    manager.permissions.add(*view_ops, *Permission.objects.filter(content_type__app_label="ops", codename__in=["change_inventory", "view_apitoken"]))
+
+
+@transaction.atomic
+def demo_users_ensure() -> DemoUsers:
+    """Demo accounts for SM_DEMO=1 only: a staff and a manager per store, plus demo_admin."""
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    if not settings.SM_DEMO:
+        raise PermissionDenied("Demo users are only created when SM_DEMO=1.")
+    User = get_user_model()
+    roles_ensure()
+    groups = {g.name: g for g in Group.objects.filter(name__in=ROLE_GROUPS)}
+    names = []
+
+    def ensure(username: str, role: str | None, store: Store | None, superuser: bool = False):
+        user, created = User.objects.get_or_create(username=username, defaults={"is_staff": True, "is_superuser": superuser})
+        if created:
+            user.set_password(DEMO_PASSWORD)
+            user.save()
+        if role:
+            user.groups.add(groups[role])
+        if store:
+            store.members.add(user)
+        names.append(username)
+        return user
+
+    stores = list(Store.objects.all())
+    home = next((s for s in stores if s.code == "GZ-TH"), stores[0] if stores else None)
+    ensure("demo_staff", "staff", home)
+    ensure("demo_manager", "manager", home)
+    for store in stores:
+        if store != home:
+            suffix = store.code.lower().replace("-", "_")
+            ensure(f"staff_{suffix}", "staff", store)
+            ensure(f"manager_{suffix}", "manager", store)
+    ensure("demo_admin", None, None, superuser=True)
+    pos_user = ensure(f"pos_{home.code.lower().replace('-', '_')}", None, home) if home else None
+    if home and not ApiToken.lookup(DEMO_POS_TOKEN):
+        token = ApiToken(user=pos_user, store=home, name=f"{home.name} 演示 POS")
+        token.set_key(DEMO_POS_TOKEN)
+        token.save()
+    return DemoUsers(names, DEMO_PASSWORD, home.name if home else "", DEMO_POS_TOKEN)

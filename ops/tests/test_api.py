@@ -1,0 +1,187 @@
+"""POS REST API: idempotency, all-or-nothing batches, field errors, auth everywhere."""
+import pytest
+from rest_framework.test import APIClient
+
+from ops.models import ApiToken, Inventory, InventoryAdjustment, Order, OrderLine, Product, Store
+
+from .factories import make_user, order_payload, pos_token
+
+pytestmark = pytest.mark.django_db
+
+ENDPOINTS = [
+    ("post", "/api/v1/orders"),
+    ("post", "/api/v1/inventory/adjustments"),
+    ("get", "/api/v1/stores"),
+    ("get", "/api/v1/sales/summary?period=上周"),
+]
+
+
+def client_for(key: str) -> APIClient:
+    c = APIClient()
+    c.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return c
+
+
+@pytest.fixture
+def pos():
+    return client_for(pos_token("GZ-TH"))
+
+
+def counts():
+    return Order.objects.count(), OrderLine.objects.count(), InventoryAdjustment.objects.count()
+
+
+@pytest.mark.parametrize("method,url", ENDPOINTS)
+def test_every_endpoint_requires_auth(method, url):
+    before = counts()
+    anon = getattr(APIClient(), method)(url, {}, format="json")
+    assert anon.status_code == 401
+    bad = getattr(client_for("sm_not_a_token"), method)(url, {}, format="json")
+    assert bad.status_code == 401
+    assert "令牌无效" in bad.json()["detail"]
+    assert counts() == before
+
+
+def test_revoked_token_is_rejected(pos):
+    ApiToken.objects.update(revoked=True)
+    assert pos.get("/api/v1/stores").status_code == 401
+
+
+def test_single_order_created_then_replayed_then_conflict(pos):
+    payload = order_payload("T-1001")
+    inv_before = Inventory.objects.get(store__code="GZ-TH", product__sku="B001").on_hand
+    r1 = pos.post("/api/v1/orders", payload, format="json")
+    assert r1.status_code == 201, r1.json()
+    assert r1.json()["result"] == "created" and r1.json()["total"] == "58.00"
+    assert Inventory.objects.get(store__code="GZ-TH", product__sku="B001").on_hand == inv_before - 2
+
+    r2 = pos.post("/api/v1/orders", payload, format="json")
+    assert r2.status_code == 200
+    assert r2.json()["id"] == r1.json()["id"] and r2.json()["result"] == "replayed"
+    assert Order.objects.filter(external_id="T-1001").count() == 1
+    assert Inventory.objects.get(store__code="GZ-TH", product__sku="B001").on_hand == inv_before - 2
+
+    changed = order_payload("T-1001", channel="外卖")
+    r3 = pos.post("/api/v1/orders", changed, format="json")
+    assert r3.status_code == 409
+    assert "T-1001" in r3.json()["detail"] and r3.json()["conflicting_external_ids"] == ["T-1001"]
+
+
+def test_batch_is_all_or_nothing(pos):
+    pos.post("/api/v1/orders", order_payload("B-0"), format="json")
+    before = counts()
+    batch = {"orders": [order_payload(f"B-{i}") for i in range(1, 5)] + [order_payload("B-0", channel="团购")]}
+    r = pos.post("/api/v1/orders", batch, format="json")
+    assert r.status_code == 409
+    assert counts() == before
+
+    batch["orders"][-1] = order_payload("B-0")  # now an exact replay
+    r = pos.post("/api/v1/orders", batch, format="json")
+    assert r.status_code == 201
+    body = r.json()
+    assert (body["created"], body["replayed"]) == (4, 1)
+    assert Order.objects.count() == before[0] + 4
+
+
+def test_batch_with_one_bad_line_writes_nothing_and_names_the_field(pos):
+    before = counts()
+    bad_lines = [{"sku": "NOPE", "qty": -1, "unit_price": "15.00", "amount": "15.00"}]
+    batch = {"orders": [order_payload("C-1"), order_payload("C-2", lines=bad_lines, total="15.00")]}
+    r = pos.post("/api/v1/orders", batch, format="json")
+    assert r.status_code == 400
+    errors = r.json()
+    assert "orders[1].lines[0].sku" in errors and "orders[1].lines[0].qty" in errors
+    assert counts() == before
+
+
+@pytest.mark.parametrize(
+    "override,field",
+    [
+        ({"total": "99.00"}, "total"),
+        ({"lines": [{"sku": "B001", "qty": 2, "unit_price": "15.00", "amount": "31.00"}], "total": "31.00"}, "lines[0].amount"),
+        ({"lines": [{"sku": "B001", "qty": 0, "unit_price": "15.00", "amount": "0"}], "total": "0"}, "lines[0].qty"),
+        ({"lines": []}, "lines"),
+        ({"channel": "快递"}, "channel"),
+        ({"created_at": "yesterday"}, "created_at"),
+        ({"created_at": "2099-01-01T00:00:00+08:00"}, "created_at"),
+        ({"external_id": ""}, "external_id"),
+        ({"member": "M99999"}, "member"),
+        ({"store": "SZ-FT"}, "store"),
+        ({"store": "NOPE"}, "store"),
+        ({"coupon": "X"}, "non_field_errors"),
+    ],
+)
+def test_bad_order_gives_400_with_field_errors_and_writes_nothing(pos, override, field):
+    before = counts()
+    payload = order_payload("D-1")
+    payload.update(override)
+    if "lines" in override and "total" not in override:
+        payload["total"] = "0"
+    r = pos.post("/api/v1/orders", payload, format="json")
+    assert r.status_code == 400, r.json()
+    assert field in r.json(), r.json()
+    assert counts() == before
+
+
+def test_pos_token_cannot_write_another_store(pos):
+    r = pos.post("/api/v1/orders", order_payload("E-1", store="SZ-FT"), format="json")
+    assert r.status_code == 400
+    assert "广州天河店" in r.json()["store"][0]
+
+
+def test_batch_size_limit_and_duplicate_ids_in_batch(pos):
+    r = pos.post("/api/v1/orders", {"orders": [order_payload(f"F-{i}") for i in range(501)]}, format="json")
+    assert r.status_code == 400 and "500" in r.json()["orders"][0]
+    r = pos.post("/api/v1/orders", {"orders": [order_payload("F-1"), order_payload("F-1")]}, format="json")
+    assert r.status_code == 400 and "orders[1].external_id" in r.json()
+
+
+def test_staff_user_token_writes_only_assigned_stores():
+    from ops.services import api_token_issue
+
+    user = make_user("s1", stores=["SZ-FT"])
+    _, key = api_token_issue(user=user, name="laptop")
+    c = client_for(key)
+    assert c.post("/api/v1/orders", order_payload("G-1", store="SZ-FT"), format="json").status_code == 201
+    assert c.post("/api/v1/orders", order_payload("G-2", store="GZ-TH"), format="json").status_code == 400
+
+
+def test_inventory_adjustment_idempotent_and_validated(pos):
+    inv = Inventory.objects.get(store__code="GZ-TH", product__sku="W001")
+    body = {"sku": "W001", "delta": 6, "reason": "receive", "external_id": "ADJ-1"}
+    r1 = pos.post("/api/v1/inventory/adjustments", body, format="json")
+    assert r1.status_code == 201 and r1.json()["inventory"]["on_hand"] == inv.on_hand + 6
+    r2 = pos.post("/api/v1/inventory/adjustments", body, format="json")
+    assert r2.status_code == 200 and r2.json()["inventory"]["on_hand"] == inv.on_hand + 6
+    r3 = pos.post("/api/v1/inventory/adjustments", {**body, "delta": 7}, format="json")
+    assert r3.status_code == 409
+    before = InventoryAdjustment.objects.count()
+    r4 = pos.post("/api/v1/inventory/adjustments", {"sku": "NOPE", "delta": 0, "reason": "x", "external_id": ""}, format="json")
+    assert r4.status_code == 400 and set(r4.json()) >= {"sku", "delta", "reason", "external_id"}
+    r5 = pos.post("/api/v1/inventory/adjustments", {**body, "external_id": "ADJ-2", "delta": -100000}, format="json")
+    assert r5.status_code == 400 and "delta" in r5.json()
+    assert InventoryAdjustment.objects.count() == before
+
+
+def test_stores_and_sales_summary_use_the_same_tool(pos):
+    stores = pos.get("/api/v1/stores").json()
+    assert [s["name"] for s in stores] == list(Store.objects.values_list("name", flat=True))
+    r = pos.get("/api/v1/sales/summary", {"store": "天河店", "period": "上周"})
+    assert r.status_code == 200
+    from ops.tools import run_tool
+
+    assert r.json() == run_tool("store_sales", {"store": "天河店", "period": "上周"}).as_dict()
+    bad = pos.get("/api/v1/sales/summary", {"store": "三里屯店", "period": "下周"})
+    assert bad.status_code == 400 and {"store", "period"} <= set(bad.json())
+
+
+def test_schema_and_docs_are_served():
+    from django.test import Client
+
+    assert Client().get("/api/schema/").status_code == 200
+    docs = Client().get("/api/docs/")
+    assert docs.status_code == 200 and b"cdn" not in docs.content.lower()
+
+
+def test_product_prices_are_positive():
+    assert not Product.objects.filter(price__lte=0).exists()

@@ -1,0 +1,164 @@
+"""Each tool's figures against an aggregate computed independently (raw SQL over the
+seeded data), plus store resolution and parameter validation."""
+from datetime import date, timedelta
+from decimal import Decimal
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.db import connection
+
+from ops.models import Member, Store
+from ops.selectors import UnknownStore, find_store_in_text, resolve_store
+from ops.tools import TOOLS, local_today, run_tool
+
+pytestmark = pytest.mark.django_db
+
+
+def sql_one(query, params):
+    with connection.cursor() as cur:
+        cur.execute(query, params)
+        return cur.fetchall()
+
+
+def day_bounds(start: date, end: date):
+    return f"{start} 00:00:00+08", f"{end + timedelta(days=1)} 00:00:00+08"
+
+
+@pytest.mark.parametrize(
+    "text,name",
+    [("天河店", "广州天河店"), ("天河", "广州天河店"), ("GZ-TH", "广州天河店"), ("福田店", "深圳福田店"),
+     ("珠江新城", "广州珠江新城店"), ("祖庙店", "佛山祖庙店"), ("广州天河店", "广州天河店")],
+)
+def test_resolve_store_by_name_code_alias(text, name):
+    assert resolve_store(text).name == name
+
+
+def test_find_store_in_question_prefers_whitelist_over_regex():
+    match = find_store_in_text("上周广州天河店卖了多少")
+    assert match.store.name == "广州天河店"
+    assert find_store_in_text("上周天河店卖了多少").store.name == "广州天河店"
+    assert find_store_in_text("各店上周营业额").store is None
+    assert find_store_in_text("上周卖了多少") is None
+
+
+def test_unknown_store_is_a_clear_error_listing_known_stores():
+    with pytest.raises(UnknownStore) as exc:
+        find_store_in_text("上周北京三里屯店卖了多少")
+    message = exc.value.messages[0]
+    assert "北京三里屯店" in message and "广州天河店" in message
+    with pytest.raises(ValidationError) as exc:
+        run_tool("store_sales", {"store": "三里屯店", "period": "上周"})
+    assert "store" in exc.value.message_dict
+
+
+def test_store_sales_matches_independent_sql():
+    today = local_today()
+    result = run_tool("store_sales", {"store": "天河店", "period": "最近7天"}, today=today)
+    start, end = today - timedelta(days=7), today - timedelta(days=1)
+    lo, hi = day_bounds(start, end)
+    (revenue, orders), = sql_one(
+        "SELECT COALESCE(SUM(o.total),0), COUNT(*) FROM ops_order o JOIN ops_store s ON s.id=o.store_id "
+        "WHERE s.code='GZ-TH' AND o.status='paid' AND o.created_at >= %s AND o.created_at < %s", [lo, hi])
+    assert orders > 0
+    row = result.rows[0]
+    assert row["orders"] == orders
+    assert Decimal(str(row["revenue"])) == revenue
+    assert row["avg_ticket"] == round(float(revenue) / orders, 2)
+    assert result.params == {"store": "广州天河店", "period": {"label": "最近7天", "start": str(start), "end": str(end)}}
+    assert f"{orders} 单" in result.summary
+
+
+def test_store_sales_all_stores_has_a_row_per_store_and_excludes_refunds():
+    today = local_today()
+    result = run_tool("store_sales", {"period": "上月"}, today=today)
+    assert [r["store"] for r in result.rows] == list(Store.objects.values_list("name", flat=True))
+    p = result.params["period"]
+    lo, hi = day_bounds(date.fromisoformat(p["start"]), date.fromisoformat(p["end"]))
+    (paid, refunded), = sql_one(
+        "SELECT COUNT(*) FILTER (WHERE status='paid'), COUNT(*) FILTER (WHERE status='refunded') FROM ops_order "
+        "WHERE created_at >= %s AND created_at < %s", [lo, hi])
+    assert refunded > 0
+    assert sum(r["orders"] for r in result.rows) == paid
+
+
+def test_top_products_matches_sql_and_caps_n():
+    result = run_tool("top_products", {"store": "福田", "period": "最近30天", "n": 3})
+    p = result.params["period"]
+    lo, hi = day_bounds(date.fromisoformat(p["start"]), date.fromisoformat(p["end"]))
+    expected = sql_one(
+        "SELECT p.name, SUM(l.qty) q FROM ops_orderline l JOIN ops_order o ON o.id=l.order_id JOIN ops_product p ON p.id=l.product_id "
+        "JOIN ops_store s ON s.id=o.store_id WHERE s.code='SZ-FT' AND o.status='paid' AND o.created_at >= %s AND o.created_at < %s "
+        "GROUP BY p.id, p.name ORDER BY q DESC, SUM(l.amount) DESC, p.id LIMIT 3", [lo, hi])
+    assert [(r["product"], r["qty"]) for r in result.rows] == [(n, q) for n, q in expected]
+    for bad in (0, 51, "five", True):
+        with pytest.raises(ValidationError) as exc:
+            run_tool("top_products", {"period": "上周", "n": bad})
+        assert "n" in exc.value.message_dict
+
+
+def test_compare_stores_ranks_by_revenue_and_shares_sum_to_100():
+    result = run_tool("compare_stores", {"period": "上周"})
+    revenues = [r["revenue"] for r in result.rows]
+    assert revenues == sorted(revenues, reverse=True)
+    assert abs(sum(r["revenue_share"] for r in result.rows) - 100) < 0.5
+    by_orders = run_tool("compare_stores", {"period": "上周", "metric": "orders"})
+    assert [r["orders"] for r in by_orders.rows] == sorted((r["orders"] for r in by_orders.rows), reverse=True)
+
+
+def test_hourly_peak_matches_sql_in_local_time():
+    result = run_tool("hourly_peak", {"store": "天河店", "period": "最近30天"})
+    p = result.params["period"]
+    lo, hi = day_bounds(date.fromisoformat(p["start"]), date.fromisoformat(p["end"]))
+    expected = sql_one(
+        "SELECT EXTRACT(HOUR FROM o.created_at AT TIME ZONE 'Asia/Shanghai')::int h, COUNT(*) FROM ops_order o "
+        "JOIN ops_store s ON s.id=o.store_id WHERE s.code='GZ-TH' AND o.status='paid' AND o.created_at >= %s AND o.created_at < %s "
+        "GROUP BY h ORDER BY h", [lo, hi])
+    assert [(int(r["hour"][:2]), r["orders"]) for r in result.rows] == expected
+    assert "21:00" in result.summary or "22:00" in result.summary
+
+
+def test_low_stock_lists_every_item_below_safety_with_velocity():
+    today = local_today()
+    result = run_tool("low_stock", {"store": "天河店"}, today=today)
+    expected = sql_one(
+        "SELECT p.name FROM ops_inventory i JOIN ops_product p ON p.id=i.product_id JOIN ops_store s ON s.id=i.store_id "
+        "WHERE s.code='GZ-TH' AND i.on_hand < i.safety_stock ORDER BY p.sku", [])
+    assert [r["product"] for r in result.rows] == [n for (n,) in expected]
+    assert len(result.rows) >= 1
+    lo, hi = day_bounds(today - timedelta(days=7), today - timedelta(days=1))
+    row = result.rows[0]
+    (sold,), = sql_one(
+        "SELECT COALESCE(SUM(l.qty),0) FROM ops_orderline l JOIN ops_order o ON o.id=l.order_id JOIN ops_product p ON p.id=l.product_id "
+        "JOIN ops_store s ON s.id=o.store_id WHERE s.code='GZ-TH' AND p.sku=%s AND o.status='paid' AND o.created_at >= %s AND o.created_at < %s",
+        [row["sku"], lo, hi])
+    assert row["sold_7d"] == sold
+    assert row["velocity_per_day"] == round(sold / 7, 2)
+    assert row["suggested_qty"] >= row["safety_stock"] - row["on_hand"]
+    for r in result.rows:
+        assert r["product"] in result.summary
+
+
+def test_member_balance_is_masked_and_matches_ledger():
+    member = Member.objects.filter(account__isnull=False).order_by("number").first()
+    result = run_tool("member_balance", {"member": member.phone})
+    row = result.rows[0]
+    assert member.phone not in str(result.as_dict())
+    assert row["phone"] == member.phone[:3] + "****" + member.phone[-4:]
+    (principal, bonus), = sql_one(
+        "SELECT SUM(principal_delta), SUM(bonus_delta) FROM ops_storedvaluetxn WHERE account_id=%s", [member.account.id])
+    assert Decimal(str(row["principal_balance"])) == principal
+    assert Decimal(str(row["bonus_balance"])) == bonus
+    with pytest.raises(ValidationError):
+        run_tool("member_balance", {"member": "13000000000"})
+
+
+def test_unknown_tool_and_unknown_params_are_rejected():
+    with pytest.raises(ValidationError):
+        run_tool("drop_table", {})
+    with pytest.raises(ValidationError) as exc:
+        run_tool("store_sales", {"period": "上周", "sql": "select 1"})
+    assert "sql" in exc.value.message_dict
+    with pytest.raises(ValidationError) as exc:
+        run_tool("store_sales", {"store": "天河店"})
+    assert "period" in exc.value.message_dict
+    assert set(TOOLS) == {"store_sales", "top_products", "compare_stores", "hourly_peak", "low_stock", "member_balance"}

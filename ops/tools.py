@@ -1,0 +1,377 @@
+"""Whitelisted query tools: the only way the agent, the API and MCP read ops facts.
+
+Each tool validates its parameters (store against the whitelist, period through the
+period parser, bounded integers) and runs parameterised ORM queries only. This module
+never builds SQL from user text. Every call returns a ToolResult with the exact
+parameters used, the rows and a one-line summary.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from django.core.exceptions import ValidationError
+from django.db.models import Count, F, Q, Sum
+from django.db.models.functions import ExtractHour
+from django.utils import timezone
+
+from .models import Inventory, Member, Order, OrderLine, Product, Store
+from .periods import Period, PeriodError, parse_period
+from .selectors import UnknownStore, resolve_store
+
+TZ = ZoneInfo("Asia/Shanghai")
+MAX_TOP_N = 50
+VELOCITY_DAYS = 7
+
+
+@dataclass
+class ToolResult:
+    tool: str
+    params: dict
+    rows: list[dict]
+    summary: str
+    columns: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    schema: dict  # JSON schema of the parameters
+    func: Callable[..., ToolResult]
+
+
+def local_today() -> date:
+    return timezone.localtime(timezone.now(), TZ).date()
+
+
+def _bounds(period: Period) -> tuple[datetime, datetime]:
+    start = datetime.combine(period.start, time.min, tzinfo=TZ)
+    end = datetime.combine(period.end + timedelta(days=1), time.min, tzinfo=TZ)
+    return start, end
+
+
+def _money(value: Decimal | None) -> float:
+    return float((value or Decimal("0")).quantize(Decimal("0.01")))
+
+
+def _yuan(value: float) -> str:
+    return f"¥{value:,.2f}"
+
+
+def _store_label(store: Store | None) -> str:
+    return store.name if store else "全部门店"
+
+
+def _paid_orders(period: Period, store: Store | None):
+    start, end = _bounds(period)
+    qs = Order.objects.filter(status=Order.Status.PAID, created_at__gte=start, created_at__lt=end)
+    return qs.filter(store=store) if store else qs
+
+
+# --- tools ---------------------------------------------------------------------------------
+
+
+def store_sales(*, store: Store | None, period: Period) -> ToolResult:
+    per_store = {
+        row["store_id"]: row
+        for row in _paid_orders(period, store)
+        .values("store_id")
+        .annotate(revenue=Sum("total"), orders=Count("*"))
+        .order_by()
+    }
+    stores = [store] if store else list(Store.objects.all())
+    rows = []
+    for s in stores:
+        agg = per_store.get(s.id, {})
+        revenue, orders = _money(agg.get("revenue")), agg.get("orders", 0)
+        rows.append(
+            {
+                "store": s.name,
+                "revenue": revenue,
+                "orders": orders,
+                "avg_ticket": round(revenue / orders, 2) if orders else 0.0,
+            }
+        )
+    total_revenue = round(sum(r["revenue"] for r in rows), 2)
+    total_orders = sum(r["orders"] for r in rows)
+    avg = round(total_revenue / total_orders, 2) if total_orders else 0.0
+    summary = (
+        f"{_store_label(store)} {period.describe()}：营业额 {_yuan(total_revenue)}，"
+        f"订单 {total_orders} 单，客单价 {_yuan(avg)}（只计已支付订单）。"
+    )
+    if total_orders == 0:
+        summary = f"{_store_label(store)} {period.describe()} 没有已支付订单（营业额 ¥0.00）。"
+    return ToolResult("store_sales", {}, rows, summary, ["store", "revenue", "orders", "avg_ticket"])
+
+
+def top_products(*, store: Store | None, period: Period, n: int = 5, category: str | None = None) -> ToolResult:
+    start, end = _bounds(period)
+    qs = OrderLine.objects.filter(
+        order__status=Order.Status.PAID, order__created_at__gte=start, order__created_at__lt=end
+    )
+    if store:
+        qs = qs.filter(order__store=store)
+    if category:
+        qs = qs.filter(product__category=category)
+    agg = list(qs.values("product_id").annotate(qty=Sum("qty"), revenue=Sum("amount")).order_by("-qty", "-revenue", "product_id")[:n])
+    products = Product.objects.in_bulk([a["product_id"] for a in agg])
+    rows = [
+        {
+            "rank": i,
+            "product": products[a["product_id"]].name,
+            "category": products[a["product_id"]].category,
+            "qty": a["qty"],
+            "unit": products[a["product_id"]].unit,
+            "revenue": _money(a["revenue"]),
+        }
+        for i, a in enumerate(agg, start=1)
+    ]
+    what = f"{category}类" if category else ""
+    if rows:
+        listing = "；".join(f"{r['rank']}. {r['product']} {r['qty']}{r['unit']}" for r in rows)
+        summary = f"{_store_label(store)} {period.describe()} {what}销量前 {n}：{listing}。"
+    else:
+        summary = f"{_store_label(store)} {period.describe()} 没有{what}销售记录。"
+    return ToolResult("top_products", {}, rows, summary, ["rank", "product", "category", "qty", "unit", "revenue"])
+
+
+def compare_stores(*, period: Period, metric: str = "revenue") -> ToolResult:
+    base = store_sales(store=None, period=period)
+    rows = sorted(base.rows, key=lambda r: r[metric], reverse=True)
+    total_revenue = sum(r["revenue"] for r in rows) or 0.0
+    for rank, r in enumerate(rows, start=1):
+        r["rank"] = rank
+        r["revenue_share"] = round(r["revenue"] / total_revenue * 100, 1) if total_revenue else 0.0
+    names = {"revenue": "营业额", "orders": "订单数", "avg_ticket": "客单价"}
+    listing = "；".join(
+        f"{r['rank']}. {r['store']} {_yuan(r['revenue']) if metric != 'orders' else str(r['orders']) + ' 单'}"
+        + (f"（客单价 {_yuan(r['avg_ticket'])}）" if metric == "avg_ticket" else "")
+        for r in rows
+    )
+    summary = f"{period.describe()} 各门店按{names[metric]}排名：{listing}。"
+    return ToolResult("compare_stores", {}, rows, summary, ["rank", "store", "revenue", "orders", "avg_ticket", "revenue_share"])
+
+
+def hourly_peak(*, store: Store | None, period: Period) -> ToolResult:
+    agg = list(
+        _paid_orders(period, store)
+        .annotate(hour=ExtractHour("created_at", tzinfo=TZ))
+        .values("hour")
+        .annotate(orders=Count("*"), revenue=Sum("total"))
+        .order_by("hour")
+    )
+    rows = [{"hour": f"{a['hour']:02d}:00", "orders": a["orders"], "revenue": _money(a["revenue"])} for a in agg]
+    if rows:
+        top = sorted(rows, key=lambda r: r["orders"], reverse=True)[:3]
+        listing = "、".join(f"{r['hour']}（{r['orders']} 单）" for r in top)
+        summary = f"{_store_label(store)} {period.describe()} 订单最多的时段：{listing}。"
+    else:
+        summary = f"{_store_label(store)} {period.describe()} 没有已支付订单。"
+    return ToolResult("hourly_peak", {}, rows, summary, ["hour", "orders", "revenue"])
+
+
+def restock_suggestion(on_hand: int, safety_stock: int, velocity: float, cover_days: int = 7) -> int:
+    """Units to order so stock covers `cover_days` of sales on top of the safety stock."""
+    return max(0, math.ceil(safety_stock + velocity * cover_days - on_hand))
+
+
+def low_stock(*, store: Store | None, today: date | None = None) -> ToolResult:
+    today = today or local_today()
+    items = Inventory.objects.filter(on_hand__lt=F("safety_stock")).select_related("store", "product")
+    if store:
+        items = items.filter(store=store)
+    items = list(items.order_by("store__code", "product__sku"))
+    window = Period(today - timedelta(days=VELOCITY_DAYS), today - timedelta(days=1), f"近{VELOCITY_DAYS}天")
+    start, end = _bounds(window)
+    sold = {
+        (a["order__store_id"], a["product_id"]): a["qty"]
+        for a in OrderLine.objects.filter(
+            order__status=Order.Status.PAID,
+            order__created_at__gte=start,
+            order__created_at__lt=end,
+            product_id__in={i.product_id for i in items},
+            **({"order__store": store} if store else {}),
+        )
+        .values("order__store_id", "product_id")
+        .annotate(qty=Sum("qty"))
+        .order_by()
+    }
+    rows = []
+    for inv in items:
+        qty = sold.get((inv.store_id, inv.product_id), 0) or 0
+        velocity = round(qty / VELOCITY_DAYS, 2)
+        rows.append(
+            {
+                "store": inv.store.name,
+                "product": inv.product.name,
+                "sku": inv.product.sku,
+                "unit": inv.product.unit,
+                "on_hand": inv.on_hand,
+                "safety_stock": inv.safety_stock,
+                "sold_7d": qty,
+                "velocity_per_day": velocity,
+                "days_of_cover": round(inv.on_hand / velocity, 1) if velocity else None,
+                "suggested_qty": restock_suggestion(inv.on_hand, inv.safety_stock, velocity),
+            }
+        )
+    if rows:
+        listing = "；".join(f"{r['store']} {r['product']} 在库 {r['on_hand']}{r['unit']}（安全库存 {r['safety_stock']}）" for r in rows)
+        summary = f"{_store_label(store)} 低于安全库存的商品共 {len(rows)} 项：{listing}。"
+    else:
+        summary = f"{_store_label(store)} 目前没有低于安全库存的商品。"
+    return ToolResult(
+        "low_stock", {"velocity_window": window.as_params()}, rows, summary,
+        ["store", "product", "on_hand", "safety_stock", "sold_7d", "velocity_per_day", "days_of_cover", "suggested_qty"],
+    )
+
+
+def mask_phone(phone: str) -> str:
+    return phone[:3] + "****" + phone[-4:] if len(phone) >= 7 else "****"
+
+
+def mask_name(name: str) -> str:
+    return name[:1] + "*" * max(1, len(name) - 1) if name else ""
+
+
+def member_balance(*, member: Member) -> ToolResult:
+    account = getattr(member, "account", None)
+    principal = _money(account.principal_balance if account else None)
+    bonus = _money(account.bonus_balance if account else None)
+    row = {
+        "member": member.number,
+        "name": mask_name(member.name),
+        "phone": mask_phone(member.phone),
+        "home_store": member.home_store.name,
+        "principal_balance": principal,
+        "bonus_balance": bonus,
+        "total_balance": round(principal + bonus, 2),
+    }
+    summary = (
+        f"会员 {row['member']}（{row['name']}，{row['phone']}，开卡门店 {row['home_store']}）"
+        f"储值本金 {_yuan(principal)}，赠送余额 {_yuan(bonus)}，合计 {_yuan(row['total_balance'])}。"
+    )
+    return ToolResult("member_balance", {}, [row], summary, list(row))
+
+
+# --- registry and validation ------------------------------------------------------------------
+
+_STORE = {"type": ["string", "null"], "description": "门店名称、编码或别名（如 天河店）；留空表示全部门店"}
+_PERIOD = {"type": "string", "description": "时间范围，中文表达，如 昨天、上周、本月、最近7天、11月1日到7日"}
+
+TOOLS: dict[str, ToolSpec] = {
+    spec.name: spec
+    for spec in [
+        ToolSpec("store_sales", "门店营业额", "某门店或全部门店在一段时间内的营业额、订单数和客单价（只计已支付订单）。",
+                 {"type": "object", "properties": {"store": _STORE, "period": _PERIOD}, "required": ["period"], "additionalProperties": False},
+                 store_sales),
+        ToolSpec("top_products", "热销商品", "一段时间内销量最高的前 N 个商品（N ≤ 50），可按门店和品类筛选。",
+                 {"type": "object", "properties": {
+                     "store": _STORE, "period": _PERIOD,
+                     "n": {"type": "integer", "minimum": 1, "maximum": MAX_TOP_N, "default": 5},
+                     "category": {"type": ["string", "null"], "enum": [*Product.Category.values, None]}},
+                  "required": ["period"], "additionalProperties": False},
+                 top_products),
+        ToolSpec("compare_stores", "门店对比", "一段时间内各门店的营业额、订单数、客单价排名和营业额占比。",
+                 {"type": "object", "properties": {
+                     "period": _PERIOD,
+                     "metric": {"type": "string", "enum": ["revenue", "orders", "avg_ticket"], "default": "revenue"}},
+                  "required": ["period"], "additionalProperties": False},
+                 compare_stores),
+        ToolSpec("hourly_peak", "高峰时段", "一段时间内按小时统计的订单数和营业额，找出最忙的时段。",
+                 {"type": "object", "properties": {"store": _STORE, "period": _PERIOD}, "required": ["period"], "additionalProperties": False},
+                 hourly_peak),
+        ToolSpec("low_stock", "低库存", "在库低于安全库存的商品，附近 7 天日均销量、可售天数和建议补货量。",
+                 {"type": "object", "properties": {"store": _STORE}, "additionalProperties": False},
+                 low_stock),
+        ToolSpec("member_balance", "会员储值余额", "按手机号或会员号查会员储值本金和赠送余额；姓名和手机号脱敏显示。",
+                 {"type": "object", "properties": {"member": {"type": "string", "description": "11 位手机号或会员号（如 M00012）"}},
+                  "required": ["member"], "additionalProperties": False},
+                 member_balance),
+    ]
+}
+
+
+def _validate(spec: ToolSpec, params: dict[str, Any], today: date) -> tuple[dict, dict]:
+    """Return (kwargs for the tool, the exact parameters as recorded)."""
+    if not isinstance(params, dict):
+        raise ValidationError({"params": ["参数必须是对象。"]})
+    props = spec.schema["properties"]
+    errors: dict[str, list[str]] = {}
+    unknown = set(params) - set(props)
+    for name in sorted(unknown):
+        errors[name] = [f"工具 {spec.name} 没有参数 {name}。"]
+    for name in spec.schema.get("required", []):
+        if params.get(name) in (None, ""):
+            errors.setdefault(name, []).append("这个参数是必填的。")
+    kwargs: dict[str, Any] = {}
+    used: dict[str, Any] = {}
+    if "store" in props and not errors.get("store"):
+        raw = params.get("store")
+        if raw in (None, "", "全部门店", "all"):
+            kwargs["store"], used["store"] = None, "全部门店"
+        else:
+            try:
+                store = resolve_store(str(raw))
+                kwargs["store"], used["store"] = store, store.name
+            except UnknownStore as exc:
+                errors["store"] = exc.messages
+    if "period" in props and params.get("period") not in (None, ""):
+        raw = params["period"]
+        try:
+            if isinstance(raw, dict):
+                start, end = date.fromisoformat(raw["start"]), date.fromisoformat(raw["end"])
+                if start > end:
+                    raise PeriodError("开始日期晚于结束日期。")
+                period = Period(start, end, raw.get("label") or f"{start} 至 {end}")
+            else:
+                period = parse_period(str(raw), today)
+            kwargs["period"], used["period"] = period, period.as_params()
+        except (PeriodError, KeyError, ValueError, TypeError) as exc:
+            errors["period"] = [str(exc) if isinstance(exc, PeriodError) else "时间范围格式不对，应为中文表达或 {start, end}。"]
+    if "n" in props and "n" not in errors:
+        raw = params.get("n", props["n"]["default"])
+        if isinstance(raw, bool) or not isinstance(raw, (int, str)) or not str(raw).isdigit() or not 1 <= int(raw) <= MAX_TOP_N:
+            errors["n"] = [f"n 必须是 1 到 {MAX_TOP_N} 之间的整数。"]
+        else:
+            kwargs["n"] = used["n"] = int(raw)
+    for name in ("category", "metric"):
+        if name in props and name not in errors:
+            raw = params.get(name, props[name].get("default"))
+            if raw not in props[name]["enum"]:
+                allowed = "、".join(str(v) for v in props[name]["enum"] if v is not None)
+                errors[name] = [f"{name} 只能是：{allowed}。"]
+            else:
+                kwargs[name] = used[name] = raw
+    if "member" in props and params.get("member") and "member" not in errors:
+        key = str(params["member"]).strip()
+        member = Member.objects.select_related("account", "home_store").filter(Q(phone=key) | Q(number__iexact=key)).first()
+        if member is None:
+            errors["member"] = ["没有找到这个会员（请核对手机号或会员号）。"]
+        else:
+            kwargs["member"], used["member"] = member, member.number
+    if spec.name == "low_stock":
+        kwargs["today"] = today
+    if errors:
+        raise ValidationError(errors)
+    return kwargs, used
+
+
+def run_tool(name: str, params: dict[str, Any] | None = None, *, today: date | None = None) -> ToolResult:
+    """Validate parameters and run one whitelisted tool. Raises ValidationError."""
+    spec = TOOLS.get(name)
+    if spec is None:
+        raise ValidationError({"tool": [f"没有工具 {name}。可用工具：{'、'.join(TOOLS)}。"]})
+    kwargs, used = _validate(spec, params or {}, today or local_today())
+    result = spec.func(**kwargs)
+    result.params = {**used, **result.params}
+    return result

@@ -1,0 +1,11 @@
+from django.urls import path
+
+from .api import views
+
+app_name = "ops-api"
+urlpatterns = [
+    path("orders", views.OrdersView.as_view(), name="orders"),
+    path("inventory/adjustments", views.InventoryAdjustmentsView.as_view(), name="inventory-adjustments"),
+    path("stores", views.StoresView.as_view(), name="stores"),
+    path("sales/summary", views.SalesSummaryView.as_view(), name="sales-summary"),
+]

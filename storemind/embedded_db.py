@@ -1,0 +1,48 @@
+"""Embedded PostgreSQL 16 + pgvector (from the `pgserver` package) for a fresh clone.
+
+Used only when DATABASE_URL is unset. The server keeps its data under var/pgdata,
+listens on a unix socket only, and is left running so later runs reuse it.
+Never used in production (docker-compose sets DATABASE_URL).
+"""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+DB_NAME = "storemind"
+
+
+def embedded_database_settings(base_dir: Path) -> dict:
+    var_dir = base_dir / "var"
+    run_dir = var_dir / "run"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir.chmod(0o700)  # platformdirs insists on a private runtime dir
+    # pgserver keeps its lock and (for long paths) its socket under the runtime dir.
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(run_dir))
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
+    import pgserver
+
+    server = pgserver.get_server(var_dir / "pgdata", cleanup_mode=None)
+    info = server.get_postmaster_info()
+    socket_dir = str(info.socket_dir)
+    _ensure_database(socket_dir, info.port or 5432)
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": os.environ.get("SM_DB_NAME", DB_NAME),
+        "USER": "postgres",
+        "HOST": socket_dir,
+        "PORT": str(info.port or 5432),
+        "CONN_MAX_AGE": 0,
+        "TEST": {"NAME": "test_" + DB_NAME},
+    }
+
+
+def _ensure_database(socket_dir: str, port: int) -> None:
+    import psycopg
+
+    name = os.environ.get("SM_DB_NAME", DB_NAME)
+    with psycopg.connect(host=socket_dir, port=port, user="postgres", dbname="postgres", autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{name}"')

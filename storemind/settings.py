@@ -1,0 +1,194 @@
+"""StoreMind settings: one module, configured from the environment (12-factor).
+
+Embedded defaults only where they are safe: an embedded PostgreSQL + pgvector when
+DATABASE_URL is unset, eager Celery and a local-memory cache when REDIS_URL is unset.
+Production (SM_DEBUG=0) refuses to start without SM_SECRET_KEY and DATABASE_URL.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# Every environment variable this module reads; the docker-compose test checks against it.
+ENV_VARS_READ: set[str] = set()
+
+
+def env(name: str, default: str | None = None) -> str | None:
+    ENV_VARS_READ.add(name)
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = env(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    value = env(name)
+    return int(value) if value not in (None, "") else default
+
+
+def env_float(name: str, default: float) -> float:
+    value = env(name)
+    return float(value) if value not in (None, "") else default
+
+
+DEBUG = env_bool("SM_DEBUG", True)
+SECRET_KEY = env("SM_SECRET_KEY") or ""
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SM_SECRET_KEY must be set when SM_DEBUG=0.")
+    SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
+ALLOWED_HOSTS = [h.strip() for h in (env("SM_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver") or "").split(",") if h.strip()]
+CSRF_TRUSTED_ORIGINS = [o.strip() for o in (env("SM_CSRF_TRUSTED_ORIGINS", "") or "").split(",") if o.strip()]
+SM_DEMO = env_bool("SM_DEMO", False)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_htmx",
+    "ops",
+    "knowledge",
+    "agent",
+    "workflow",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "storemind.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+WSGI_APPLICATION = "storemind.wsgi.application"
+ASGI_APPLICATION = "storemind.asgi.application"
+
+# --- Database: always PostgreSQL with pgvector -------------------------------------------
+DATABASE_URL = env("DATABASE_URL")
+if DATABASE_URL:
+    import dj_database_url
+
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("SM_DB_CONN_MAX_AGE", 60))}
+else:
+    if not DEBUG:
+        raise ImproperlyConfigured("DATABASE_URL must be set when SM_DEBUG=0.")
+    from .embedded_db import embedded_database_settings
+
+    DATABASES = {"default": embedded_database_settings(BASE_DIR)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Celery and cache --------------------------------------------------------------------
+REDIS_URL = env("REDIS_URL")
+if REDIS_URL:
+    CELERY_BROKER_URL = REDIS_URL
+    CELERY_RESULT_BACKEND = REDIS_URL
+    CELERY_TASK_ALWAYS_EAGER = False
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CELERY_BROKER_URL = "memory://"
+    CELERY_RESULT_BACKEND = "cache+memory://"
+    CELERY_TASK_ALWAYS_EAGER = True
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = "Asia/Shanghai"
+
+# --- Auth, i18n, static ------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LANGUAGE_CODE = "zh-hans"
+TIME_ZONE = "Asia/Shanghai"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns on every request when it is missing
+WHITENOISE_USE_FINDERS = DEBUG  # dev and tests serve app static files without collectstatic
+STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").exists() else []
+
+# --- REST API ----------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "ops.authentication.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "storemind.api.exception_handler",
+    "DEFAULT_THROTTLE_RATES": {
+        "pos_write": env("SM_POS_WRITE_RATE", "600/min"),
+        "api_write": env("SM_API_WRITE_RATE", "120/min"),
+    },
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "StoreMind API",
+    "DESCRIPTION": "门店运营 Copilot：POS 订单写入、经营数据查询、知识库检索、问答与工作流。",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI served from our own static files: nothing is fetched from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# --- StoreMind ---------------------------------------------------------------------------
+SM_POS_MAX_BATCH = env_int("SM_POS_MAX_BATCH", 500)
+SM_CORPUS_DIR = Path(env("SM_CORPUS_DIR", str(BASE_DIR / "corpus")) or BASE_DIR / "corpus")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"stderr": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["stderr"], "level": env("SM_LOG_LEVEL", "WARNING")},
+}
+
+# --- Knowledge and agent (embedders, LLM backends) ---------------------------------------
+SM_EMBED_BACKEND = env("SM_EMBED_BACKEND", "e5")  # e5 | hashing | ollama | openai
+SM_EMBED_DIM = env_int("SM_EMBED_DIM", 512)  # hashing backend only
+SM_EMBED_MODEL = env("SM_EMBED_MODEL", "bge-m3")  # ollama / openai backends
+SM_LLM_BACKEND = env("SM_LLM_BACKEND", "none")  # none | ollama | openai
+SM_LLM_MODEL = env("SM_LLM_MODEL", "qwen2.5:7b")
+SM_LLM_TIMEOUT = env_float("SM_LLM_TIMEOUT", 30.0)
+SM_OLLAMA_BASE = env("SM_OLLAMA_BASE", "http://127.0.0.1:11434")
+SM_OPENAI_BASE = env("SM_OPENAI_BASE", "https://api.deepseek.com/v1")
+SM_OPENAI_KEY = env("SM_OPENAI_KEY", "")
+SM_OPENAI_MODEL = env("SM_OPENAI_MODEL", "deepseek-chat")
+SM_AGENT_MAX_ATTEMPTS = env_int("SM_AGENT_MAX_ATTEMPTS", 2)
