@@ -1,0 +1,94 @@
+"""`manage.py bench ops`: store_sales latency at 1M orders and POS batch ingest rate."""
+from __future__ import annotations
+
+import random
+import time
+from datetime import timedelta
+from decimal import Decimal
+
+from django.db import connection
+from tqdm import tqdm
+
+from storemind.bench import percentile, stopwatch, use_bench_database
+
+
+def bench_ops(cmd, opts) -> dict:
+    from django.contrib.auth import get_user_model
+
+    from ops.models import Order, Product, Store
+    from ops.services import orders_ingest
+    from ops.tools import _paid_orders, local_today, run_tool
+
+    db = use_bench_database()
+    cmd.stdout.write(f"bench ops: database {db}")
+    n_orders = Order.objects.count()
+    if abs(n_orders - opts["orders"]) > opts["orders"] * 0.1:
+        from django.core.management import call_command
+
+        cmd.stdout.write(f"seeding {opts['orders']:,} orders over {opts['days']} days (found {n_orders:,}) …")
+        call_command("seed_ops", "--reset", "--orders", str(opts["orders"]), "--days", str(opts["days"]), stdout=cmd.stdout, stderr=cmd.stderr)
+        with connection.cursor() as cur:
+            cur.execute("VACUUM ANALYZE")
+        n_orders = Order.objects.count()
+    stores = list(Store.objects.all())
+
+    # store_sales over 30 days, one store at a time, the question staff ask most.
+    timings: list[float] = []
+    today = local_today()
+    for i in tqdm(range(opts["queries"]), desc="store_sales", file=cmd.stderr):
+        store = stores[i % len(stores)]
+        with stopwatch(timings):
+            run_tool("store_sales", {"store": store.code, "period": "近30天"}, today=today)
+    all_timings: list[float] = []
+    for _ in range(max(20, opts["queries"] // 5)):
+        with stopwatch(all_timings):
+            run_tool("store_sales", {"period": "近30天"}, today=today)
+
+    from ops.periods import parse_period
+
+    period = parse_period("近30天", today)
+    plan = _paid_orders(period, stores[0]).values("store_id").annotate().explain(analyze=True)
+    index_used = "order_store_created_idx" in plan
+
+    # POS batch ingest through the same service the API calls: 20 batches × 500 orders.
+    User = get_user_model()
+    user, _ = User.objects.get_or_create(username="bench_pos", defaults={"is_superuser": True})
+    products = list(Product.objects.all())
+    rng = random.Random(7)
+    stamp = int(time.time())
+    batches = []
+    for b in range(20):
+        batch = []
+        for k in range(500):
+            lines = []
+            for product in rng.sample(products, rng.randint(1, 4)):
+                qty = rng.randint(1, 3)
+                lines.append({"sku": product.sku, "qty": qty, "unit_price": str(product.price), "amount": str(product.price * qty)})
+            batch.append({
+                "store": stores[k % len(stores)].code, "external_id": f"BENCH-{stamp}-{b}-{k}",
+                "created_at": (today - timedelta(days=1)).isoformat() + "T20:00:00+08:00", "channel": "堂食",
+                "total": str(sum(Decimal(line["amount"]) for line in lines)), "lines": lines,
+            })
+        batches.append(batch)
+    written, t0 = 0, time.perf_counter()
+    for batch in tqdm(batches, desc="pos ingest", file=cmd.stderr):
+        written += orders_ingest(orders=batch, user=user).lines_written
+    pos_seconds = time.perf_counter() - t0
+
+    figures = {
+        "orders": n_orders,
+        "store_sales_p50_ms": round(percentile(timings, 50), 2),
+        "store_sales_p95_ms": round(percentile(timings, 95), 2),
+        "store_sales_all_stores_p50_ms": round(percentile(all_timings, 50), 2),
+        "pos_lines_per_s": round(written / pos_seconds, 1),
+        "pos_orders": sum(len(b) for b in batches),
+        "explain_index_used": index_used,
+    }
+    cmd.stdout.write("EXPLAIN ANALYZE (store_sales, one store, 30 days):\n" + plan)
+    cmd.stdout.write(
+        f"bench ops: {n_orders:,} orders · store_sales 30d p50 {figures['store_sales_p50_ms']} ms "
+        f"p95 {figures['store_sales_p95_ms']} ms (all stores p50 {figures['store_sales_all_stores_p50_ms']} ms) · "
+        f"POS ingest {figures['pos_lines_per_s']:,} lines/s ({written:,} lines in {pos_seconds:.2f} s) · "
+        f"index used: {'yes' if index_used else 'NO'}"
+    )
+    return figures

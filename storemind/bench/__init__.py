@@ -1,0 +1,48 @@
+"""Benchmark helpers shared by `manage.py bench …`: a separate database and percentiles."""
+from __future__ import annotations
+
+import statistics
+import time
+from contextlib import contextmanager
+
+from django.conf import settings
+from django.core.management import call_command
+from django.db import connection
+
+
+def use_bench_database(suffix: str = "bench") -> str:
+    """Point the default connection at `<name>_<suffix>`, created and migrated on demand.
+
+    Benchmarks load hundreds of thousands of rows; they never touch the real database.
+    """
+    base = connection.settings_dict["NAME"]
+    name = base if base.endswith("_" + suffix) else f"{base}_{suffix}"
+    with connection._nodb_cursor() as cur:
+        cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+        if not cur.fetchone():
+            cur.execute(f'CREATE DATABASE "{name}"')
+    connection.close()
+    connection.settings_dict["NAME"] = name
+    settings.DATABASES["default"]["NAME"] = name
+    call_command("migrate", interactive=False, verbosity=0)
+    return name
+
+
+def percentile(values: list[float], pct: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * pct / 100
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def p50(values):
+    return statistics.median(values) if values else 0.0
+
+
+@contextmanager
+def stopwatch(out: list[float]):
+    t = time.perf_counter()
+    yield
+    out.append((time.perf_counter() - t) * 1000)
