@@ -43,6 +43,9 @@ def django_db_setup(django_db_setup, django_db_blocker):
         if last is None or last.astimezone(TZ).date() != yesterday:
             call_command("seed_ops", "--reset", verbosity=0)
         roles_ensure()
+        from knowledge.services import corpus_ingest
+
+        corpus_ingest()  # incremental: a no-op when the corpus and embedder are unchanged
     yield
 
 
@@ -51,3 +54,57 @@ def pytest_configure(config):
 
     # Fast hashing: tests log in many users; PBKDF2's cost buys nothing here.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # The fast zero-dependency embedder; tests of e5 itself ask for it explicitly.
+    settings.SM_EMBED_BACKEND = "hashing"
+    settings.SM_EMBED_DIM = 256
+
+
+class FakeHTTPServer:
+    """A real HTTP server on 127.0.0.1 standing in for an LLM/embedding endpoint: the true
+    edge of the system. Routes return the exact JSON shapes the real APIs return."""
+
+    def __init__(self):
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.routes = {}
+        self.requests = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                server.requests.append((self.path, body, dict(self.headers)))
+                route = server.routes.get(self.path)
+                if route is None:
+                    self.send_response(404)
+                    self.end_headers()
+                    return
+                status, payload = route(body)
+                data = json.dumps(payload).encode() if not isinstance(payload, bytes) else payload
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def fake_http():
+    server = FakeHTTPServer()
+    yield server
+    server.close()

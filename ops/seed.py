@@ -207,8 +207,14 @@ def _seed_orders(rng, stores, products, meta, members, start, end, scale, progre
                 order_rows, line_rows = [], []
             if progress:
                 progress(1)
-        cursor.execute("SELECT setval(pg_get_serial_sequence('ops_order', 'id'), GREATEST((SELECT MAX(id) FROM ops_order), 1))")
-        cursor.execute("SELECT setval(pg_get_serial_sequence('ops_orderline', 'id'), GREATEST((SELECT MAX(id) FROM ops_orderline), 1))")
+        for table in ("ops_order", "ops_orderline"):
+            # Sequences are not transactional: never move one backwards (a rolled-back
+            # seed must not make later inserts collide).
+            cursor.execute("SELECT pg_get_serial_sequence(%s, 'id')", [table])
+            seq = cursor.fetchone()[0]
+            cursor.execute(
+                f"SELECT setval(%s, GREATEST((SELECT COALESCE(MAX(id), 1) FROM {table}), (SELECT last_value FROM {seq})))", [seq]
+            )
     return next_order_id - first_order_id, next_line_id - first_line_id
 
 
@@ -254,13 +260,20 @@ def _seed_ledger(rng, members, stores, start, end) -> None:
             spend = Decimal(rng.randrange(50, 600))
             if spend > principal + bonus:
                 break
-            # Principal is spent before bonus, in proportion, as the membership rules say.
-            from_bonus = min(bonus, (spend * bonus / (principal + bonus)).quantize(Decimal("0.01")))
+            # As the membership rules say: at the home store principal and bonus are spent in
+            # proportion; at any other store only principal can be used.
+            store = member.home_store if rng.random() < 0.7 else rng.choice(stores)
+            if store == member.home_store:
+                from_bonus = min(bonus, (spend * bonus / (principal + bonus)).quantize(Decimal("0.01")))
+            else:
+                if spend > principal:
+                    break
+                from_bonus = Decimal("0")
             from_principal = spend - from_bonus
             principal -= from_principal
             bonus -= from_bonus
             when = datetime.combine(start + timedelta(days=rng.randint(0, (end - start).days)), time(21, 0), tzinfo=TZ)
-            history.append((rng.choice(stores), "spend", -from_principal, -from_bonus, when, f"消费 {spend}"))
+            history.append((store, "spend", -from_principal, -from_bonus, when, f"消费 {spend}"))
         account.principal_balance, account.bonus_balance = principal, bonus
         accounts.append(account)
         txns.append(history)

@@ -1,0 +1,69 @@
+from django.contrib import admin, messages
+
+from .models import Chunk, Document, IndexMeta
+from .tasks import ingest_corpus_task
+
+
+class ReadOnly(admin.ModelAdmin):
+    """The index is written by ingestion only; admin shows it."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class ChunkInline(admin.TabularInline):
+    model = Chunk
+    fields = ["ordinal", "section_path", "text", "n_terms"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Document)
+class DocumentAdmin(ReadOnly):
+    list_display = ["title", "path", "doc_type", "audience", "version", "updated", "chunk_count", "ingested_at"]
+    list_filter = ["doc_type", "audience"]
+    search_fields = ["title", "path", "body"]
+    inlines = [ChunkInline]
+    actions = ["reindex"]
+
+    @admin.display(description="切片数")
+    def chunk_count(self, obj):
+        return obj.chunks.count()
+
+    @admin.action(description="重新索引语料（增量，按内容哈希）")
+    def reindex(self, request, queryset):
+        if not request.user.is_superuser and not request.user.groups.filter(name="manager").exists():
+            self.message_user(request, "只有店长可以重新索引。", messages.ERROR)
+            return
+        result = ingest_corpus_task.delay(actor_id=request.user.pk)
+        try:
+            self.message_user(request, result.get(timeout=120), messages.SUCCESS)
+        except Exception as exc:  # the worker reports; the page must not 500
+            self.message_user(request, f"已提交重新索引任务 {result.id}（{type(exc).__name__}）。", messages.INFO)
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_active and request.user.is_staff
+
+
+@admin.register(Chunk)
+class ChunkAdmin(ReadOnly):
+    list_display = ["section_path", "document", "ordinal", "audience", "n_terms"]
+    list_filter = ["audience", "document__doc_type"]
+    search_fields = ["section_path", "text"]
+    list_select_related = ["document"]
+    exclude = ["embedding"]
+
+
+@admin.register(IndexMeta)
+class IndexMetaAdmin(ReadOnly):
+    list_display = ["signature", "n_chunks", "avg_terms", "refusal_threshold", "judge_threshold", "updated_at"]

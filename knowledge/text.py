@@ -1,0 +1,94 @@
+"""Tokenising Chinese for the lexical channel: jieba (search mode) with the corpus's user
+dictionary, lower-cased, punctuation and stopwords dropped. Loaded once per process."""
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections import Counter
+
+from django.conf import settings
+
+_lock = threading.Lock()
+_ready = False
+_TOKEN_OK = re.compile(r"[\w\u4e00-\u9fff]", re.UNICODE)
+STOPWORDS = frozenset(
+    "的 了 吗 呢 吧 啊 呀 么 嘛 和 与 及 或 是 在 有 就 都 也 还 要 会 能 可以 可 把 被 给 让 对 从 到 向 "
+    "我 你 他 她 它 我们 你们 他们 这 那 这个 那个 这些 那些 什么 怎么 怎么办 怎样 如何 为什么 哪 哪个 哪些 "
+    "吗? 一下 一个 一些 个 上 下 中 里 时 后 前 等 如 被 并 且 但 而 所 以 之 其 该 各 每 请问 请 问 "
+    "一 不 没 没有 多少 几 多 很 太 又 再 着 过 得 地 用 呃 嗯 哦 呗 啦 哈 滴 诶 咋 咋办 咱 咱们 俺".split()
+)
+
+
+def _ensure_jieba():
+    global _ready
+    if _ready:
+        return
+    with _lock:
+        if _ready:
+            return
+        import jieba
+
+        jieba.setLogLevel(logging.WARNING)
+        userdict = settings.SM_CORPUS_DIR / "userdict.txt"
+        if userdict.exists():
+            jieba.load_userdict(str(userdict))
+        jieba.initialize()
+        _ready = True
+
+
+def tokenize(text: str) -> list[str]:
+    """Search-mode tokens: 「青岛啤酒」 yields 青岛, 啤酒 and 青岛啤酒, so colloquial
+    queries still meet the documents' wording."""
+    _ensure_jieba()
+    import jieba
+
+    tokens = []
+    for tok in jieba.cut_for_search((text or "").lower()):
+        tok = tok.strip()
+        if not tok or tok in STOPWORDS or not _TOKEN_OK.search(tok) or len(tok) > 64:
+            continue
+        tokens.append(tok)
+    return tokens
+
+
+_synonyms: list[tuple[list[str], list[str]]] | None = None
+
+
+def _load_synonyms() -> list[tuple[list[str], list[str]]]:
+    global _synonyms
+    if _synonyms is None:
+        rules = []
+        path = settings.SM_CORPUS_DIR / "synonyms.txt"
+        if path.exists():
+            for line in path.read_text("utf-8").splitlines():
+                line = line.split("#", 1)[0].strip()
+                if "<=" in line:
+                    left, right = line.split("<=", 1)
+                    rules.append((left.split(), right.split()))
+        _synonyms = rules
+    return _synonyms
+
+
+def query_terms(query: str) -> list[str]:
+    """Tokens of a question plus the corpus terms its colloquial words stand for
+    (corpus/synonyms.txt): 「喝多了」 also searches 醉酒. Lexical channel only."""
+    terms = tokenize(query)
+    text = (query or "").lower()
+    for canonical, variants in _load_synonyms():
+        if any(v in text for v in variants):
+            terms.extend(t for term in canonical for t in tokenize(term) if t not in terms)
+    return terms
+
+
+def term_counts(text: str) -> Counter:
+    return Counter(tokenize(text))
+
+
+def overlap_ratio(query: str, text: str) -> float:
+    """Share of the query's distinct terms that appear in `text` (the judge's lexical signal)."""
+    q = set(tokenize(query))
+    if not q:
+        return 0.0
+    t = set(tokenize(text))
+    return len(q & t) / len(q)
