@@ -57,6 +57,11 @@ def pytest_configure(config):
     # The fast zero-dependency embedder; tests of e5 itself ask for it explicitly.
     settings.SM_EMBED_BACKEND = "hashing"
     settings.SM_EMBED_DIM = 256
+    # Refusal thresholds are calibrated for e5 (`eval calibrate`); the hashing embedder's
+    # similarities live on another scale, so tests that exercise refusal set their own.
+    settings.SM_REFUSAL_THRESHOLD = 0.0
+    settings.SM_JUDGE_THRESHOLD = 0.0
+    settings.SM_LLM_BACKEND = "none"
 
 
 class FakeHTTPServer:

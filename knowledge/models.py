@@ -68,6 +68,7 @@ class Term(models.Model):
     chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="terms")
     term = models.CharField(max_length=64)
     tf = models.PositiveIntegerField()
+    n_terms = models.PositiveIntegerField(default=0, help_text="the chunk's length, copied so scoring needs no join")
 
     class Meta:
         indexes = [models.Index(fields=["term"], name="term_term_idx", include=["chunk", "tf"])]
@@ -75,6 +76,16 @@ class Term(models.Model):
 
     def __str__(self) -> str:
         return f"{self.term}×{self.tf}"
+
+
+class TermStat(models.Model):
+    """Document frequency per term, refreshed with every ingest (BM25's idf without a COUNT per query)."""
+
+    term = models.CharField(max_length=64, primary_key=True)
+    df = models.PositiveIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.term}: {self.df}"
 
 
 class IndexMeta(models.Model):

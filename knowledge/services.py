@@ -131,24 +131,23 @@ def _write_document(p: _Prepared, raw_meta: dict) -> int:
         ]
     )
     Term.objects.bulk_create(
-        [Term(chunk=c, term=t, tf=n) for c, d in zip(chunks, p.drafts) for t, n in term_counts(d.embed_text).items()],
+        [Term(chunk=c, term=t, tf=n, n_terms=c.n_terms) for c, d in zip(chunks, p.drafts) for t, n in term_counts(d.embed_text).items()],
         batch_size=5000,
     )
     return len(chunks)
 
 
 def refresh_index_stats(meta: IndexMeta) -> None:
-    """Corpus statistics BM25 needs (N, average length, average idf), kept with the index."""
+    """Corpus statistics BM25 needs (N, average length, df per term, average idf), kept with the index."""
     with connection.cursor() as cur:
         cur.execute("SELECT COUNT(*), COALESCE(AVG(n_terms), 0) FROM knowledge_chunk")
         n, avg_terms = cur.fetchone()
+        cur.execute("DELETE FROM knowledge_termstat")
+        cur.execute("INSERT INTO knowledge_termstat (term, df) SELECT term, COUNT(*) FROM knowledge_term GROUP BY term")
         # rank_bm25's BM25Okapi floors negative idf at epsilon × the mean idf over the vocabulary.
-        cur.execute(
-            "SELECT COALESCE(AVG(LN((%s - df + 0.5) / (df + 0.5))), 0) FROM "
-            "(SELECT COUNT(*)::float AS df FROM knowledge_term GROUP BY term) d",
-            [n],
-        )
+        cur.execute("SELECT COALESCE(AVG(LN((%s - df + 0.5) / (df + 0.5))), 0) FROM knowledge_termstat", [n])
         avg_idf = cur.fetchone()[0]
+        cur.execute("ANALYZE knowledge_termstat")
     meta.n_chunks, meta.avg_terms, meta.avg_idf = n, float(avg_terms), float(avg_idf)
     meta.save()
 
@@ -210,7 +209,7 @@ def corpus_ingest(
         if rebuild:
             _drop_hnsw()
             with connection.cursor() as cur:
-                cur.execute("TRUNCATE knowledge_term, knowledge_chunk, knowledge_document CASCADE")
+                cur.execute("TRUNCATE knowledge_term, knowledge_termstat, knowledge_chunk, knowledge_document CASCADE")
             _retype_embedding(embedder.dimension)
         elif _column_dimension() is None:
             _retype_embedding(embedder.dimension)

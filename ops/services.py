@@ -371,9 +371,17 @@ def roles_ensure() -> None:
 
     staff, _ = Group.objects.get_or_create(name="staff")
     manager, _ = Group.objects.get_or_create(name="manager")
-    view_ops = Permission.objects.filter(content_type__app_label="ops", codename__startswith="view_").exclude(codename="view_apitoken")
-    staff.permissions.add(*view_ops)
-    manager.permissions.add(*view_ops, *Permission.objects.filter(content_type__app_label="ops", codename__in=["change_inventory", "view_apitoken"]))
+    perms = Permission.objects.select_related("content_type")
+    view_ops = perms.filter(content_type__app_label="ops", codename__startswith="view_").exclude(codename="view_apitoken")
+    both = perms.filter(content_type__app_label="workflow", codename__in=["view_proposal", "view_ticket", "view_restockrequest"])
+    staff.permissions.add(*view_ops, *both)
+    manager.permissions.add(
+        *view_ops, *both,
+        *perms.filter(content_type__app_label="ops", codename__in=["change_inventory", "view_apitoken"]),
+        *perms.filter(content_type__app_label="workflow", codename="view_auditlog"),
+        *perms.filter(content_type__app_label="agent", codename__in=["view_unansweredquestion", "change_unansweredquestion"]),
+        *perms.filter(content_type__app_label="knowledge", codename__in=["view_document", "view_chunk"]),
+    )
 
 
 @transaction.atomic

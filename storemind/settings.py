@@ -76,6 +76,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "storemind.middleware.AuditContextMiddleware",
 ]
 
 ROOT_URLCONF = "storemind.urls"
@@ -192,9 +193,17 @@ SM_OPENAI_BASE = env("SM_OPENAI_BASE", "https://api.deepseek.com/v1")
 SM_OPENAI_KEY = env("SM_OPENAI_KEY", "")
 SM_OPENAI_MODEL = env("SM_OPENAI_MODEL", "deepseek-chat")
 SM_AGENT_MAX_ATTEMPTS = env_int("SM_AGENT_MAX_ATTEMPTS", 2)
-SM_RRF_K = env_int("SM_RRF_K", 10)
+SM_RRF_K = env_int("SM_RRF_K", 5)
 SM_RRF_VECTOR_WEIGHT = env_float("SM_RRF_VECTOR_WEIGHT", 1.0)
-SM_RRF_LEXICAL_WEIGHT = env_float("SM_RRF_LEXICAL_WEIGHT", 0.4)
-SM_TITLE_BOOST = env_float("SM_TITLE_BOOST", 0.3)
+SM_RRF_LEXICAL_WEIGHT = env_float("SM_RRF_LEXICAL_WEIGHT", 0.3)
+SM_TITLE_BOOST = env_float("SM_TITLE_BOOST", 0.6)
 SM_RETRIEVAL_CANDIDATES = env_int("SM_RETRIEVAL_CANDIDATES", 30)
 SM_RERANKER = env("SM_RERANKER", "knowledge.selectors.title_boost_rerank")
+SM_REFUSAL_THRESHOLD = env_float("SM_REFUSAL_THRESHOLD", 0.80)  # used until `eval calibrate` stores one
+SM_JUDGE_THRESHOLD = env_float("SM_JUDGE_THRESHOLD", 0.84)
+SM_HISTORY_TOKENS = env_int("SM_HISTORY_TOKENS", 1200)
+SM_MAX_QUERY_CHARS = 2000
+SM_PROPOSAL_TTL_HOURS = env_int("SM_PROPOSAL_TTL_HOURS", 72)
+CELERY_BEAT_SCHEDULE = {
+    "expire-proposals-hourly": {"task": "workflow.expire_proposals", "schedule": 3600.0},
+}

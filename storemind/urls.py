@@ -9,6 +9,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("ops.urls")),
     path("api/v1/", include("knowledge.urls")),
+    path("api/v1/", include("agent.urls")),
+    path("api/v1/", include("workflow.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]

@@ -1,0 +1,54 @@
+"""Chat API: thin views over agent.services (and the Celery task for async)."""
+from celery.result import AsyncResult
+from django.core.exceptions import ValidationError
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from ..services import chat_ask, validate_query
+from ..tasks import ask_task
+
+ChatIn = inline_serializer("ChatRequest", {
+    "query": serializers.CharField(max_length=2000),
+    "thread_id": serializers.CharField(required=False, allow_null=True),
+    "async": serializers.BooleanField(required=False, default=False),
+})
+ChatOut = inline_serializer("ChatResponse", {
+    "answer": serializers.CharField(), "intent": serializers.CharField(), "route_reason": serializers.CharField(),
+    "refused": serializers.BooleanField(), "citations": serializers.ListField(child=serializers.DictField()),
+    "data": serializers.ListField(child=serializers.DictField()), "proposal": serializers.DictField(allow_null=True),
+    "trace": serializers.ListField(child=serializers.DictField()), "thread_id": serializers.CharField(),
+})
+
+
+class ChatView(APIView):
+    @extend_schema(summary="向门店助手提问（同步，或 async=true 时返回任务 ID）", request=ChatIn, responses={200: ChatOut, 202: dict})
+    def post(self, request):
+        body = request.data if isinstance(request.data, dict) else {}
+        query = validate_query(body.get("query"))
+        thread_id = body.get("thread_id")
+        if thread_id is not None and not isinstance(thread_id, str):
+            raise ValidationError({"thread_id": ["thread_id 必须是字符串或 null。"]})
+        run_async = body.get("async", False)
+        if not isinstance(run_async, bool):
+            raise ValidationError({"async": ["async 必须是 true 或 false。"]})
+        if run_async:
+            task = ask_task.delay(request.user.pk, query, thread_id)
+            return Response({"task_id": task.id, "status_url": f"/api/v1/chat/tasks/{task.id}"}, status=status.HTTP_202_ACCEPTED)
+        result, conv, _ = chat_ask(user=request.user, query=query, thread_id=thread_id)
+        return Response({**result.as_dict(), "thread_id": conv.thread_id})
+
+
+class ChatTaskView(APIView):
+    @extend_schema(summary="异步提问的结果", responses=dict)
+    def get(self, request, task_id: str):
+        res = AsyncResult(task_id)
+        if res.successful():
+            payload = res.result
+            if payload.get("user_id") != request.user.pk:
+                return Response({"detail": "没有这个任务。"}, status=status.HTTP_404_NOT_FOUND)
+            return Response({"status": "done", "result": {k: v for k, v in payload.items() if k not in ("user_id", "message_id")}})
+        if res.failed():
+            return Response({"status": "failed", "detail": "回答时出错，请重试。"}, status=status.HTTP_200_OK)
+        return Response({"status": "pending"})

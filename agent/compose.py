@@ -1,0 +1,225 @@
+"""Answer composition and the four guards that hold whatever wrote the draft to the sources.
+
+Numbering: document chunks are [1], [2] …; data rows are [D1], [D2] …. The same function
+numbers the prompt and the response's source lists, so they can't disagree.
+
+Guards (in code, not in the prompt):
+1. a citation that points at no source is removed;
+2. documents and data rows are numbered separately;
+3. when a tool returns a list, every row appears in the answer (missing ones appended);
+4. a mandatory conditional clause (corpus metadata: triggers → clause) is always included
+   when the question matches its scenario.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from knowledge.chunking import split_sentences
+from knowledge.models import Chunk, Document
+from knowledge.selectors import Hit
+from knowledge.text import tokenize
+from ops.tools import ToolResult
+
+_DOC_REF = re.compile(r"\[(\d+)\]")
+_DATA_REF = re.compile(r"\[D(\d+)\]")
+
+
+@dataclass
+class Sources:
+    citations: list[dict] = field(default_factory=list)  # [{"ref": "1", document, section_path, score, text, chunk_id}]
+    data: list[dict] = field(default_factory=list)  # [{"ref": "D1", tool, params, row}]
+
+    def doc_refs(self) -> set[str]:
+        return {c["ref"] for c in self.citations}
+
+    def data_refs(self) -> set[str]:
+        return {d["ref"] for d in self.data}
+
+
+def number_sources(hits: list[Hit], tool_result: ToolResult | None) -> Sources:
+    """The single place where source numbers are assigned (prompt and response alike)."""
+    sources = Sources()
+    for i, hit in enumerate(hits, start=1):
+        sources.citations.append({
+            "ref": str(i), "document": hit.document, "section_path": hit.section_path, "score": round(hit.score, 4),
+            "text": hit.text, "chunk_id": hit.chunk_id,
+        })
+    if tool_result is not None:
+        for i, row in enumerate(tool_result.rows, start=1):
+            sources.data.append({"ref": f"D{i}", "tool": tool_result.tool, "params": tool_result.params, "row": row})
+    return sources
+
+
+def prompt_sources(sources: Sources) -> str:
+    parts = []
+    if sources.citations:
+        parts.append("参考资料：")
+        parts += [f"[{c['ref']}] {c['section_path']}\n{c['text']}" for c in sources.citations]
+    if sources.data:
+        parts.append("经营数据：")
+        parts += [f"[{d['ref']}] {d['tool']} {d['row']}" for d in sources.data]
+    return "\n\n".join(parts)
+
+
+# --- extractive composition (SM_LLM_BACKEND=none, and the fallback when an LLM is down) --------
+
+
+def select_citation_hits(hits: list[Hit], limit: int = 3, ratio: float = 0.75) -> list[Hit]:
+    """The top hit, plus close runners-up from other sections."""
+    if not hits:
+        return []
+    chosen = [hits[0]]
+    for hit in hits[1:]:
+        if len(chosen) >= limit:
+            break
+        if hit.score >= hits[0].score * ratio and hit.section_path not in {h.section_path for h in chosen}:
+            chosen.append(hit)
+    return chosen
+
+
+def key_sentences(text: str, query_terms: list[str], limit: int) -> list[str]:
+    sentences = [s for s in split_sentences(text) if len(s) > 3]
+    if not sentences:
+        return [text.strip()] if text.strip() else []
+    if any(s.startswith("|") for s in sentences):
+        return ["\n".join(sentences)]  # a table answers as a whole
+    terms = set(query_terms)
+    scored = [(len(terms & set(tokenize(s))), -i, s) for i, s in enumerate(sentences)]
+    best = sorted(scored, reverse=True)[:limit]
+    if all(score == 0 for score, _, _ in best):
+        best = [(0, -i, s) for i, s in enumerate(sentences[:limit])]
+    return [s for _, _, s in sorted(best, key=lambda x: -x[1])]
+
+
+def extractive_policy_answer(question: str, sources: Sources, terms: list[str]) -> str:
+    lines = []
+    for i, c in enumerate(sources.citations):
+        for sentence in key_sentences(c["text"], terms, limit=3 if i == 0 else 2):
+            lines.append(f"{sentence.rstrip()}[{c['ref']}]")
+    return "\n".join(lines)
+
+
+ROW_FORMATS = {
+    "store_sales": lambda r: f"{r['store']}：营业额 ¥{r['revenue']:,.2f}，订单 {r['orders']} 单，客单价 ¥{r['avg_ticket']:,.2f}",
+    "top_products": lambda r: f"第 {r['rank']} 名 {r['product']}：{r['qty']}{r['unit']}，销售额 ¥{r['revenue']:,.2f}",
+    "compare_stores": lambda r: f"第 {r['rank']} 名 {r['store']}：营业额 ¥{r['revenue']:,.2f}（占 {r['revenue_share']}%），订单 {r['orders']} 单，客单价 ¥{r['avg_ticket']:,.2f}",
+    "hourly_peak": lambda r: f"{r['hour']}：{r['orders']} 单，¥{r['revenue']:,.2f}",
+    "low_stock": lambda r: (
+        f"{r['store']} {r['product']}：在库 {r['on_hand']}{r['unit']}，安全库存 {r['safety_stock']}，"
+        f"近7天日均 {r['velocity_per_day']}，建议补 {r['suggested_qty']}{r['unit']}"
+    ),
+    "member_balance": lambda r: f"会员 {r['member']}（{r['name']}，{r['phone']}）：本金 ¥{r['principal_balance']:,.2f}，赠送 ¥{r['bonus_balance']:,.2f}，开卡门店 {r['home_store']}",
+}
+
+
+def row_key(tool: str, row: dict) -> str:
+    """The value that identifies a row in prose (guard 3 looks for it)."""
+    for key in ("product", "store", "hour", "member"):
+        if key in row:
+            return str(row[key])
+    return ""
+
+
+def extractive_data_answer(tool_result: ToolResult, sources: Sources) -> str:
+    lines = [tool_result.summary.split("：")[0] + "：" if tool_result.rows else tool_result.summary]
+    fmt = ROW_FORMATS.get(tool_result.tool, lambda r: str(r))
+    for d in sources.data:
+        lines.append(f"- {fmt(d['row'])} [{d['ref']}]")
+    if tool_result.tool == "store_sales" and len(tool_result.rows) > 1:
+        lines.append(tool_result.summary.split("：", 1)[-1].replace("（只计已支付订单）", "（合计，只计已支付订单）"))
+    return "\n".join(lines)
+
+
+# --- the guards ----------------------------------------------------------------------------
+
+
+def guard_unknown_citations(answer: str, sources: Sources) -> tuple[str, list[str]]:
+    """Guard 1: drop [n] / [Dn] markers that point at no source."""
+    removed = []
+    docs, data = sources.doc_refs(), sources.data_refs()
+
+    def doc(m):
+        if m.group(1) in docs:
+            return m.group(0)
+        removed.append(m.group(0))
+        return ""
+
+    def row(m):
+        if f"D{m.group(1)}" in data:
+            return m.group(0)
+        removed.append(m.group(0))
+        return ""
+
+    return _DATA_REF.sub(row, _DOC_REF.sub(doc, answer)), removed
+
+
+def guard_all_rows(answer: str, tool_result: ToolResult | None, sources: Sources) -> tuple[str, list[str]]:
+    """Guard 3: every row of a list result appears in the answer."""
+    if tool_result is None or len(tool_result.rows) < 2:
+        return answer, []
+    fmt = ROW_FORMATS.get(tool_result.tool, lambda r: str(r))
+    missing = []
+    for d in sources.data:
+        key = row_key(tool_result.tool, d["row"])
+        if key and key not in answer:
+            missing.append(f"- {fmt(d['row'])} [{d['ref']}]")
+    if missing:
+        answer = answer.rstrip() + "\n" + "\n".join(missing)
+    return answer, [m.split(" [")[0].lstrip("- ") for m in missing]
+
+
+def mandatory_rules(audiences: list[str]) -> list[dict]:
+    rules = []
+    for doc in Document.objects.filter(audience__in=audiences).exclude(meta__mandatory=None).only("title", "meta"):
+        for rule in doc.meta.get("mandatory") or []:
+            rules.append({**rule, "document": doc.title, "document_id": doc.id})
+    return rules
+
+
+def guard_mandatory_clauses(question: str, answer: str, sources: Sources, audiences: list[str]) -> tuple[str, list[str]]:
+    """Guard 4: when the question matches a scenario, its conditional clause is always there."""
+    added = []
+    for rule in mandatory_rules(audiences):
+        if not any(t in question for t in rule.get("triggers", [])):
+            continue
+        must = rule.get("must_contain") or rule["clause"]
+        if must in answer:
+            continue
+        ref = _citation_for_section(sources, rule["document_id"], rule.get("section", ""))
+        answer = answer.rstrip() + f"\n{rule['clause']}" + (f"[{ref}]" if ref else "")
+        added.append(rule["clause"])
+    return answer, added
+
+
+def _citation_for_section(sources: Sources, document_id: int, heading: str) -> str | None:
+    chunk = Chunk.objects.filter(document_id=document_id, section_path__endswith=heading).select_related("document").first()
+    if chunk is None:
+        return None
+    for c in sources.citations:
+        if c.get("chunk_id") == chunk.id:
+            return c["ref"]
+    ref = str(len(sources.citations) + 1)
+    sources.citations.append({
+        "ref": ref, "document": chunk.document.title, "section_path": chunk.section_path, "score": 0.0,
+        "text": chunk.text, "chunk_id": chunk.id,
+    })
+    return ref
+
+
+def apply_guards(question: str, answer: str, sources: Sources, tool_result: ToolResult | None, audiences: list[str],
+                 *, mandatory: bool = True) -> tuple[str, dict]:
+    report = {}
+    answer, report["rows_appended"] = guard_all_rows(answer, tool_result, sources)
+    if mandatory:
+        answer, report["clauses_added"] = guard_mandatory_clauses(question, answer, sources, audiences)
+    answer, report["citations_removed"] = guard_unknown_citations(answer, sources)
+    return answer.strip(), report
+
+
+SYSTEM_PROMPT = """你是连锁酒吧/餐饮门店的运营助手，回答店员和店长的问题。规则：
+1. 只根据给出的参考资料和经营数据回答，不要编造；资料里没有的就说"现有资料没有相关规定"。
+2. 每句话后面标注来源编号：参考资料用 [1] [2]，经营数据用 [D1] [D2]，不要混用。
+3. 金额、天数、温度等数字必须原样引用。
+4. 经营数据有多行时，逐行列出，不要只挑其中一条。
+5. 用简洁的中文回答，不超过 200 字，不要输出思考过程。"""

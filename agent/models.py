@@ -1,0 +1,75 @@
+"""Conversations and their messages (with the trace), and the questions nobody could answer."""
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Conversation(models.Model):
+    thread_id = models.CharField("会话 ID", max_length=64, unique=True, default=uuid.uuid4)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations", verbose_name="用户")
+    title = models.CharField("标题", max_length=80, blank=True)
+    created_at = models.DateTimeField("创建时间", auto_now_add=True)
+    updated_at = models.DateTimeField("更新时间", auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        verbose_name = verbose_name_plural = "会话"
+
+    def __str__(self) -> str:
+        return self.title or self.thread_id
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user", "用户"
+        ASSISTANT = "assistant", "助手"
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages", verbose_name="会话")
+    role = models.CharField("角色", max_length=16, choices=Role.choices)
+    content = models.TextField("内容")
+    intent = models.CharField("意图", max_length=16, blank=True)
+    route_reason = models.CharField("路由理由", max_length=255, blank=True)
+    refused = models.BooleanField("拒答", default=False)
+    citations = models.JSONField("引用", default=list, blank=True)
+    data = models.JSONField("数据行", default=list, blank=True)
+    proposal = models.JSONField("提案", null=True, blank=True)
+    trace = models.JSONField("执行轨迹", default=list, blank=True)
+    context = models.JSONField("上下文", default=dict, blank=True, help_text="追问用：解析后的问题、门店、时间、工具")
+    created_at = models.DateTimeField("时间", auto_now_add=True)
+
+    class Meta:
+        ordering = ["conversation", "id"]
+        verbose_name = verbose_name_plural = "消息"
+
+    def __str__(self) -> str:
+        return f"{self.get_role_display()}: {self.content[:30]}"
+
+
+class UnansweredQuestion(models.Model):
+    class Source(models.TextChoices):
+        REFUSAL = "refusal", "拒答"
+        FEEDBACK = "feedback", "差评反馈"
+
+    question = models.TextField("问题")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, verbose_name="提问人")
+    message = models.ForeignKey(Message, on_delete=models.SET_NULL, null=True, blank=True, verbose_name="回答")
+    source = models.CharField("来源", max_length=16, choices=Source.choices, default=Source.REFUSAL)
+    reason = models.CharField("原因", max_length=255, blank=True)
+    top_score = models.FloatField("最高检索分", null=True, blank=True)
+    resolved = models.BooleanField("已处理", default=False)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", verbose_name="处理人"
+    )
+    resolved_at = models.DateTimeField("处理时间", null=True, blank=True)
+    note = models.CharField("处理说明", max_length=255, blank=True)
+    created_at = models.DateTimeField("时间", auto_now_add=True)
+
+    class Meta:
+        ordering = ["resolved", "-created_at"]
+        verbose_name = verbose_name_plural = "未解答问题"
+
+    def __str__(self) -> str:
+        return self.question[:40]

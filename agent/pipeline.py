@@ -1,0 +1,462 @@
+"""The agent, top to bottom like its diagram:
+
+    route ─┬─ retrieve_guard ─┐
+           └─ data_guard ─────┴─ merge → judge ─┬→ answer (cited)
+                                       ▲        └→ rewrite → retrieve_again ┘ (≤ SM_AGENT_MAX_ATTEMPTS)
+                                       └──────────── refuse (retrieval gate / judge)
+
+One function per node; the state is passed explicitly; the trace is recorded as it goes.
+This module never writes SQL and never performs a business write: actions become
+proposals that a person confirms (workflow app).
+"""
+from __future__ import annotations
+
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import connections
+
+from knowledge.selectors import IndexNotReady, SearchResult, nearest_section_titles, search, visible_audiences
+from knowledge.text import overlap_ratio, query_terms, tokenize
+from ops.tools import ToolResult, local_today, run_tool
+
+from . import compose
+from .data_guard import DataPlan, plan_data
+from .llm import LLMUnavailable, get_llm, trim_history
+from .router import ACTION, BOTH, DATA, OUT_OF_SCOPE, POLICY, Route, route
+
+ENOUGH_OVERLAP = 0.55
+NOT_ENOUGH_OVERLAP = 0.15
+DEFAULT_REFUSAL_THRESHOLD = 0.80  # e5 cosine; replaced by `eval calibrate`
+DEFAULT_JUDGE_THRESHOLD = 0.84
+REFUSAL_TEXT = (
+    "抱歉，现有的门店制度文档里没有能回答这个问题的内容，我不能凭空作答。"
+    "请咨询店长或区域经理；这个问题已记录到\"未解答问题\"，管理人员会据此补充制度。"
+)
+_FOLLOW_UP = re.compile(r"^(那|那么|那如果|如果|还有|另外|然后|再问一下)|[呢]\s*[？?]?$")
+
+
+class Trace:
+    def __init__(self):
+        self.steps: list[dict] = []
+
+    @contextmanager
+    def step(self, name: str, **detail):
+        started = time.perf_counter()
+        entry = {"step": name, "ms": 0.0, "detail": dict(detail)}
+        try:
+            yield entry["detail"]
+        finally:
+            entry["ms"] = round((time.perf_counter() - started) * 1000, 2)
+            self.steps.append(entry)
+
+
+@dataclass
+class Round:
+    attempt: int
+    query: str
+    result: SearchResult | None
+    enough: bool = False
+    layer: str = ""
+    reason: str = ""
+    score: float = 0.0
+
+    @property
+    def hits(self):
+        return self.result.hits if self.result else []
+
+
+@dataclass
+class AgentState:
+    question: str
+    user: Any
+    today: date
+    previous: dict = field(default_factory=dict)
+    history: list[tuple[str, str]] = field(default_factory=list)
+    max_attempts: int = 2
+    trace: Trace = field(default_factory=Trace)
+    resolved_query: str = ""
+    route: Route | None = None
+    plan: DataPlan | None = None
+    tool_result: ToolResult | None = None
+    tool_error: str | None = None
+    rounds: list[Round] = field(default_factory=list)
+    chosen: Round | None = None
+    refused: bool = False
+    refusal_layer: str = ""
+    answer: str = ""
+    sources: compose.Sources = field(default_factory=compose.Sources)
+    proposal: dict | None = None
+    clarify: bool = False
+
+    @property
+    def audiences(self) -> list[str]:
+        return visible_audiences(self.user)
+
+
+@dataclass
+class AgentResult:
+    answer: str
+    intent: str
+    route_reason: str
+    refused: bool
+    citations: list[dict]
+    data: list[dict]
+    proposal: dict | None
+    trace: list[dict]
+    context: dict
+
+    def as_dict(self) -> dict:
+        return {
+            "answer": self.answer, "intent": self.intent, "route_reason": self.route_reason, "refused": self.refused,
+            "citations": [{k: v for k, v in c.items() if k != "chunk_id"} for c in self.citations],
+            "data": self.data, "proposal": self.proposal, "trace": self.trace,
+        }
+
+
+def thresholds() -> tuple[float, float]:
+    from knowledge.models import IndexMeta
+
+    meta = IndexMeta.objects.order_by("pk").first()
+    refusal = meta.refusal_threshold if meta and meta.refusal_threshold is not None else settings.SM_REFUSAL_THRESHOLD
+    judge = meta.judge_threshold if meta and meta.judge_threshold is not None else settings.SM_JUDGE_THRESHOLD
+    return refusal, judge
+
+
+# --- nodes ---------------------------------------------------------------------------------
+
+
+def resolve_follow_up(state: AgentState) -> None:
+    """Make a follow-up stand on its own: 「那退卡呢」 after a membership question searches
+    退卡 within the previous answer's document."""
+    prev = state.previous
+    q = state.question.strip()
+    state.resolved_query = q
+    if not prev or not _FOLLOW_UP.search(q) or len(q) > 20:
+        return
+    if prev.get("intent") in (POLICY, BOTH) and prev.get("top_document"):
+        core = re.sub(r"^(那么?|那如果|如果|还有|另外|然后|再问一下)|呢\s*[？?]?$", "", q).strip()
+        state.resolved_query = f"{prev['top_document']} {core}".strip()
+
+
+def route_node(state: AgentState) -> None:
+    with state.trace.step("route") as detail:
+        decision = route(state.resolved_query, get_llm())
+        prev_intent = state.previous.get("intent")
+        if not decision.decided and prev_intent in (DATA, BOTH) and (state.resolved_query != state.question or _FOLLOW_UP.search(state.question)):
+            decision = Route(DATA, f"追问，沿用上一轮的数据意图（{prev_intent}）", decision.scores)
+        elif not decision.decided and prev_intent == POLICY and state.resolved_query != state.question:
+            decision = Route(POLICY, "追问，沿用上一轮的规则意图", decision.scores)
+        state.route = decision
+        detail.update(decision.as_dict())
+        if state.resolved_query != state.question:
+            detail["resolved_query"] = state.resolved_query
+
+
+def retrieve_guard(state: AgentState) -> SearchResult | None:
+    """Knowledge channel. Always returns; empty when the intent doesn't need documents."""
+    if state.route.intent not in (POLICY, BOTH):
+        return None
+    return search(state.resolved_query, audiences=state.audiences, k=5)
+
+
+def data_guard(state: AgentState) -> tuple[DataPlan | None, ToolResult | None, str | None]:
+    """Data channel. Always returns; empty when the intent doesn't need facts."""
+    if state.route.intent not in (DATA, BOTH):
+        return None, None, None
+    plan = plan_data(state.question, today=state.today, previous=state.previous)
+    if plan.clarify or not plan.tool:
+        return plan, None, plan.clarify
+    try:
+        return plan, run_tool(plan.tool, plan.params, today=state.today), None
+    except ValidationError as exc:
+        messages = [m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms]
+        return plan, None, "；".join(messages)
+
+
+def _in_thread(fn, state):
+    try:
+        return fn(state)
+    finally:
+        connections.close_all()  # each worker thread opened its own connection
+
+
+def guards_node(state: AgentState) -> SearchResult | None:
+    """retrieve_guard and data_guard run concurrently; merge waits for both."""
+    with state.trace.step("guards") as detail:
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="guard") as pool:
+            started = time.perf_counter()
+            retrieval = pool.submit(_timed, retrieve_guard, state, started)
+            data = pool.submit(_timed, data_guard, state, started)
+            (result, r_span), ((plan, tool_result, error), d_span) = retrieval.result(), data.result()
+        state.plan, state.tool_result, state.tool_error = plan, tool_result, error
+        detail["retrieve_guard"] = {"span_ms": r_span, "hits": _hits_detail(result) if result else [], "skipped": result is None}
+        detail["data_guard"] = {
+            "span_ms": d_span, "skipped": plan is None, "plan": plan.as_dict() if plan else None,
+            "rows": len(tool_result.rows) if tool_result else 0, "error": error,
+        }
+        if tool_result is not None and tool_result.tool == "low_stock":
+            detail["data_guard"]["restock_figures"] = [
+                {k: r[k] for k in ("store", "product", "on_hand", "safety_stock", "sold_7d", "velocity_per_day", "suggested_qty")}
+                for r in tool_result.rows
+            ]
+    return result
+
+
+def _timed(fn, state, started):
+    begin = (time.perf_counter() - started) * 1000
+    out = _in_thread(fn, state)
+    return out, [round(begin, 2), round((time.perf_counter() - started) * 1000, 2)]
+
+
+def _hits_detail(result: SearchResult) -> list[dict]:
+    return [
+        {"section_path": h.section_path, "score": round(h.score, 4), "vector_rank": h.vector_rank,
+         "vector_score": round(h.vector_score, 4) if h.vector_score is not None else None,
+         "lexical_rank": h.lexical_rank, "lexical_score": round(h.lexical_score, 3) if h.lexical_score is not None else None}
+        for h in result.hits
+    ]
+
+
+def retrieval_gate(state: AgentState, result: SearchResult) -> bool:
+    """Refusal layer 1: far-from-domain questions score low against every chunk."""
+    refusal_threshold, _ = thresholds()
+    best = max((h.vector_score or 0.0 for h in result.vector_ranking[:1]), default=0.0)
+    with state.trace.step("retrieval_gate", best_vector_score=round(best, 4), threshold=round(refusal_threshold, 4)) as detail:
+        passed = best >= refusal_threshold
+        detail["passed"] = passed
+    return passed
+
+
+def judge(state: AgentState, rnd: Round) -> None:
+    """Is this round's evidence enough? Rules first, the LLM or a calibrated threshold in the grey zone."""
+    _, judge_threshold = thresholds()
+    with state.trace.step("judge", attempt=rnd.attempt) as detail:
+        top = rnd.hits[0] if rnd.hits else None
+        if top is None:
+            rnd.enough, rnd.layer, rnd.reason = False, "rule", "没有检索到任何片段"
+        else:
+            overlap = overlap_ratio(rnd.query, f"{top.section_path}\n{top.text}")
+            similarity = top.vector_score or 0.0
+            rnd.score = overlap + similarity
+            detail.update(overlap=round(overlap, 3), similarity=round(similarity, 4))
+            if overlap >= ENOUGH_OVERLAP:
+                rnd.enough, rnd.layer, rnd.reason = True, "rule", f"词面重合度 {overlap:.2f} ≥ {ENOUGH_OVERLAP}"
+            elif overlap <= NOT_ENOUGH_OVERLAP:
+                rnd.enough, rnd.layer, rnd.reason = False, "rule", f"词面重合度 {overlap:.2f} ≤ {NOT_ENOUGH_OVERLAP}"
+            else:
+                llm = get_llm()
+                decided = False
+                if llm.available:
+                    try:
+                        verdict = llm.chat([
+                            {"role": "system", "content": "判断参考资料能否回答问题。只输出 OK 或 MISS。"},
+                            {"role": "user", "content": f"问题：{state.question}\n\n参考资料：\n{top.section_path}\n{top.text}"},
+                        ], max_tokens=4)
+                        rnd.enough = verdict.strip().upper().startswith("OK")
+                        rnd.layer, rnd.reason, decided = "llm", f"LLM 判定 {verdict.strip()[:8]}", True
+                    except LLMUnavailable as exc:
+                        detail["llm_error"] = str(exc)[:120]
+                if not decided:
+                    rnd.enough = similarity >= judge_threshold
+                    rnd.layer = "threshold"
+                    rnd.reason = f"灰区：相似度 {similarity:.3f} {'≥' if rnd.enough else '<'} 标定阈值 {judge_threshold:.3f}"
+        detail.update(enough=rnd.enough, layer=rnd.layer, reason=rnd.reason)
+
+
+def rewrite(state: AgentState, previous_round: Round) -> str:
+    """Prepend the corpus's own terms to the question (never replace it)."""
+    tried = {h.heading for r in state.rounds for h in r.hits[:1]}
+    with state.trace.step("rewrite", attempt=previous_round.attempt + 1) as detail:
+        terms: list[str] = []
+        llm = get_llm()
+        if llm.available:
+            try:
+                proposal = llm.chat([
+                    {"role": "system", "content": "把店员的问题改写成门店制度文档里可能使用的 2 到 4 个检索词，用空格分隔，只输出检索词。"},
+                    {"role": "user", "content": state.resolved_query},
+                ], max_tokens=24)
+                terms = [t for t in re.split(r"[\s,，、]+", proposal) if t][:4]
+                detail["source"] = "llm"
+            except LLMUnavailable as exc:
+                detail["llm_error"] = str(exc)[:120]
+        if not terms:
+            # No LLM, or it proposed nothing: the nearest section titles by embedding.
+            terms = nearest_section_titles(state.resolved_query, user=state.user, n=2, exclude=tried)
+            detail["source"] = "nearest_section_titles"
+        query = f"{' '.join(terms)} {state.resolved_query}".strip()
+        detail.update(terms=terms, query=query)
+    return query
+
+
+def retrieve_again(state: AgentState, query: str, attempt: int) -> Round:
+    with state.trace.step("retrieve_again", attempt=attempt, query=query) as detail:
+        result = search(query, audiences=state.audiences, k=5)
+        detail["hits"] = _hits_detail(result)
+    return Round(attempt, query, result)
+
+
+def agent_loop(state: AgentState, first: SearchResult) -> None:
+    """Judge each round on its own; use the first round judged enough, else the best one.
+    Rounds are never pooled: mixing three retrievals gives the answer a muddle."""
+    rnd = Round(0, state.resolved_query, first)
+    state.rounds.append(rnd)
+    judge(state, rnd)
+    while not rnd.enough and rnd.attempt < state.max_attempts:
+        query = rewrite(state, rnd)
+        rnd = retrieve_again(state, query, rnd.attempt + 1)
+        state.rounds.append(rnd)
+        judge(state, rnd)
+    enough = [r for r in state.rounds if r.enough]
+    state.chosen = enough[0] if enough else max(state.rounds, key=lambda r: r.score)
+    with state.trace.step("select_round", chosen=state.chosen.attempt, rounds=len(state.rounds),
+                          enough=bool(enough)):
+        pass
+
+
+def refuse(state: AgentState, layer: str, reason: str) -> None:
+    state.refused, state.refusal_layer = True, layer
+    state.answer = REFUSAL_TEXT
+    with state.trace.step("refuse", layer=layer, reason=reason):
+        pass
+
+
+def compose_answer(state: AgentState) -> None:
+    with state.trace.step("answer") as detail:
+        policy_hits = []
+        if state.chosen is not None and state.chosen.enough or (state.chosen is not None and state.route.intent == BOTH and not state.refused):
+            policy_hits = compose.select_citation_hits(state.chosen.hits)
+        state.sources = compose.number_sources(policy_hits, state.tool_result)
+        terms = query_terms(state.resolved_query)
+        parts = []
+        llm = get_llm()
+        used_llm = False
+        if llm.available and (state.sources.citations or state.sources.data):
+            try:
+                messages = [{"role": "system", "content": compose.SYSTEM_PROMPT}]
+                messages += trim_history(state.history, settings.SM_HISTORY_TOKENS)
+                messages.append({"role": "user", "content": f"{compose.prompt_sources(state.sources)}\n\n问题：{state.question}"})
+                parts.append(llm.chat(messages))
+                used_llm = True
+            except LLMUnavailable as exc:
+                detail["degraded"] = f"LLM 不可用，已降级为抽取式回答：{str(exc)[:120]}"
+        if not used_llm:
+            if state.tool_result is not None:
+                parts.append(compose.extractive_data_answer(state.tool_result, state.sources))
+            elif state.tool_error:
+                parts.append(state.tool_error)
+                state.clarify = True
+            if state.sources.citations:
+                parts.append(compose.extractive_policy_answer(state.question, state.sources, terms))
+            elif state.route.intent == BOTH:
+                parts.append("制度文档里没有找到这部分的规定，请咨询店长。")
+        draft = "\n".join(p for p in parts if p)
+        answer, report = compose.apply_guards(state.question, draft, state.sources, state.tool_result, state.audiences,
+                                              mandatory=bool(state.sources.citations))
+        state.answer = answer or REFUSAL_TEXT
+        detail.update(mode="llm" if used_llm else "extractive", guards=report,
+                      citations=len(state.sources.citations), data_rows=len(state.sources.data))
+
+
+def action_node(state: AgentState) -> None:
+    """Writes are never performed here: the workflow app turns the request into a proposal."""
+    with state.trace.step("propose") as detail:
+        from .actions import propose_from_question
+
+        outcome = propose_from_question(state)
+        state.proposal, state.answer = outcome.proposal, outcome.message
+        if outcome.tool_result is not None:
+            state.tool_result = outcome.tool_result
+            state.sources = compose.number_sources([], outcome.tool_result)
+        detail.update(outcome.detail)
+
+
+# --- the graph -----------------------------------------------------------------------------
+
+
+def run(state: AgentState) -> AgentState:
+    resolve_follow_up(state)
+    route_node(state)
+    if state.route.intent == OUT_OF_SCOPE:
+        refuse(state, "router", state.route.reason)
+        return state
+    if state.route.intent == ACTION:
+        action_node(state)
+        return state
+    try:
+        first = guards_node(state)
+    except IndexNotReady as exc:
+        state.answer = str(exc)
+        state.refused = True
+        return state
+    if state.route.intent == DATA:
+        compose_answer(state)
+        maybe_offer_restock(state)
+        return state
+    if not retrieval_gate(state, first):
+        if state.route.intent == POLICY:
+            state.route = Route(OUT_OF_SCOPE, f"检索分低于拒答阈值：{state.route.reason}", state.route.scores, state.route.layer)
+            refuse(state, "retrieval_gate", "最高相似度低于拒答阈值")
+            return state
+        state.rounds.append(Round(0, state.resolved_query, first))  # both: the data part still answers
+        compose_answer(state)
+        return state
+    agent_loop(state, first)
+    if not state.chosen.enough and state.route.intent == POLICY:
+        refuse(state, "judge", state.chosen.reason)
+        return state
+    compose_answer(state)
+    maybe_offer_restock(state)
+    return state
+
+
+def maybe_offer_restock(state: AgentState) -> None:
+    """A low-stock answer offers a restock proposal (quantities from safety stock and velocity)."""
+    if state.tool_result is None or state.tool_result.tool != "low_stock" or not state.tool_result.rows:
+        return
+    from .actions import offer_restock
+
+    with state.trace.step("offer_restock") as detail:
+        state.proposal, note = offer_restock(state)
+        detail["proposal"] = state.proposal
+        if note:
+            state.answer = state.answer.rstrip() + "\n" + note
+
+
+def context_for_next_turn(state: AgentState) -> dict:
+    ctx = {"query": state.resolved_query, "intent": state.route.intent if state.route else ""}
+    if state.plan and state.plan.tool:
+        ctx["tool"], ctx["params"] = state.plan.tool, state.plan.params
+    elif state.previous.get("tool") and state.route and state.route.intent in (DATA, BOTH):
+        ctx["tool"], ctx["params"] = state.previous["tool"], state.previous.get("params")
+    if state.chosen and state.chosen.hits:
+        ctx["top_document"] = state.chosen.hits[0].document
+        ctx["top_section"] = state.chosen.hits[0].section_path
+    return ctx
+
+
+def answer_question(question: str, *, user, previous: dict | None = None, history: list[tuple[str, str]] | None = None,
+                    today: date | None = None, max_attempts: int | None = None) -> tuple[AgentResult, AgentState]:
+    """Run the whole pipeline for one question (no persistence: see agent.services)."""
+    state = AgentState(
+        question=question, user=user, today=today or local_today(), previous=previous or {}, history=history or [],
+        max_attempts=settings.SM_AGENT_MAX_ATTEMPTS if max_attempts is None else max_attempts,
+    )
+    run(state)
+    intent = state.route.intent if state.route else POLICY
+    result = AgentResult(
+        answer=state.answer, intent=intent, route_reason=state.route.reason if state.route else "",
+        refused=state.refused, citations=state.sources.citations, data=state.sources.data, proposal=state.proposal,
+        trace=state.trace.steps, context=context_for_next_turn(state),
+    )
+    return result, state
+
+
+__all__ = ["answer_question", "AgentState", "AgentResult", "tokenize"]

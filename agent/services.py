@@ -1,0 +1,82 @@
+"""Asking the agent: validate, run the pipeline, persist the turn. One code path for the
+API, the chat page, Celery and MCP."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+
+from .models import Conversation, Message, UnansweredQuestion
+from .pipeline import AgentResult, answer_question
+
+HISTORY_TURNS = 6
+
+
+def validate_query(query) -> str:
+    if not isinstance(query, str):
+        raise ValidationError({"query": ["query 必须是字符串。"]})
+    if not query.strip():
+        raise ValidationError({"query": ["问题不能为空。"]})
+    if len(query) > settings.SM_MAX_QUERY_CHARS:
+        raise ValidationError({"query": [f"问题不能超过 {settings.SM_MAX_QUERY_CHARS} 个字符（现在 {len(query)} 个）。"]})
+    return query.strip()
+
+
+def conversation_for(*, user, thread_id: str | None) -> Conversation:
+    if thread_id:
+        conv = Conversation.objects.filter(thread_id=thread_id).first()
+        if conv is not None and conv.user_id != user.pk:
+            raise PermissionDenied("这个会话属于其他用户。")
+        if conv is not None:
+            return conv
+        if len(str(thread_id)) > 64:
+            raise ValidationError({"thread_id": ["thread_id 最长 64 个字符。"]})
+        return Conversation.objects.create(thread_id=thread_id, user=user)
+    return Conversation.objects.create(user=user)
+
+
+def _history(conv: Conversation) -> tuple[dict, list[tuple[str, str]]]:
+    messages = list(conv.messages.order_by("-id")[: HISTORY_TURNS * 2])[::-1]
+    previous = next((m.context for m in reversed(messages) if m.role == Message.Role.ASSISTANT), {}) or {}
+    turns, question = [], None
+    for m in messages:
+        if m.role == Message.Role.USER:
+            question = m.content
+        elif question is not None:
+            turns.append((question, m.content))
+            question = None
+    return previous, turns
+
+
+def chat_ask(*, user, query, thread_id: str | None = None) -> tuple[AgentResult, Conversation, Message]:
+    """Answer one question in a thread and store both turns with the trace."""
+    query = validate_query(query)
+    conv = conversation_for(user=user, thread_id=thread_id)
+    previous, history = _history(conv)
+    result, state = answer_question(query, user=user, previous=previous, history=history)
+    with transaction.atomic():
+        Message.objects.create(conversation=conv, role=Message.Role.USER, content=query)
+        reply = Message.objects.create(
+            conversation=conv, role=Message.Role.ASSISTANT, content=result.answer, intent=result.intent,
+            route_reason=result.route_reason[:255], refused=result.refused, citations=result.citations, data=result.data,
+            proposal=result.proposal, trace=result.trace, context=result.context,
+        )
+        if not conv.title:
+            conv.title = query[:80]
+        conv.save(update_fields=["title", "updated_at"])
+        if result.refused and result.intent != "out_of_scope" or (result.refused and state.refusal_layer):
+            top = max((s["detail"].get("best_vector_score", 0) for s in result.trace if s["step"] == "retrieval_gate"), default=None)
+            UnansweredQuestion.objects.create(
+                question=query, user=user, message=reply, source=UnansweredQuestion.Source.REFUSAL,
+                reason=f"{state.refusal_layer}: {next((s['detail'].get('reason', '') for s in result.trace if s['step'] == 'refuse'), '')}"[:255],
+                top_score=top,
+            )
+    return result, conv, reply
+
+
+def unanswered_resolve(*, item: UnansweredQuestion, user, note: str = "") -> UnansweredQuestion:
+    from django.utils import timezone
+
+    item.resolved, item.resolved_by, item.resolved_at, item.note = True, user, timezone.now(), note[:255]
+    item.save(update_fields=["resolved", "resolved_by", "resolved_at", "note"])
+    return item

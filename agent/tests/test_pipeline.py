@@ -1,0 +1,285 @@
+"""The agent pipeline: concurrency, judge layers, rewrite, per-round selection, refusal,
+the four guards, follow-ups and LLM-down degradation. Real PostgreSQL, real corpus
+(hashing embedder), real tools; only the LLM server is faked."""
+import threading
+from datetime import timedelta
+
+import pytest
+
+from agent import compose, pipeline
+from agent.models import Message, UnansweredQuestion
+from agent.pipeline import AgentState, Round, agent_loop, answer_question, judge, rewrite
+from agent.services import chat_ask
+from knowledge.selectors import Hit, SearchResult, search
+from ops.tests.factories import make_user
+from ops.tools import local_today, run_tool
+
+from .fakes import openai_chat
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def staff():
+    return make_user("agent_staff", role="staff", stores=["GZ-TH"])
+
+
+@pytest.fixture
+def manager():
+    return make_user("agent_manager", role="manager", stores=["GZ-TH"])
+
+
+def state_for(question, user, **kw):
+    state = AgentState(question=question, user=user, today=local_today(), **kw)
+    pipeline.resolve_follow_up(state)
+    pipeline.route_node(state)
+    return state
+
+
+def test_policy_answer_is_cited_and_traced(staff):
+    result, _ = answer_question("会员卡能跨店用吗", user=staff)
+    assert result.intent == "policy" and not result.refused
+    assert result.citations and "[1]" in result.answer
+    assert any("跨店" in c["section_path"] for c in result.citations)
+    steps = [s["step"] for s in result.trace]
+    assert steps[:2] == ["route", "guards"] and "judge" in steps and steps[-1] == "answer"
+    assert all(isinstance(s["ms"], float) for s in result.trace)
+
+
+def test_data_answer_states_the_database_figures(staff):
+    result, _ = answer_question("上周天河店卖了多少", user=staff)
+    expected = run_tool("store_sales", {"store": "天河店", "period": "上周"})
+    assert result.intent == "data" and result.data[0]["row"] == expected.rows[0]
+    assert f"{expected.rows[0]['orders']} 单" in result.answer and "[D1]" in result.answer
+    assert result.data[0]["params"]["period"]["label"] == "上周"
+
+
+def test_unknown_store_and_missing_period_become_clarifying_replies(staff):
+    result, _ = answer_question("上周北京三里屯店卖了多少", user=staff)
+    assert "北京三里屯店" in result.answer and "广州天河店" in result.answer and not result.data
+    result, _ = answer_question("天河店卖了多少", user=staff)
+    assert "哪段时间" in result.answer and not result.data
+
+
+def test_the_two_guards_run_concurrently(staff, monkeypatch):
+    barrier = threading.Barrier(2, timeout=10)
+    real_retrieve, real_data = pipeline.retrieve_guard, pipeline.data_guard
+
+    def retrieve(state):
+        barrier.wait()  # both guards must be inside at the same time, or this raises
+        return real_retrieve(state)
+
+    def data(state):
+        barrier.wait()
+        return real_data(state)
+
+    monkeypatch.setattr(pipeline, "retrieve_guard", retrieve)
+    monkeypatch.setattr(pipeline, "data_guard", data)
+    result, state = answer_question("上周天河店卖了多少，满减券的规则是什么", user=staff)
+    assert result.intent == "both" and result.data and result.citations
+    guards = next(s for s in result.trace if s["step"] == "guards")["detail"]
+    r_span, d_span = guards["retrieve_guard"]["span_ms"], guards["data_guard"]["span_ms"]
+    assert r_span[0] < d_span[1] and d_span[0] < r_span[1]  # the spans overlap
+
+
+def test_unneeded_guard_returns_empty(staff):
+    result, _ = answer_question("上周天河店卖了多少", user=staff)
+    guards = next(s for s in result.trace if s["step"] == "guards")["detail"]
+    assert guards["retrieve_guard"]["skipped"] is True and guards["data_guard"]["rows"] == 1
+
+
+def _round(hits, attempt=0, query="满减券和折扣券能叠加吗"):
+    return Round(attempt, query, SearchResult(query, hits, []))
+
+
+def _hit(text, path="文档 > 节", vector_score=0.5, cid=1):
+    h = Hit(cid, 1, "文档", "x.md", path, text, "staff", score=0.1)
+    h.vector_score = vector_score
+    return h
+
+
+def test_judge_rule_layer_enough_and_not_enough(staff):
+    state = state_for("满减券和折扣券能叠加吗", staff)
+    rnd = _round([_hit("满减券和折扣券不能叠加使用。", path="活动核销规则 > 叠加规则")])
+    judge(state, rnd)
+    assert rnd.enough and rnd.layer == "rule"
+    rnd = _round([_hit("制冰机每周清洗一次。", path="设备 > 制冰机", vector_score=0.0)])
+    judge(state, rnd)
+    assert not rnd.enough and rnd.layer == "rule"
+
+
+def test_judge_grey_zone_threshold_and_llm(staff, settings, fake_http):
+    state = state_for("满减券和折扣券能叠加吗", staff)
+    grey = [_hit("满减券的门槛按原价计算。", path="活动核销规则 > 满减门槛的计算", vector_score=0.6)]
+    settings.SM_JUDGE_THRESHOLD = 0.5
+    rnd = _round(grey)
+    judge(state, rnd)
+    assert rnd.layer == "threshold" and rnd.enough
+    settings.SM_JUDGE_THRESHOLD = 0.7
+    rnd = _round(grey)
+    judge(state, rnd)
+    assert rnd.layer == "threshold" and not rnd.enough
+    settings.SM_LLM_BACKEND, settings.SM_OPENAI_BASE = "openai", fake_http.url + "/v1"
+    fake_http.routes["/v1/chat/completions"] = openai_chat("OK")
+    rnd = _round(grey)
+    judge(state, rnd)
+    assert rnd.layer == "llm" and rnd.enough
+
+
+def test_rewrite_prepends_terms_and_keeps_the_question(staff, settings, fake_http):
+    state = state_for("客人说吃到变质的酒", staff)
+    query = rewrite(state, _round([]))
+    assert query.endswith("客人说吃到变质的酒") and len(query) > len("客人说吃到变质的酒")
+    settings.SM_LLM_BACKEND, settings.SM_OPENAI_BASE = "openai", fake_http.url + "/v1"
+    fake_http.routes["/v1/chat/completions"] = openai_chat("酒水异味 品质问题")
+    assert rewrite(state, _round([])) == "酒水异味 品质问题 客人说吃到变质的酒"
+
+
+def test_first_round_judged_enough_is_used_and_rounds_are_never_pooled(staff, monkeypatch):
+    state = state_for("退卡怎么办", staff, max_attempts=2)
+    verdicts = iter([False, True, True])
+
+    def fake_judge(state, rnd):
+        rnd.enough, rnd.score = next(verdicts), 0.1
+    monkeypatch.setattr(pipeline, "judge", fake_judge)
+    first = search("退卡怎么办", k=5)
+    agent_loop(state, first)
+    assert len(state.rounds) == 2 and state.chosen is state.rounds[1]
+    assert state.chosen.hits == state.rounds[1].result.hits  # only that round's chunks
+
+    state = state_for("退卡怎么办", staff, max_attempts=2)
+    scores = iter([0.3, 0.9, 0.5])
+
+    def never_enough(state, rnd):
+        rnd.enough, rnd.score = False, next(scores)
+    monkeypatch.setattr(pipeline, "judge", never_enough)
+    agent_loop(state, first)
+    assert len(state.rounds) == 3 and state.chosen is state.rounds[1]
+
+
+def test_agent_off_means_a_single_round(staff, settings):
+    settings.SM_JUDGE_THRESHOLD = 0.99
+    _, state = answer_question("员工可以带宠物上班吗", user=staff, max_attempts=0)
+    assert len(state.rounds) == 1
+
+
+def test_refusal_layer_one_retrieval_gate(staff, settings):
+    settings.SM_REFUSAL_THRESHOLD = 0.999
+    result, state = answer_question("量子力学的基本原理是什么", user=staff)
+    assert result.refused and state.refusal_layer == "retrieval_gate" and result.intent == "out_of_scope"
+    assert "没有" in result.answer and "店长" in result.answer and not result.citations
+
+
+def test_refusal_layer_two_judge_and_unanswered_list(staff, settings):
+    settings.SM_JUDGE_THRESHOLD = 0.999
+    result, conv, reply = chat_ask(user=staff, query="员工可以带宠物狗上班吗")
+    assert result.refused
+    steps = [s["step"] for s in result.trace]
+    assert steps.count("judge") == 3 and "rewrite" in steps and steps[-1] == "refuse"
+    item = UnansweredQuestion.objects.get(message=reply)
+    assert item.question == "员工可以带宠物狗上班吗" and item.reason.startswith("judge")
+
+
+# --- the four guards: each fails without it --------------------------------------------------
+
+
+def _sources():
+    hits = [_hit("满减券和折扣券不能叠加使用。", cid=11), _hit("单品券可以和满减券叠加。", cid=12)]
+    tool = run_tool("low_stock", {"store": "天河店"})
+    return compose.number_sources(hits, tool), tool
+
+
+def test_guard_one_removes_citations_that_point_nowhere():
+    sources, tool = _sources()
+    draft = "不能叠加[1]。单品券可以[2]。店长说可以[7]。库存见[D1][D9]。"
+    answer, removed = compose.guard_unknown_citations(draft, sources)
+    assert "[7]" in draft and "[7]" not in answer and "[D9]" not in answer
+    assert "[1]" in answer and "[D1]" in answer and set(removed) == {"[7]", "[D9]"}
+
+
+def test_guard_two_documents_and_rows_are_numbered_separately():
+    sources, tool = _sources()
+    assert [c["ref"] for c in sources.citations] == ["1", "2"]
+    assert [d["ref"] for d in sources.data] == [f"D{i}" for i in range(1, len(tool.rows) + 1)]
+    # A data row may never be cited as a document: [3] is not a source even if there are 3 rows.
+    answer, _ = compose.guard_unknown_citations("见[3]", sources)
+    assert answer == "见"
+
+
+def test_guard_three_every_row_appears(staff):
+    sources, tool = _sources()
+    assert len(tool.rows) >= 2
+    first = tool.rows[0]["product"]
+    draft = f"{first} 库存不足[D1]。"
+    answer, missing = compose.guard_all_rows(draft, tool, sources)
+    for row in tool.rows:
+        assert row["product"] in answer
+    assert missing and all(m not in draft for m in missing)
+
+
+def test_guard_four_mandatory_clause_always_included():
+    sources = compose.number_sources([_hit("先道歉并更换酒水。", cid=99)], None)
+    draft = "先道歉并更换酒水[1]。"
+    answer, added = compose.guard_mandatory_clauses("客人说喝了变质的酒", draft, sources, ["staff"])
+    assert "就医" not in draft and "就医" in answer and added
+    assert any("身体不适" in c["section_path"] for c in sources.citations)  # cited, not invented
+    untouched, none = compose.guard_mandatory_clauses("黑牌多少钱", draft, sources, ["staff"])
+    assert untouched == draft and not none
+
+
+def test_guards_apply_to_llm_answers(staff, settings, fake_http):
+    settings.SM_LLM_BACKEND, settings.SM_OPENAI_BASE = "openai", fake_http.url + "/v1"
+    fake_http.routes["/v1/chat/completions"] = openai_chat("先道歉并换一杯[1]，按公司规定赔偿[5]。")
+    result, _ = answer_question("客人说喝了变质的酒怎么办", user=staff)
+    assert "[5]" not in result.answer and "就医" in result.answer
+    answer_step = next(s for s in result.trace if s["step"] == "answer")["detail"]
+    assert answer_step["mode"] == "llm" and answer_step["guards"]["citations_removed"] == ["[5]"]
+
+
+def test_llm_down_degrades_to_extractive(staff, settings):
+    settings.SM_LLM_BACKEND, settings.SM_OPENAI_BASE, settings.SM_LLM_TIMEOUT = "openai", "http://127.0.0.1:9/v1", 1.0
+    result, _ = answer_question("会员卡能跨店用吗", user=staff)
+    answer_step = next(s for s in result.trace if s["step"] == "answer")["detail"]
+    assert answer_step["mode"] == "extractive" and "降级" in answer_step["degraded"]
+    assert result.citations and "[1]" in result.answer
+
+
+# --- conversations -----------------------------------------------------------------------------
+
+
+def test_policy_follow_up_resolves_against_the_previous_turn(staff):
+    _, conv, _ = chat_ask(user=staff, query="会员卡能跨店用吗")
+    result, _, _ = chat_ask(user=staff, query="那退卡呢", thread_id=conv.thread_id)
+    route = next(s for s in result.trace if s["step"] == "route")["detail"]
+    assert route["resolved_query"] == "会员与储值规则 退卡"
+    assert any(c["section_path"].endswith("退卡与退款") for c in result.citations)
+
+
+def test_data_follow_up_keeps_the_period(staff):
+    first, conv, _ = chat_ask(user=staff, query="天河店上周卖了多少")
+    second, _, _ = chat_ask(user=staff, query="那福田店呢", thread_id=conv.thread_id)
+    assert second.intent == "data"
+    assert second.data[0]["params"]["store"] == "深圳福田店"
+    assert second.data[0]["params"]["period"] == first.data[0]["params"]["period"]
+    assert Message.objects.filter(conversation=conv).count() == 4
+
+
+def test_thread_of_another_user_is_refused(staff, manager):
+    from django.core.exceptions import PermissionDenied
+
+    _, conv, _ = chat_ask(user=staff, query="会员卡能跨店用吗")
+    with pytest.raises(PermissionDenied):
+        chat_ask(user=manager, query="那退卡呢", thread_id=conv.thread_id)
+
+
+def test_staff_never_get_manager_only_citations(staff, manager):
+    result, _ = answer_question("店长的免单权限和报损审批", user=staff)
+    assert all(c["document"] != "店长手册" for c in result.citations)
+    result, _ = answer_question("店长的免单权限和报损审批", user=manager)
+    hits = next(s for s in result.trace if s["step"] == "guards")["detail"]["retrieve_guard"]["hits"]
+    assert any(h["section_path"].startswith("店长手册") for h in hits)
+
+
+def test_period_for_data_answers_uses_today(staff):
+    result, _ = answer_question("昨天天河店营业额", user=staff)
+    assert result.data[0]["params"]["period"]["start"] == (local_today() - timedelta(days=1)).isoformat()

@@ -1,0 +1,50 @@
+import pytest
+
+from agent.router import route_by_rules
+
+TABLE = [
+    # policy
+    ("客人说酒有异味怎么办", "policy"), ("会员卡能跨店用吗", "policy"), ("满减和折扣券能一起用吗", "policy"),
+    ("什么情况必须叫店长", "policy"), ("客人喝多了还要酒怎么处理", "policy"), ("存酒能放多久", "policy"),
+    ("反结账要谁批", "policy"), ("发票怎么开", "policy"), ("扎啤机管路多久清洗一次", "policy"),
+    ("新员工第一周要掌握哪些规定", "policy"), ("团购券可以退吗", "policy"), ("客人吃坏肚子了咋办", "policy"),
+    ("黑牌是什么酒", "policy"), ("未成年人能进包厢吗", "policy"), ("充2000送多少", "policy"),
+    ("外卖能不能卖鸡尾酒", "policy"), ("失物招领的流程", "policy"), ("店里着火了怎么办", "policy"),
+    # data
+    ("上周天河店卖了多少", "data"), ("上周广州天河店卖了多少", "data"), ("昨天福田店营业额多少", "data"),
+    ("深圳福田店热销排行前五", "data"), ("本月各门店营业额对比", "data"), ("天河店库存哪些低于安全库存", "data"),
+    ("最近7天哪个时段最忙", "data"), ("上个月祖庙店客单价", "data"), ("本周销量前10的商品", "data"),
+    ("会员13812345678余额还有多少", "data"), ("珠江新城店上周多少单", "data"), ("这个月卖得最好的啤酒", "data"),
+    # both
+    ("我储值送的100能不能在另一家店花，会员M00003余额还有多少", "both"),
+    ("天河店青岛啤酒快没了，补货的规定是什么", "both"),
+    ("上周天河店卖了多少，满减券的规则是什么", "both"),
+    # action
+    ("天河店的青岛啤酒快没了，帮我补 20 箱", "action"), ("帮我补10箱百威", "action"),
+    ("客人投诉酒有异味，帮我建个工单", "action"), ("麻烦开一张客诉工单", "action"), ("请帮我申请补货", "action"),
+    # out of scope
+    ("今天天气怎么样", "out_of_scope"), ("给我讲个笑话", "out_of_scope"), ("帮我写一首诗", "out_of_scope"),
+]
+
+
+@pytest.mark.parametrize("question,intent", TABLE)
+def test_router_table(question, intent):
+    decision = route_by_rules(question)
+    assert decision.intent == intent, f"{question}: {decision.reason}"
+    assert decision.reason
+
+
+def test_rank_words_are_counted_by_occurrence():
+    # 热销、排行、前五 all match one pattern; counted once it would fall under the threshold.
+    decision = route_by_rules("深圳福田店热销排行前五")
+    assert decision.intent == "data"
+    assert "排行×3" in decision.reason
+
+
+def test_undecided_questions_are_marked_for_the_llm():
+    decision = route_by_rules("嗯")
+    assert not decision.decided and decision.intent == "policy"
+
+
+def test_table_is_big_enough():
+    assert len(TABLE) >= 40

@@ -1,0 +1,171 @@
+"""`manage.py bench retrieval`: retrieval latency at 100,000 chunks and ingest throughput.
+
+The synthetic corpus lives in the bench database, never in the real index. Its vectors
+are random unit vectors (embedding 100k passages on 2 CPU cores would take hours) and its
+text is drawn from the real corpus's vocabulary with the real term frequencies, so the
+lexical channel sees realistic posting-list lengths. Queries are the golden questions,
+embedded for real with the configured embedder.
+"""
+from __future__ import annotations
+
+import copy
+import random
+import re
+import time
+
+import numpy as np
+from django.conf import settings
+from django.db import connection
+from tqdm import tqdm
+
+from storemind.bench import percentile, use_bench_database
+
+from .embedders import get_embedder
+from .evaluation import load_golden
+from .models import Chunk, IndexMeta, Term, TermStat
+from .selectors import expanded_query, index_meta, lexical_channel, rrf_fuse, title_boost_rerank, vector_channel
+from .services import HNSW_INDEX, _create_hnsw, _drop_hnsw, _retype_embedding, corpus_ingest, refresh_index_stats
+from .text import query_terms
+
+
+def _real_corpus_figures(cmd) -> dict:
+    """Unchanged re-ingest time and e5 embedding throughput, on the real corpus."""
+    corpus_ingest()  # bring the real index up to date first
+    t = time.perf_counter()
+    report = corpus_ingest()
+    reingest_s = time.perf_counter() - t
+    texts = [f"{c.section_path}\n{c.text}" for c in Chunk.objects.all()[:160]]
+    embedder = get_embedder()
+    t = time.perf_counter()
+    embedder.embed_passages(texts)
+    embed_rate = len(texts) / (time.perf_counter() - t)
+    cmd.stdout.write(f"real corpus: unchanged re-ingest {reingest_s:.2f} s ({report.unchanged} docs), "
+                     f"{embedder.signature} embeds {embed_rate:.1f} chunks/s")
+    vocabulary = list(Term.objects.values_list("term", "tf"))
+    return {"reingest_unchanged_s": round(reingest_s, 3), "embed_chunks_per_s": round(embed_rate, 1), "_vocabulary": vocabulary}
+
+
+def _load_synthetic(cmd, n_chunks: int, dimension: int, vocabulary: list[tuple[str, int]]) -> float:
+    from pgvector.psycopg import register_vector
+
+    rng = random.Random(11)
+    np_rng = np.random.default_rng(11)
+    freq: dict[str, int] = {}
+    for term, tf in vocabulary:
+        freq[term] = freq.get(term, 0) + tf
+    terms, weights = zip(*freq.items())
+    headings = [t for t in terms if len(t) >= 2][:400]
+    t0 = time.perf_counter()
+    with connection.cursor() as cur:
+        cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cur.execute("TRUNCATE knowledge_term, knowledge_chunk, knowledge_document CASCADE")
+        _drop_hnsw()
+        _retype_embedding(dimension)
+        register_vector(cur.cursor.connection)
+        raw = cur.cursor.connection.cursor()  # a cursor made after registration knows the vector type
+        n_docs = max(1, n_chunks // 100)
+        with raw.copy("COPY knowledge_document (id, path, title, doc_type, audience, version, content_hash, body, meta, ingested_at) FROM STDIN") as cp:
+            for d in range(n_docs):
+                cp.write_row((d + 1, f"synthetic/{d:05d}.md", f"合成文档{d}", "sop", "staff", "1", "x", "", "{}", "2026-01-01T00:00:00Z"))
+        chunk_rows, term_rows = [], []
+        for cid in tqdm(range(1, n_chunks + 1), desc="synthesise", file=cmd.stderr):
+            words = rng.choices(terms, weights=weights, k=rng.randint(30, 90))
+            counts: dict[str, int] = {}
+            for w in words:
+                counts[w] = counts.get(w, 0) + 1
+            vec = np_rng.standard_normal(dimension).astype(np.float32)
+            vec /= np.linalg.norm(vec)
+            doc = (cid - 1) // 100 + 1
+            chunk_rows.append((cid, doc, (cid - 1) % 100, f"合成文档{doc - 1} > {rng.choice(headings)}", "".join(words),
+                               "manager" if cid % 50 == 0 else "staff", vec, len(words)))
+            term_rows.extend((cid, t, n, len(words)) for t, n in counts.items())
+        with raw.copy("COPY knowledge_chunk (id, document_id, ordinal, section_path, text, audience, embedding, n_terms) FROM STDIN WITH (FORMAT BINARY)") as cp:
+            cp.set_types(["int8", "int8", "int4", "varchar", "text", "varchar", "vector", "int4"])
+            for row in chunk_rows:
+                cp.write_row(row)
+        with raw.copy("COPY knowledge_term (chunk_id, term, tf, n_terms) FROM STDIN") as cp:
+            for row in term_rows:
+                cp.write_row(row)
+        cur.execute("SELECT setval(pg_get_serial_sequence('knowledge_chunk', 'id'), %s)", [n_chunks])
+        cur.execute("SET maintenance_work_mem = '1GB'")
+        cmd.stderr.write("building HNSW index …")
+        _create_hnsw()
+        cur.execute("VACUUM ANALYZE knowledge_term")
+        cur.execute("ANALYZE knowledge_chunk")
+        cur.execute("ANALYZE knowledge_term")
+    embedder = get_embedder()
+    meta = IndexMeta.objects.first() or IndexMeta(signature=embedder.signature, backend=embedder.backend, model=embedder.model, dimension=dimension)
+    meta.signature, meta.backend, meta.model, meta.dimension = embedder.signature, embedder.backend, embedder.model, dimension
+    refresh_index_stats(meta)
+    return time.perf_counter() - t0
+
+
+def bench_retrieval(cmd, opts) -> dict:
+    n_chunks = opts["chunks"]
+    real = _real_corpus_figures(cmd)
+    vocabulary = real.pop("_vocabulary")
+    embedder = get_embedder()
+    db = use_bench_database()
+    cmd.stdout.write(f"bench retrieval: database {db}, {n_chunks:,} synthetic chunks")
+    existing = Chunk.objects.count()
+    load_s = None
+    stale = Term.objects.filter(n_terms=0).exists()  # loaded before term lengths were stored
+    if existing != n_chunks or stale or (IndexMeta.objects.first() or IndexMeta(dimension=0)).dimension != embedder.dimension:
+        load_s = _load_synthetic(cmd, n_chunks, embedder.dimension, vocabulary)
+    elif not TermStat.objects.exists():
+        refresh_index_stats(IndexMeta.objects.first())
+    meta = index_meta()
+
+    questions = [q["query"] for q in load_golden() if q.get("kind", "policy") == "policy"]
+    n_queries = max(opts["queries"], len(questions))
+    timings = {k: [] for k in ("embed_query", "vector", "lexical", "fusion", "retrieval")}
+    audiences = ["staff"]
+    weights = {"vector": settings.SM_RRF_VECTOR_WEIGHT, "lexical": settings.SM_RRF_LEXICAL_WEIGHT}
+    for i in tqdm(range(n_queries), desc="queries", file=cmd.stderr):
+        q = questions[i % len(questions)]
+        t = time.perf_counter()
+        terms = query_terms(q)
+        qvec = embedder.embed_query(expanded_query(q, terms))
+        t1 = time.perf_counter()
+        v = vector_channel(qvec, audiences, settings.SM_RETRIEVAL_CANDIDATES)
+        t2 = time.perf_counter()
+        lx = lexical_channel(terms, meta, audiences, settings.SM_RETRIEVAL_CANDIDATES)
+        t3 = time.perf_counter()
+        title_boost_rerank(q, rrf_fuse({"vector": copy.deepcopy(v), "lexical": copy.deepcopy(lx)}, weights, settings.SM_RRF_K), terms)
+        t4 = time.perf_counter()
+        for key, ms in (("embed_query", t1 - t), ("vector", t2 - t1), ("lexical", t3 - t2), ("fusion", t4 - t3), ("retrieval", t4 - t1)):
+            timings[key].append(ms * 1000)
+
+    with connection.cursor() as cur:
+        literal = "[" + ",".join(f"{x:.6f}" for x in embedder.embed_query(questions[0])) + "]"
+        cur.execute(
+            "EXPLAIN SELECT c.id FROM knowledge_chunk c WHERE c.audience = ANY(%s) ORDER BY c.embedding <=> %s::vector LIMIT 30",
+            [audiences, literal],
+        )
+        plan = "\n".join(r[0] for r in cur.fetchall())
+        plan = re.sub(r"'\[[-0-9.,e]+\]'", "'[…query vector…]'", plan)
+    hnsw_used = HNSW_INDEX in plan
+    figures = {
+        "chunks": Chunk.objects.count(),
+        "embed_query_p50_ms": round(percentile(timings["embed_query"], 50), 2),
+        "vector_p50_ms": round(percentile(timings["vector"], 50), 2),
+        "lexical_p50_ms": round(percentile(timings["lexical"], 50), 2),
+        "fusion_p50_ms": round(percentile(timings["fusion"], 50), 2),
+        "retrieval_p50_ms": round(percentile(timings["retrieval"], 50), 2),
+        "retrieval_p95_ms": round(percentile(timings["retrieval"], 95), 2),
+        "vector_p95_ms": round(percentile(timings["vector"], 95), 2),
+        "lexical_p95_ms": round(percentile(timings["lexical"], 95), 2),
+        "embed_query_p95_ms": round(percentile(timings["embed_query"], 95), 2),
+        "ingest_chunks_per_s": round(n_chunks / load_s, 1) if load_s else None,
+        "hnsw_used": hnsw_used,
+        **real,
+    }
+    cmd.stdout.write("EXPLAIN (vector channel):\n" + plan)
+    cmd.stdout.write(
+        f"bench retrieval: {figures['chunks']:,} chunks · p50/p95 ms: embed {figures['embed_query_p50_ms']}/{figures['embed_query_p95_ms']} · "
+        f"vector {figures['vector_p50_ms']}/{figures['vector_p95_ms']} · lexical {figures['lexical_p50_ms']}/{figures['lexical_p95_ms']} · "
+        f"fusion {figures['fusion_p50_ms']} · retrieval (excl. embedding) {figures['retrieval_p50_ms']}/{figures['retrieval_p95_ms']} · "
+        f"bulk ingest {figures['ingest_chunks_per_s'] or 'n/a (reused)'} chunks/s · HNSW used: {'yes' if hnsw_used else 'NO'} · "
+        f"unchanged re-ingest {figures['reingest_unchanged_s']} s · embedding {figures['embed_chunks_per_s']} chunks/s"
+    )
+    return figures

@@ -1,0 +1,134 @@
+"""Where managers confirm. Actions call the same services as every other entry point,
+object by object, and report per object what happened."""
+from django.contrib import admin, messages
+from django.db.models import Case, IntegerField, Value, When
+from django.utils.html import format_html, format_html_join
+
+from ops.selectors import stores_for_user
+
+from .models import AuditLog, Proposal, RestockLine, RestockRequest, Ticket
+from .services import proposals_decide_many
+
+
+class StoreScopedAdmin(admin.ModelAdmin):
+    """Managers and staff see only their stores' rows."""
+
+    def get_queryset(self, request):
+        qs = super().get_queryset(request)
+        if request.user.is_superuser:
+            return qs
+        return qs.filter(store__in=stores_for_user(request.user))
+
+
+@admin.register(Proposal)
+class ProposalAdmin(StoreScopedAdmin):
+    list_display = ["id", "kind", "store", "status", "summary", "proposed_by", "source", "created_at", "decided_by"]
+    list_filter = ["status", "kind", "store", "source"]
+    search_fields = ["id", "payload", "proposed_by__username", "idempotency_key"]
+    readonly_fields = ["kind", "store", "status", "source", "idempotency_key", "proposed_by", "created_at", "decided_by",
+                       "decided_at", "decision_note", "payload_table", "result_link"]
+    exclude = ["payload", "result_type", "result_id"]
+    actions = ["confirm_selected", "reject_selected"]
+    list_select_related = ["store", "proposed_by", "decided_by"]
+
+    def get_queryset(self, request):
+        pending_first = Case(When(status=Proposal.Status.PENDING, then=Value(0)), default=Value(1), output_field=IntegerField())
+        return super().get_queryset(request).annotate(_pending=pending_first).order_by("_pending", "-created_at")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="内容")
+    def summary(self, obj):
+        if obj.kind == Proposal.Kind.RESTOCK:
+            return "、".join(f"{line['product']} {line['quantity']}{line['unit']}" for line in obj.payload.get("lines", []))
+        return f"{obj.payload.get('category')}（{obj.payload.get('severity')}）{obj.payload.get('description', '')[:30]}"
+
+    @admin.display(description="提案内容")
+    def payload_table(self, obj):
+        if obj.kind == Proposal.Kind.RESTOCK:
+            rows = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                                    ((line["sku"], line["product"], f"{line['quantity']}{line['unit']}", line.get("reason", ""))
+                                     for line in obj.payload.get("lines", [])))
+            return format_html("<table><tr><th>SKU</th><th>商品</th><th>数量</th><th>原因</th></tr>{}</table>", rows)
+        p = obj.payload
+        return format_html("类别：{}<br>严重程度：{}<br>描述：{}<br>订单：{}<br>会员：{}", p.get("category"), p.get("severity"),
+                           p.get("description"), p.get("order", "—"), p.get("member", "—"))
+
+    @admin.display(description="确认后生成")
+    def result_link(self, obj):
+        return str(obj.result) if obj.result else "—"
+
+    def _decide(self, request, queryset, action):
+        outcomes = proposals_decide_many(proposals=list(queryset), user=request.user, action=action,
+                                         reason=f"在后台批量{'确认' if action == 'confirm' else '拒绝'}")
+        for o in outcomes:
+            self.message_user(request, o.message, messages.SUCCESS if o.ok else messages.ERROR)
+
+    @admin.action(description="确认所选提案")
+    def confirm_selected(self, request, queryset):
+        self._decide(request, queryset, "confirm")
+
+    @admin.action(description="拒绝所选提案")
+    def reject_selected(self, request, queryset):
+        self._decide(request, queryset, "reject")
+
+
+class RestockLineInline(admin.TabularInline):
+    model = RestockLine
+    readonly_fields = ["product", "quantity", "unit", "reason"]
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(RestockRequest)
+class RestockRequestAdmin(StoreScopedAdmin):
+    list_display = ["id", "store", "status", "approved_by", "created_at"]
+    list_filter = ["status", "store"]
+    readonly_fields = ["proposal", "store", "approved_by", "created_at"]
+    inlines = [RestockLineInline]
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(Ticket)
+class TicketAdmin(StoreScopedAdmin):
+    list_display = ["id", "store", "category", "severity", "status", "created_by", "created_at"]
+    list_filter = ["status", "severity", "category", "store"]
+    search_fields = ["description", "member_number"]
+    readonly_fields = ["proposal", "store", "category", "severity", "description", "order", "member_number", "created_by", "created_at"]
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(AuditLog)
+class AuditLogAdmin(admin.ModelAdmin):
+    """Read-only for everyone, superusers included."""
+
+    list_display = ["created_at", "actor_username", "action", "target_repr", "store", "request_id"]
+    list_filter = ["action", "store", "actor_username", ("created_at", admin.DateFieldListFilter)]
+    search_fields = ["actor_username", "target_repr", "request_id"]
+
+    def get_queryset(self, request):
+        qs = super().get_queryset(request).select_related("store")
+        return qs if request.user.is_superuser else qs.filter(store__in=stores_for_user(request.user))
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -1,0 +1,90 @@
+"""Workflow API: thin views over workflow.services."""
+from django.core.exceptions import PermissionDenied, ValidationError
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from ops.errors import NotFound
+from ops.selectors import stores_for_user, user_role
+
+from ..chat import proposal_dict
+from ..models import AuditLog, Proposal
+from ..services import proposal_confirm, proposal_create, proposal_reject, proposals_visible
+
+ProposalIn = inline_serializer("ProposalCreate", {
+    "kind": serializers.ChoiceField(choices=Proposal.Kind.choices), "store": serializers.CharField(),
+    "payload": serializers.DictField(help_text="restock: {lines:[{sku, quantity, unit, reason}]}; ticket: {category, severity, description, order?, member?}"),
+})
+
+
+def _proposal_or_404(user, pk: int) -> Proposal:
+    p = Proposal.objects.select_related("store", "proposed_by").filter(pk=pk).first()
+    if p is None:
+        raise NotFound(f"没有提案 #{pk}。")
+    return p
+
+
+class ProposalsView(APIView):
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "api_write"
+
+    def get_throttles(self):
+        return super().get_throttles() if self.request.method == "POST" else []
+
+    @extend_schema(summary="提案列表（本人所属门店）", parameters=[OpenApiParameter("status", str), OpenApiParameter("kind", str)])
+    def get(self, request):
+        qs = proposals_visible(request.user)
+        for field, choices in (("status", Proposal.Status.values), ("kind", Proposal.Kind.values)):
+            value = request.query_params.get(field)
+            if value:
+                if value not in choices:
+                    raise ValidationError({field: [f"只能是：{'、'.join(choices)}。"]})
+                qs = qs.filter(**{field: value})
+        return Response([proposal_dict(p, request.user) for p in qs[:200]])
+
+    @extend_schema(summary="提交提案（支持 Idempotency-Key 头）", request=ProposalIn, responses={201: dict, 200: dict})
+    def post(self, request):
+        body = request.data if isinstance(request.data, dict) else {}
+        proposal, created = proposal_create(
+            user=request.user, kind=body.get("kind"), store=str(body.get("store") or ""), payload=body.get("payload"),
+            source=Proposal.Source.API, idempotency_key=request.headers.get("Idempotency-Key"),
+        )
+        return Response(proposal_dict(proposal, request.user), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class ProposalConfirmView(APIView):
+    @extend_schema(summary="确认提案（执行写入）", request=None, responses=dict)
+    def post(self, request, pk: int):
+        return Response(proposal_dict(proposal_confirm(proposal=_proposal_or_404(request.user, pk), user=request.user), request.user))
+
+
+class ProposalRejectView(APIView):
+    @extend_schema(summary="拒绝提案", request=inline_serializer("Reject", {"reason": serializers.CharField()}), responses=dict)
+    def post(self, request, pk: int):
+        reason = request.data.get("reason") if isinstance(request.data, dict) else None
+        return Response(proposal_dict(proposal_reject(proposal=_proposal_or_404(request.user, pk), user=request.user, reason=reason or ""), request.user))
+
+
+class AuditView(APIView):
+    """Read-only: there is no write method, for anyone."""
+
+    @extend_schema(summary="审计日志（店长）", parameters=[OpenApiParameter("action", str), OpenApiParameter("store", str), OpenApiParameter("actor", str)])
+    def get(self, request):
+        if user_role(request.user) != "manager":
+            raise PermissionDenied("只有店长可以查看审计日志。")
+        qs = AuditLog.objects.select_related("store")
+        if not request.user.is_superuser:
+            qs = qs.filter(store__in=stores_for_user(request.user))
+        if request.query_params.get("action"):
+            qs = qs.filter(action=request.query_params["action"])
+        if request.query_params.get("store"):
+            qs = qs.filter(store__code=request.query_params["store"]) | qs.filter(store__name=request.query_params["store"])
+        if request.query_params.get("actor"):
+            qs = qs.filter(actor_username=request.query_params["actor"])
+        return Response([
+            {"id": a.pk, "at": a.created_at.isoformat(), "actor": a.actor_username, "action": a.action, "target": a.target_repr,
+             "store": a.store.name if a.store else None, "before": a.before, "after": a.after, "request_id": a.request_id}
+            for a in qs[:500]
+        ])

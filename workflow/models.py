@@ -1,0 +1,158 @@
+"""Propose → confirm → audit. The model proposes; a person with the right role confirms;
+the confirmation performs the write. AuditLog rows are append-only."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.contenttypes.fields import GenericForeignKey
+from django.contrib.contenttypes.models import ContentType
+from django.db import models
+
+from ops.models import Order, Product, Store
+
+
+class Proposal(models.Model):
+    class Kind(models.TextChoices):
+        RESTOCK = "restock", "补货申请"
+        TICKET = "ticket", "客诉工单"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "待确认"
+        CONFIRMED = "confirmed", "已确认"
+        REJECTED = "rejected", "已拒绝"
+        EXPIRED = "expired", "已过期"
+
+    class Source(models.TextChoices):
+        CHAT = "chat", "聊天"
+        API = "api", "API"
+        ADMIN = "admin", "后台"
+        MCP = "mcp", "MCP"
+
+    kind = models.CharField("类型", max_length=16, choices=Kind.choices)
+    store = models.ForeignKey(Store, on_delete=models.PROTECT, related_name="proposals", verbose_name="门店")
+    payload = models.JSONField("内容")
+    status = models.CharField("状态", max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
+    source = models.CharField("来源", max_length=8, choices=Source.choices)
+    idempotency_key = models.CharField("幂等键", max_length=128, unique=True)
+    proposed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="proposals", verbose_name="提议人")
+    created_at = models.DateTimeField("提议时间", auto_now_add=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="decided_proposals", verbose_name="处理人"
+    )
+    decided_at = models.DateTimeField("处理时间", null=True, blank=True)
+    decision_note = models.CharField("处理说明", max_length=255, blank=True)
+    result_type = models.ForeignKey(ContentType, on_delete=models.PROTECT, null=True, blank=True)
+    result_id = models.PositiveBigIntegerField(null=True, blank=True)
+    result = GenericForeignKey("result_type", "result_id")
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = verbose_name_plural = "操作提案"
+        indexes = [models.Index(fields=["store", "status"], name="proposal_store_status_idx")]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.get_kind_display()} · {self.store} · {self.get_status_display()}"
+
+
+class RestockRequest(models.Model):
+    class Status(models.TextChoices):
+        APPROVED = "approved", "已批准待下单"
+        ORDERED = "ordered", "已下单"
+        RECEIVED = "received", "已到货"
+
+    proposal = models.OneToOneField(Proposal, on_delete=models.PROTECT, related_name="restock_request", verbose_name="提案")
+    store = models.ForeignKey(Store, on_delete=models.PROTECT, verbose_name="门店")
+    status = models.CharField("状态", max_length=16, choices=Status.choices, default=Status.APPROVED)
+    approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, verbose_name="批准人")
+    created_at = models.DateTimeField("创建时间", auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = verbose_name_plural = "补货单"
+
+    def __str__(self) -> str:
+        return f"补货单 #{self.pk} · {self.store}"
+
+
+class RestockLine(models.Model):
+    request = models.ForeignKey(RestockRequest, on_delete=models.CASCADE, related_name="lines")
+    product = models.ForeignKey(Product, on_delete=models.PROTECT, verbose_name="商品")
+    quantity = models.PositiveIntegerField("数量")
+    unit = models.CharField("单位", max_length=4)
+    reason = models.CharField("原因", max_length=200, blank=True)
+
+    class Meta:
+        verbose_name = verbose_name_plural = "补货明细"
+
+    def __str__(self) -> str:
+        return f"{self.product} × {self.quantity}{self.unit}"
+
+
+class Ticket(models.Model):
+    class Severity(models.TextChoices):
+        LOW = "一般", "一般"
+        MEDIUM = "较重", "较重"
+        HIGH = "严重", "严重"
+
+    class Status(models.TextChoices):
+        OPEN = "open", "处理中"
+        CLOSED = "closed", "已结案"
+
+    proposal = models.OneToOneField(Proposal, on_delete=models.PROTECT, related_name="ticket", verbose_name="提案")
+    store = models.ForeignKey(Store, on_delete=models.PROTECT, verbose_name="门店")
+    category = models.CharField("类别", max_length=32)
+    severity = models.CharField("严重程度", max_length=8, choices=Severity.choices)
+    description = models.TextField("描述")
+    order = models.ForeignKey(Order, on_delete=models.SET_NULL, null=True, blank=True, verbose_name="关联订单")
+    member_number = models.CharField("会员号", max_length=16, blank=True)
+    status = models.CharField("状态", max_length=8, choices=Status.choices, default=Status.OPEN)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, verbose_name="确认人")
+    created_at = models.DateTimeField("创建时间", auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = verbose_name_plural = "客诉工单"
+
+    def __str__(self) -> str:
+        return f"工单 #{self.pk} · {self.category} · {self.severity}"
+
+
+class AuditLog(models.Model):
+    """Append-only: rows are inserted, never updated or deleted (enforced in the model,
+    the admin, and the API)."""
+
+    class Action(models.TextChoices):
+        PROPOSED = "proposed", "提议"
+        CONFIRMED = "confirmed", "确认"
+        REJECTED = "rejected", "拒绝"
+        EXPIRED = "expired", "过期"
+        PERMISSION_DENIED = "permission_denied", "越权被拒"
+        REINDEXED = "reindexed", "重建索引"
+
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, verbose_name="操作人")
+    actor_username = models.CharField("操作人用户名", max_length=150)
+    action = models.CharField("动作", max_length=32, choices=Action.choices, db_index=True)
+    target_type = models.ForeignKey(ContentType, on_delete=models.PROTECT, null=True, blank=True)
+    target_id = models.PositiveBigIntegerField(null=True, blank=True)
+    target = GenericForeignKey("target_type", "target_id")
+    target_repr = models.CharField("对象", max_length=200, blank=True)
+    store = models.ForeignKey(Store, on_delete=models.PROTECT, null=True, blank=True, verbose_name="门店")
+    before = models.JSONField("变更前", null=True, blank=True)
+    after = models.JSONField("变更后", null=True, blank=True)
+    request_id = models.CharField("请求 ID", max_length=64, blank=True)
+    remote_addr = models.GenericIPAddressField("来源地址", null=True, blank=True)
+    created_at = models.DateTimeField("时间", auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = verbose_name_plural = "审计日志"
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_username} {self.get_action_display()} {self.target_repr}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise PermissionError("审计日志只能追加，不能修改。")
+        return super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise PermissionError("审计日志只能追加，不能删除。")

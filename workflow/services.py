@@ -1,0 +1,319 @@
+"""Workflow services: the one code path for chat, API, admin and MCP.
+
+Permissions come from auth groups and are checked here, not in views: `staff` may propose
+both kinds and confirm tickets; `manager` may also confirm restocks, for the stores they
+are assigned to. Every transition writes its audit row in the same transaction; a denial
+writes a `permission_denied` row that survives the refused change.
+"""
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.contenttypes.models import ContentType
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from ops.errors import Conflict, NotFound
+from ops.models import Member, Order, Product, Store
+from ops.selectors import stores_for_user, user_role
+
+from .models import AuditLog, Proposal, RestockLine, RestockRequest, Ticket
+
+# Request metadata for audit rows, set by the API/web layer (a contextvar, not a global).
+request_meta: contextvars.ContextVar[dict] = contextvars.ContextVar("request_meta", default={})
+MAX_RESTOCK_LINES = 50
+MAX_RESTOCK_QTY = 10000
+TICKET_SEVERITIES = [s for s, _ in Ticket.Severity.choices]
+TICKET_CATEGORIES = ["酒水品质", "食品安全", "服务态度", "收银结账", "环境卫生", "会员储值", "其他"]
+
+
+def audit_record(*, actor, action: str, target=None, store: Store | None = None, before=None, after=None) -> AuditLog:
+    meta = request_meta.get()
+    return AuditLog.objects.create(
+        actor=actor if getattr(actor, "pk", None) else None,
+        actor_username=getattr(actor, "username", "") or "system",
+        action=action,
+        target_type=ContentType.objects.get_for_model(target) if target is not None else None,
+        target_id=getattr(target, "pk", None),
+        target_repr=str(target)[:200] if target is not None else "",
+        store=store,
+        before=before,
+        after=after,
+        request_id=meta.get("request_id", ""),
+        remote_addr=meta.get("remote_addr"),
+    )
+
+
+# --- validation ----------------------------------------------------------------------------
+
+
+def _clean_restock(payload: dict) -> dict:
+    errors: dict[str, list[str]] = {}
+    lines = payload.get("lines")
+    if not isinstance(lines, list) or not lines:
+        raise ValidationError({"payload.lines": ["补货至少要有一行：商品、数量、原因。"]})
+    if len(lines) > MAX_RESTOCK_LINES:
+        raise ValidationError({"payload.lines": [f"一次最多 {MAX_RESTOCK_LINES} 行。"]})
+    clean, seen = [], set()
+    for i, line in enumerate(lines):
+        p = f"payload.lines[{i}]."
+        if not isinstance(line, dict):
+            errors[p.rstrip(".")] = ["每行必须是对象。"]
+            continue
+        key = str(line.get("sku") or line.get("product") or "")
+        product = Product.objects.filter(sku=key).first() or Product.objects.filter(name=key).first()
+        if product is None:
+            errors[p + "sku"] = [f"没有商品「{key}」。"]
+        elif product.id in seen:
+            errors[p + "sku"] = [f"{product.name} 重复出现。"]
+        qty = line.get("quantity")
+        if isinstance(qty, bool) or not isinstance(qty, int) or not 1 <= qty <= MAX_RESTOCK_QTY:
+            errors[p + "quantity"] = [f"数量必须是 1 到 {MAX_RESTOCK_QTY} 的整数。"]
+        unit = line.get("unit") or (product.unit if product else "")
+        if product is not None and unit not in (product.unit, "箱"):
+            errors[p + "unit"] = [f"单位只能是 {product.unit} 或 箱。"]
+        reason = str(line.get("reason") or "")[:200]
+        if product is not None and p + "sku" not in errors and p + "quantity" not in errors and p + "unit" not in errors:
+            seen.add(product.id)
+            clean.append({"sku": product.sku, "product": product.name, "quantity": qty, "unit": unit, "reason": reason})
+    if errors:
+        raise ValidationError(errors)
+    return {"lines": clean}
+
+
+def _clean_ticket(payload: dict, store: Store) -> dict:
+    errors: dict[str, list[str]] = {}
+    category = payload.get("category")
+    if category not in TICKET_CATEGORIES:
+        errors["payload.category"] = [f"类别只能是：{'、'.join(TICKET_CATEGORIES)}。"]
+    severity = payload.get("severity")
+    if severity not in TICKET_SEVERITIES:
+        errors["payload.severity"] = [f"严重程度只能是：{'、'.join(TICKET_SEVERITIES)}。"]
+    description = payload.get("description")
+    if not isinstance(description, str) or not 5 <= len(description.strip()) <= 2000:
+        errors["payload.description"] = ["描述需要 5 到 2000 个字。"]
+    clean = {"category": category, "severity": severity, "description": (description or "").strip()}
+    if payload.get("order"):
+        order = Order.objects.filter(store=store, external_id=str(payload["order"])).first()
+        if order is None:
+            errors["payload.order"] = [f"{store.name} 没有单号 {payload['order']} 的订单。"]
+        else:
+            clean["order"] = order.external_id
+    if payload.get("member"):
+        member = Member.objects.filter(number=str(payload["member"]).upper()).first() or Member.objects.filter(phone=str(payload["member"])).first()
+        if member is None:
+            errors["payload.member"] = ["没有这个会员。"]
+        else:
+            clean["member"] = member.number
+    if errors:
+        raise ValidationError(errors)
+    return clean
+
+
+def _fingerprint(kind: str, store: Store, payload: dict) -> str:
+    return hashlib.sha256(json.dumps([kind, store.code, payload], sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
+
+
+# --- services ------------------------------------------------------------------------------
+
+
+def _require_store_access(user, store: Store, what: str) -> None:
+    if not user.is_superuser and store not in stores_for_user(user):
+        raise PermissionDenied(f"你没有被分配到{store.name}，不能{what}。")
+
+
+def proposal_create(*, user, kind: str, store: Store | str, payload: dict, source: str,
+                    idempotency_key: str | None = None) -> tuple[Proposal, bool]:
+    """Create a pending proposal (no business side effect). The same idempotency key returns
+    the existing proposal; returns (proposal, created)."""
+    if kind not in Proposal.Kind.values:
+        raise ValidationError({"kind": [f"类型只能是：{'、'.join(Proposal.Kind.values)}。"]})
+    if source not in Proposal.Source.values:
+        raise ValidationError({"source": ["来源不正确。"]})
+    if isinstance(store, str):
+        from ops.selectors import UnknownStore, resolve_store
+
+        try:
+            store = resolve_store(store)
+        except UnknownStore as exc:
+            raise ValidationError({"store": exc.messages}) from None
+    if not isinstance(payload, dict):
+        raise ValidationError({"payload": ["payload 必须是对象。"]})
+    if user_role(user) not in ("staff", "manager"):
+        with transaction.atomic():
+            audit_record(actor=user, action=AuditLog.Action.PERMISSION_DENIED, store=store,
+                         after={"attempt": "propose", "kind": kind, "reason": "not staff or manager"})
+        raise PermissionDenied("只有店员或店长可以提交提案。")
+    try:
+        _require_store_access(user, store, "为这家店提交提案")
+    except PermissionDenied:
+        with transaction.atomic():
+            audit_record(actor=user, action=AuditLog.Action.PERMISSION_DENIED, store=store,
+                         after={"attempt": "propose", "kind": kind, "reason": "store not assigned"})
+        raise
+    clean = _clean_restock(payload) if kind == Proposal.Kind.RESTOCK else _clean_ticket(payload, store)
+    key = (idempotency_key or "").strip() or f"auto:{user.pk}:{_fingerprint(kind, store, clean)}:{uuid.uuid4().hex[:8]}"
+    if len(key) > 128:
+        raise ValidationError({"idempotency_key": ["幂等键最长 128 个字符。"]})
+    existing = Proposal.objects.filter(idempotency_key=key).first()
+    if existing is not None:
+        return _same_or_conflict(existing, kind, store, clean), False
+    try:
+        with transaction.atomic():
+            proposal = Proposal.objects.create(kind=kind, store=store, payload=clean, source=source, idempotency_key=key, proposed_by=user)
+            audit_record(actor=user, action=AuditLog.Action.PROPOSED, target=proposal, store=store,
+                         after={"kind": kind, "payload": clean, "source": source})
+    except IntegrityError:  # a concurrent request with the same key won
+        return _same_or_conflict(Proposal.objects.get(idempotency_key=key), kind, store, clean), False
+    return proposal, True
+
+
+def _same_or_conflict(existing: Proposal, kind: str, store: Store, payload: dict) -> Proposal:
+    if (existing.kind, existing.store_id, existing.payload) != (kind, store.id, payload):
+        raise Conflict("这个幂等键已用于另一份不同的提案。", proposal_id=existing.pk)
+    return existing
+
+
+def can_confirm(user, proposal: Proposal) -> tuple[bool, str]:
+    role = user_role(user)
+    if proposal.kind == Proposal.Kind.RESTOCK and role != "manager":
+        return False, "补货申请必须由店长确认，店员没有这个权限。"
+    if role not in ("staff", "manager"):
+        return False, "只有店员或店长可以处理提案。"
+    if not user.is_superuser and proposal.store not in stores_for_user(user):
+        return False, f"你没有被分配到{proposal.store.name}，不能处理这家店的提案。"
+    return True, ""
+
+
+def _deny(user, proposal: Proposal, attempt: str, reason: str):
+    with transaction.atomic():
+        audit_record(actor=user, action=AuditLog.Action.PERMISSION_DENIED, target=proposal, store=proposal.store,
+                     after={"attempt": attempt, "reason": reason})
+    raise PermissionDenied(reason)
+
+
+def proposal_confirm(*, proposal: Proposal | int, user) -> Proposal:
+    """Confirm and perform the write. Row-locked: confirming twice returns the first result
+    and creates nothing new; a rejected or expired proposal is a Conflict."""
+    pk = proposal.pk if isinstance(proposal, Proposal) else proposal
+    with transaction.atomic():
+        locked = Proposal.objects.select_for_update().select_related("store").filter(pk=pk).first()
+        if locked is None:
+            raise NotFound(f"没有提案 #{pk}。")
+        allowed, reason = can_confirm(user, locked)
+        if not allowed:
+            # Leave the lock's transaction; the denial is recorded in its own.
+            pass
+        elif locked.status == Proposal.Status.CONFIRMED:
+            return locked
+        elif locked.status in (Proposal.Status.REJECTED, Proposal.Status.EXPIRED):
+            raise Conflict(f"提案 #{pk} 已{locked.get_status_display()}，不能再确认。")
+        else:
+            before = {"status": locked.status}
+            result = _perform(locked, user)
+            locked.status = Proposal.Status.CONFIRMED
+            locked.decided_by, locked.decided_at = user, timezone.now()
+            locked.result_type = ContentType.objects.get_for_model(result)
+            locked.result_id = result.pk
+            locked.save(update_fields=["status", "decided_by", "decided_at", "result_type", "result_id"])
+            audit_record(actor=user, action=AuditLog.Action.CONFIRMED, target=locked, store=locked.store, before=before,
+                         after={"status": locked.status, "created": f"{result._meta.model_name}#{result.pk}"})
+            return locked
+    _deny(user, locked, "confirm", reason)
+
+
+def _perform(proposal: Proposal, user):
+    if proposal.kind == Proposal.Kind.RESTOCK:
+        request = RestockRequest.objects.create(proposal=proposal, store=proposal.store, approved_by=user)
+        products = {p.sku: p for p in Product.objects.filter(sku__in=[line["sku"] for line in proposal.payload["lines"]])}
+        RestockLine.objects.bulk_create([
+            RestockLine(request=request, product=products[line["sku"]], quantity=line["quantity"], unit=line["unit"], reason=line.get("reason", ""))
+            for line in proposal.payload["lines"]
+        ])
+        return request
+    p = proposal.payload
+    order = Order.objects.filter(store=proposal.store, external_id=p["order"]).first() if p.get("order") else None
+    return Ticket.objects.create(
+        proposal=proposal, store=proposal.store, category=p["category"], severity=p["severity"], description=p["description"],
+        order=order, member_number=p.get("member", ""), created_by=user,
+    )
+
+
+def proposal_reject(*, proposal: Proposal | int, user, reason: str) -> Proposal:
+    pk = proposal.pk if isinstance(proposal, Proposal) else proposal
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": ["拒绝时请写明原因。"]})
+    with transaction.atomic():
+        locked = Proposal.objects.select_for_update().select_related("store").filter(pk=pk).first()
+        if locked is None:
+            raise NotFound(f"没有提案 #{pk}。")
+        allowed, why = can_confirm(user, locked)
+        if allowed:
+            if locked.status == Proposal.Status.REJECTED:
+                return locked
+            if locked.status != Proposal.Status.PENDING:
+                raise Conflict(f"提案 #{pk} 已{locked.get_status_display()}，不能再拒绝。")
+            locked.status, locked.decided_by, locked.decided_at, locked.decision_note = Proposal.Status.REJECTED, user, timezone.now(), reason[:255]
+            locked.save(update_fields=["status", "decided_by", "decided_at", "decision_note"])
+            audit_record(actor=user, action=AuditLog.Action.REJECTED, target=locked, store=locked.store,
+                         before={"status": "pending"}, after={"status": "rejected", "reason": reason[:255]})
+            return locked
+    _deny(user, locked, "reject", why)
+
+
+def proposals_expire(*, older_than: timedelta | None = None, now=None) -> int:
+    """Expire pending proposals older than SM_PROPOSAL_TTL_HOURS; each expiry audited."""
+    now = now or timezone.now()
+    cutoff = now - (older_than or timedelta(hours=settings.SM_PROPOSAL_TTL_HOURS))
+    count = 0
+    for pk in Proposal.objects.filter(status=Proposal.Status.PENDING, created_at__lt=cutoff).values_list("pk", flat=True):
+        with transaction.atomic():
+            p = Proposal.objects.select_for_update().get(pk=pk)
+            if p.status != Proposal.Status.PENDING:
+                continue
+            p.status, p.decided_at = Proposal.Status.EXPIRED, now
+            p.save(update_fields=["status", "decided_at"])
+            audit_record(actor=None, action=AuditLog.Action.EXPIRED, target=p, store=p.store,
+                         before={"status": "pending"}, after={"status": "expired"})
+            count += 1
+    return count
+
+
+@dataclass
+class AdminOutcome:
+    proposal: Proposal
+    ok: bool
+    message: str
+
+
+def proposals_decide_many(*, proposals, user, action: str, reason: str = "") -> list[AdminOutcome]:
+    """Admin bulk actions: the same services, object by object, with a message per object."""
+    outcomes = []
+    for p in proposals:
+        try:
+            if action == "confirm":
+                done = proposal_confirm(proposal=p, user=user)
+                outcomes.append(AdminOutcome(done, True, f"#{p.pk} 已确认（{done.get_kind_display()}）"))
+            else:
+                done = proposal_reject(proposal=p, user=user, reason=reason)
+                outcomes.append(AdminOutcome(done, True, f"#{p.pk} 已拒绝"))
+        except PermissionDenied as exc:
+            outcomes.append(AdminOutcome(p, False, f"#{p.pk} 被拒绝：{exc}"))
+        except (Conflict, NotFound) as exc:
+            outcomes.append(AdminOutcome(p, False, f"#{p.pk} 未处理：{exc.message}"))
+    return outcomes
+
+
+def proposals_visible(user):
+    qs = Proposal.objects.select_related("store", "proposed_by", "decided_by")
+    if user.is_superuser:
+        return qs
+    return qs.filter(store__in=stores_for_user(user))
