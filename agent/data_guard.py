@@ -16,7 +16,7 @@ from ops.selectors import UnknownStore, find_store_in_text
 
 PERIOD_TOOLS = {"store_sales", "top_products", "compare_stores", "hourly_peak"}
 _PHONE = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)")
-_MEMBER_NO = re.compile(r"\bM\d{5}\b", re.IGNORECASE)
+_MEMBER_NO = re.compile(r"(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
 _TOP_N = re.compile(r"前\s*([0-9一二两三四五六七八九十]+)|top\s*(\d+)", re.IGNORECASE)
 
 

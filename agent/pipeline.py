@@ -95,10 +95,12 @@ class AgentState:
     sources: compose.Sources = field(default_factory=compose.Sources)
     proposal: dict | None = None
     clarify: bool = False
+    audiences: list[str] = field(default_factory=list)
 
-    @property
-    def audiences(self) -> list[str]:
-        return visible_audiences(self.user)
+    def __post_init__(self):
+        # Resolved once, here: the guard threads use their own connections and must not
+        # look the user's role up again.
+        self.audiences = self.audiences or visible_audiences(self.user)
 
 
 @dataclass

@@ -43,7 +43,7 @@ def summarise(ranks: list[int | None]) -> dict:
 
 
 def eval_retrieval(cmd, opts) -> dict:
-    items = [i for i in load_golden() if i.get("expect_section") and i.get("kind", "policy") in ("policy", "both")]
+    items = [i for i in load_golden() if i.get("expect_section") and i.get("kind", "policy") == "policy"]
     embedder = get_embedder()
     meta = index_meta()
     ranks = {"vector": [], "lexical": [], "hybrid": []}

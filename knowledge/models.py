@@ -71,7 +71,7 @@ class Term(models.Model):
     n_terms = models.PositiveIntegerField(default=0, help_text="the chunk's length, copied so scoring needs no join")
 
     class Meta:
-        indexes = [models.Index(fields=["term"], name="term_term_idx", include=["chunk", "tf"])]
+        indexes = [models.Index(fields=["term"], name="term_term_idx", include=["chunk", "tf", "n_terms"])]
         constraints = [models.UniqueConstraint(fields=["chunk", "term"], name="term_unique_per_chunk")]
 
     def __str__(self) -> str:

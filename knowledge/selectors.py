@@ -121,12 +121,12 @@ def vector_channel(qvec, audiences: list[str], limit: int) -> list[Hit]:
 
 
 # Two phases, as search engines do. Candidates: chunks scored on the query's selective terms
-# (df ≤ max(MIN_RARE_DF, 5% of N)), best CANDIDATE_POOL kept. Then each candidate is scored
+# (df ≤ max(MIN_RARE_DF, 1% of N); failing any, the two least frequent terms), best CANDIDATE_POOL kept. Then each candidate is scored
 # exactly with every query term (Okapi BM25 as rank_bm25 computes it). Very common words
 # (low idf) can't lift a chunk with none of the selective terms into the top results, and
 # skipping their posting lists keeps the channel to milliseconds at 100k chunks. On a corpus
 # the size of ours every term is selective and the ranking is exact.
-RARE_DF_FRACTION = 0.05
+RARE_DF_FRACTION = 0.01
 MIN_RARE_DF = 50
 CANDIDATE_POOL = 200
 _TF = "t.tf * (%(k1)s::float8 + 1) / (t.tf + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * t.n_terms / %(avgdl)s::float8))"
@@ -172,7 +172,7 @@ def lexical_channel(terms: list[str], meta: IndexMeta, audiences: list[str], lim
         raw = math.log((n - d + 0.5) / (d + 0.5))
         idf[term] = raw if raw >= 0 else BM25_EPSILON * meta.avg_idf
     max_df = max(MIN_RARE_DF, int(n * RARE_DF_FRACTION))
-    rare = [t for t in df if df[t] <= max_df] or list(df)
+    rare = [t for t in df if df[t] <= max_df] or sorted(df, key=df.get)[:2]
     weighted = [t for t in terms if t in idf]  # duplicates kept: each query occurrence counts
     params = {
         "w_terms": weighted, "w_idf": [idf[t] for t in weighted], "cand_terms": rare,

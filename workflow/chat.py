@@ -15,8 +15,8 @@ from .models import Proposal
 from .services import can_confirm, proposal_create
 
 _QTY = re.compile(r"(\d+|[一二两三四五六七八九十百]+)\s*(箱|瓶|杯|份|件|桶)")
-_ORDER_REF = re.compile(r"\b[A-Z]{2}-[A-Z]{2}-\d{8}-\d{5}\b")
-_MEMBER = re.compile(r"\bM\d{5}\b", re.IGNORECASE)
+_ORDER_REF = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}-[A-Z]{2}-\d{8}-\d{5}(?!\d)")
+_MEMBER = re.compile(r"(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
 
 
 def proposal_dict(p: Proposal, user) -> dict:

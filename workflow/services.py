@@ -27,7 +27,7 @@ from ops.selectors import stores_for_user, user_role
 from .models import AuditLog, Proposal, RestockLine, RestockRequest, Ticket
 
 # Request metadata for audit rows, set by the API/web layer (a contextvar, not a global).
-request_meta: contextvars.ContextVar[dict] = contextvars.ContextVar("request_meta", default={})
+request_meta: contextvars.ContextVar[dict | None] = contextvars.ContextVar("request_meta", default=None)
 MAX_RESTOCK_LINES = 50
 MAX_RESTOCK_QTY = 10000
 TICKET_SEVERITIES = [s for s, _ in Ticket.Severity.choices]
@@ -35,7 +35,7 @@ TICKET_CATEGORIES = ["酒水品质", "食品安全", "服务态度", "收银结�
 
 
 def audit_record(*, actor, action: str, target=None, store: Store | None = None, before=None, after=None) -> AuditLog:
-    meta = request_meta.get()
+    meta = request_meta.get() or {}
     return AuditLog.objects.create(
         actor=actor if getattr(actor, "pk", None) else None,
         actor_username=getattr(actor, "username", "") or "system",
