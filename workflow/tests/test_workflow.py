@@ -1,0 +1,252 @@
+"""Propose → confirm → audit: roles × kinds × stores, idempotency, a real concurrent double
+confirmation, rejection, expiry, the append-only audit log, admin actions, API, chat."""
+import threading
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.db import connection, connections
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from agent.pipeline import answer_question
+from ops.errors import Conflict
+from ops.models import Store
+from ops.tests.factories import make_user
+from workflow.models import AuditLog, Proposal, RestockRequest, Ticket
+from workflow.services import proposal_confirm, proposal_create, proposal_reject, proposals_expire
+
+RESTOCK = {"lines": [{"sku": "B001", "quantity": 20, "unit": "箱", "reason": "周末备货"}]}
+TICKET = {"category": "酒水品质", "severity": "较重", "description": "客人投诉青岛啤酒有异味，已更换。"}
+
+
+@pytest.fixture
+def people(db):
+    return {
+        "staff": make_user("wf_staff", role="staff", stores=["GZ-TH"], is_staff=True),
+        "manager": make_user("wf_manager", role="manager", stores=["GZ-TH"], is_staff=True),
+        "other_manager": make_user("wf_manager_ft", role="manager", stores=["SZ-FT"], is_staff=True),
+        "nobody": make_user("wf_nobody", role=None, stores=["GZ-TH"]),
+        "root": get_user_model().objects.create_superuser("wf_root", "root@example.com", "pw-123456"),
+    }
+
+
+def propose(user, kind="restock", store="GZ-TH", payload=None, key=None):
+    payload = payload or (RESTOCK if kind == "restock" else TICKET)
+    return proposal_create(user=user, kind=kind, store=Store.objects.get(code=store), payload=payload, source="api",
+                           idempotency_key=key or uuid.uuid4().hex)[0]
+
+
+def audits(proposal, action=None):
+    qs = AuditLog.objects.filter(target_id=proposal.pk, target_type__model="proposal")
+    return qs.filter(action=action) if action else qs
+
+
+MATRIX = [
+    ("staff", "ticket", True, ""), ("staff", "restock", False, "必须由店长确认"),
+    ("manager", "ticket", True, ""), ("manager", "restock", True, ""),
+    ("other_manager", "restock", False, "没有被分配到广州天河店"), ("other_manager", "ticket", False, "没有被分配到广州天河店"),
+    ("nobody", "ticket", False, "只有店员或店长"), ("root", "restock", True, ""),
+]
+
+
+@pytest.mark.parametrize("who,kind,allowed,reason", MATRIX)
+def test_role_kind_store_matrix(people, who, kind, allowed, reason):
+    proposal = propose(people["staff"], kind)
+    if allowed:
+        done = proposal_confirm(proposal=proposal, user=people[who])
+        assert done.status == "confirmed" and done.decided_by == people[who]
+        assert (RestockRequest if kind == "restock" else Ticket).objects.filter(proposal=proposal).count() == 1
+        assert audits(proposal, "confirmed").get().actor_username == people[who].username
+    else:
+        with pytest.raises(PermissionDenied, match=reason):
+            proposal_confirm(proposal=proposal, user=people[who])
+        proposal.refresh_from_db()
+        assert proposal.status == "pending"
+        denial = audits(proposal, "permission_denied").get()
+        assert denial.actor_username == people[who].username and reason in denial.after["reason"]
+
+
+def test_proposing_needs_a_role_and_the_store(people):
+    with pytest.raises(PermissionDenied):
+        propose(people["nobody"])
+    with pytest.raises(PermissionDenied):
+        propose(people["staff"], store="SZ-FT")
+    assert AuditLog.objects.filter(action="permission_denied", actor_username__in=["wf_nobody", "wf_staff"]).count() == 2
+
+
+def test_idempotent_creation_and_conflict(people):
+    a, created_a = proposal_create(user=people["staff"], kind="restock", store="GZ-TH", payload=RESTOCK, source="api", idempotency_key="k-1")
+    b, created_b = proposal_create(user=people["staff"], kind="restock", store="GZ-TH", payload=RESTOCK, source="api", idempotency_key="k-1")
+    assert a.pk == b.pk and created_a and not created_b
+    assert audits(a, "proposed").count() == 1
+    with pytest.raises(Conflict):
+        proposal_create(user=people["staff"], kind="ticket", store="GZ-TH", payload=TICKET, source="api", idempotency_key="k-1")
+
+
+def test_confirming_twice_returns_the_first_result(people):
+    proposal = propose(people["staff"])
+    first = proposal_confirm(proposal=proposal, user=people["manager"])
+    again = proposal_confirm(proposal=proposal, user=people["manager"])
+    assert first.result_id == again.result_id
+    assert RestockRequest.objects.filter(proposal=proposal).count() == 1
+    assert audits(proposal, "confirmed").count() == 1
+
+
+def test_reject_and_then_confirm_is_a_conflict(people):
+    proposal = propose(people["staff"])
+    with pytest.raises(Exception, match="原因"):
+        proposal_reject(proposal=proposal, user=people["manager"], reason=" ")
+    proposal_reject(proposal=proposal, user=people["manager"], reason="库存够用")
+    proposal.refresh_from_db()
+    assert proposal.status == "rejected" and proposal.decision_note == "库存够用"
+    assert audits(proposal, "rejected").get().after["reason"] == "库存够用"
+    with pytest.raises(Conflict, match="已拒绝"):
+        proposal_confirm(proposal=proposal, user=people["manager"])
+
+
+def test_expiry(people, settings):
+    settings.SM_PROPOSAL_TTL_HOURS = 72
+    old, fresh = propose(people["staff"]), propose(people["staff"])
+    Proposal.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(hours=73))
+    assert proposals_expire() >= 1
+    old.refresh_from_db()
+    fresh.refresh_from_db()
+    assert old.status == "expired" and fresh.status == "pending"
+    assert audits(old, "expired").count() == 1
+    with pytest.raises(Conflict, match="已过期"):
+        proposal_confirm(proposal=old, user=people["manager"])
+
+
+def test_audit_log_is_append_only_everywhere(people, client):
+    proposal = propose(people["staff"])
+    row = audits(proposal, "proposed").get()
+    with pytest.raises(PermissionError):
+        row.save()
+    with pytest.raises(PermissionError):
+        row.delete()
+    from django.db import DatabaseError, transaction
+
+    for sql in ("UPDATE workflow_auditlog SET action='confirmed' WHERE id=%s", "DELETE FROM workflow_auditlog WHERE id=%s"):
+        with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cur:
+            cur.execute(sql, [row.pk])
+    client.force_login(people["root"])
+    assert client.get(f"/admin/workflow/auditlog/{row.pk}/delete/").status_code == 403
+    assert client.post(f"/admin/workflow/auditlog/{row.pk}/change/", {"action": "x"}).status_code == 403
+    assert client.get("/admin/workflow/auditlog/").status_code == 200
+    api = APIClient()
+    api.force_authenticate(people["root"])
+    for method in ("post", "put", "patch", "delete"):
+        assert getattr(api, method)("/api/v1/audit", {}, format="json").status_code == 405
+    assert AuditLog.objects.filter(pk=row.pk, action="proposed").exists()
+
+
+def test_admin_actions_as_staff_and_manager_report_per_object(people, client):
+    restock, ticket = propose(people["staff"], "restock"), propose(people["staff"], "ticket")
+    client.force_login(people["staff"])
+    page = client.get("/admin/workflow/proposal/")
+    assert page.status_code == 200
+    response = client.post("/admin/workflow/proposal/", {"action": "confirm_selected", "_selected_action": [restock.pk, ticket.pk]}, follow=True)
+    texts = [str(m) for m in response.context["messages"]]
+    assert any(f"#{ticket.pk} 已确认" in t for t in texts)
+    assert any(f"#{restock.pk} 被拒绝" in t and "店长" in t for t in texts)
+    restock.refresh_from_db()
+    assert restock.status == "pending"
+    client.force_login(people["manager"])
+    response = client.post("/admin/workflow/proposal/", {"action": "confirm_selected", "_selected_action": [restock.pk]}, follow=True)
+    assert any(f"#{restock.pk} 已确认" in str(m) for m in response.context["messages"])
+    client.force_login(people["other_manager"])
+    assert str(restock.pk) not in [str(p.pk) for p in client.get("/admin/workflow/proposal/").context["cl"].result_list]
+
+
+def test_admin_shows_restock_lines_as_a_table(people, client):
+    proposal = propose(people["staff"])
+    client.force_login(people["manager"])
+    page = client.get(f"/admin/workflow/proposal/{proposal.pk}/change/").content.decode()
+    assert "<table>" in page and "青岛啤酒" in page and "20箱" in page
+
+
+def test_api_endpoints(people):
+    staff, manager = APIClient(), APIClient()
+    staff.force_authenticate(people["staff"])
+    manager.force_authenticate(people["manager"])
+    body = {"kind": "restock", "store": "天河店", "payload": RESTOCK}
+    r1 = staff.post("/api/v1/proposals", body, format="json", HTTP_IDEMPOTENCY_KEY="api-1")
+    r2 = staff.post("/api/v1/proposals", body, format="json", HTTP_IDEMPOTENCY_KEY="api-1")
+    assert (r1.status_code, r2.status_code) == (201, 200) and r1.json()["id"] == r2.json()["id"]
+    assert staff.post("/api/v1/proposals", {**body, "kind": "ticket", "payload": TICKET}, format="json", HTTP_IDEMPOTENCY_KEY="api-1").status_code == 409
+    bad = staff.post("/api/v1/proposals", {"kind": "restock", "store": "天河店", "payload": {"lines": [{"sku": "NOPE", "quantity": 0}]}}, format="json")
+    assert bad.status_code == 400 and {"payload.lines[0].sku", "payload.lines[0].quantity"} <= set(bad.json())
+    pid = r1.json()["id"]
+    denied = staff.post(f"/api/v1/proposals/{pid}/confirm")
+    assert denied.status_code == 403 and "店长" in denied.json()["detail"]
+    listing = staff.get("/api/v1/proposals", {"status": "pending", "kind": "restock"}).json()
+    assert any(p["id"] == pid and p["can_confirm"] is False for p in listing)
+    assert manager.post(f"/api/v1/proposals/{pid}/confirm").json()["status"] == "confirmed"
+    assert manager.post(f"/api/v1/proposals/{pid}/reject", {"reason": "x"}, format="json").status_code == 409
+    assert staff.get("/api/v1/proposals", {"status": "bogus"}).status_code == 400
+    assert staff.get("/api/v1/audit").status_code == 403
+    log = manager.get("/api/v1/audit", {"action": "confirmed"}).json()
+    assert any(a["target"].startswith(f"#{pid}") for a in log)
+    assert manager.post("/api/v1/proposals/999999/confirm").status_code == 404
+
+
+def test_chat_action_creates_a_pending_proposal_only(people):
+    before = RestockRequest.objects.count()
+    result, _ = answer_question("天河店的青岛啤酒快没了，帮我补 20 箱", user=people["staff"])
+    assert result.intent == "action" and result.proposal["status"] == "pending"
+    assert result.proposal["payload"]["lines"] == [{"sku": "B001", "product": "青岛啤酒", "quantity": 20, "unit": "箱", "reason": result.proposal["payload"]["lines"][0]["reason"]}]
+    assert result.proposal["can_confirm"] is False  # staff can't confirm restocks
+    assert RestockRequest.objects.count() == before
+    assert Proposal.objects.get(pk=result.proposal["id"]).source == "chat"
+    ticket, _ = answer_question("客人投诉酒有异味，帮我建个工单", user=people["staff"])
+    assert ticket.proposal["kind"] == "ticket" and ticket.proposal["payload"]["category"] == "酒水品质"
+    assert ticket.proposal["can_confirm"] is True
+
+
+def test_low_stock_answer_offers_a_restock_with_velocity_quantities(people):
+    result, _ = answer_question("天河店哪些商品低于安全库存", user=people["staff"])
+    assert result.intent == "data" and result.proposal and result.proposal["kind"] == "restock"
+    rows = {r["row"]["sku"]: r["row"] for r in result.data}
+    for line in result.proposal["payload"]["lines"]:
+        assert line["quantity"] == rows[line["sku"]]["suggested_qty"]
+    offer = next(s for s in result.trace if s["step"] == "offer_restock")
+    assert offer["detail"]["proposal"]["id"] == result.proposal["id"]
+    figures = next(s for s in result.trace if s["step"] == "guards")["detail"]["data_guard"]["restock_figures"]
+    assert {f["product"] for f in figures} == {r["product"] for r in rows.values()}
+
+
+def test_double_confirmation_from_two_connections_creates_one_restock(django_db_blocker):
+    """Two real PostgreSQL connections race; the row lock lets exactly one perform the write."""
+    tag = uuid.uuid4().hex[:8]
+    with django_db_blocker.unblock():
+        staff = make_user(f"race_staff_{tag}", role="staff")
+        manager = make_user(f"race_mgr_{tag}", role="manager")
+        proposal = propose(staff)
+        barrier = threading.Barrier(2)
+        results, errors = [], []
+
+        def confirm():
+            try:
+                barrier.wait()
+                results.append(proposal_confirm(proposal=proposal.pk, user=manager).result_id)
+            except Exception as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+            finally:
+                connections.close_all()
+
+        threads = [threading.Thread(target=confirm) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        try:
+            assert not errors and len(results) == 2 and results[0] == results[1]
+            assert RestockRequest.objects.filter(proposal_id=proposal.pk).count() == 1
+            assert AuditLog.objects.filter(target_id=proposal.pk, target_type__model="proposal", action="confirmed").count() == 1
+        finally:
+            RestockRequest.objects.filter(proposal_id=proposal.pk).delete()
+            Proposal.objects.filter(pk=proposal.pk).delete()
+            get_user_model().objects.filter(username__in=[staff.username, manager.username]).delete()
