@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.utils import timezone
 
-from .models import Conversation, Message, UnansweredQuestion
+from .models import Conversation, Feedback, Message, UnansweredQuestion
 
 
 class MessageInline(admin.TabularInline):
@@ -55,3 +55,14 @@ class UnansweredQuestionAdmin(admin.ModelAdmin):
             unanswered_resolve(item=item, user=request.user, note=f"{timezone.localdate()} 在后台标记")
             count += 1
         self.message_user(request, f"已标记 {count} 条为已处理。")
+
+
+@admin.register(Feedback)
+class FeedbackAdmin(admin.ModelAdmin):
+    list_display = ["message", "user", "helpful", "reason", "created_at"]
+    list_filter = ["helpful", ("created_at", admin.DateFieldListFilter)]
+    search_fields = ["reason", "message__content"]
+    readonly_fields = ["message", "user", "helpful", "reason", "created_at"]
+
+    def has_add_permission(self, request):
+        return False

@@ -73,3 +73,19 @@ class UnansweredQuestion(models.Model):
 
     def __str__(self) -> str:
         return self.question[:40]
+
+
+class Feedback(models.Model):
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="feedback", verbose_name="回答")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, verbose_name="用户")
+    helpful = models.BooleanField("有帮助")
+    reason = models.CharField("原因", max_length=255, blank=True)
+    created_at = models.DateTimeField("时间", auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = verbose_name_plural = "回答反馈"
+        constraints = [models.UniqueConstraint(fields=["message", "user"], name="feedback_once_per_user")]
+
+    def __str__(self) -> str:
+        return f"{'👍' if self.helpful else '👎'} {self.reason}"

@@ -80,3 +80,24 @@ def unanswered_resolve(*, item: UnansweredQuestion, user, note: str = "") -> Una
     item.resolved, item.resolved_by, item.resolved_at, item.note = True, user, timezone.now(), note[:255]
     item.save(update_fields=["resolved", "resolved_by", "resolved_at", "note"])
     return item
+
+
+def feedback_submit(*, message: Message, user, helpful: bool, reason: str = ""):
+    """👍/👎 on an answer; a 👎 puts the question on the unanswered list for review.
+    Submitting again updates the user's earlier feedback (one per user and answer)."""
+    from .models import Feedback
+
+    if message.role != Message.Role.ASSISTANT or message.conversation.user_id != user.pk:
+        raise PermissionDenied("只能评价自己会话里的回答。")
+    reason = (reason or "").strip()
+    if len(reason) > 255:
+        raise ValidationError({"reason": ["原因最多 255 个字。"]})
+    with transaction.atomic():
+        fb, _ = Feedback.objects.update_or_create(message=message, user=user, defaults={"helpful": helpful, "reason": reason})
+        if not helpful:
+            question = message.conversation.messages.filter(role=Message.Role.USER, id__lt=message.id).order_by("-id").first()
+            UnansweredQuestion.objects.get_or_create(
+                message=message, source=UnansweredQuestion.Source.FEEDBACK,
+                defaults={"question": question.content if question else "", "user": user, "reason": f"👎 {reason}"[:255]},
+            )
+    return fb

@@ -7,6 +7,9 @@ from .views import health
 urlpatterns = [
     path("health", health, name="health"),
     path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("agent.urls_web")),
+    path("", include("workflow.urls_web")),
     path("api/v1/", include("ops.urls")),
     path("api/v1/", include("knowledge.urls")),
     path("api/v1/", include("agent.urls")),

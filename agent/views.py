@@ -1,0 +1,112 @@
+"""The chat page (HTMX). Full page on GET; on an HTMX request the same URL returns the
+partial (one turn, or one conversation). Errors render as readable messages in the page."""
+from __future__ import annotations
+
+import logging
+
+from celery.result import AsyncResult
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from .models import Conversation, Message
+from .services import chat_ask, conversation_for, feedback_submit, validate_query
+from .tasks import ask_task
+
+log = logging.getLogger(__name__)
+
+
+def _message_text(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "；".join(m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms)
+    return str(exc) or "没有权限。"
+
+
+def _turns(conv: Conversation | None) -> list[dict]:
+    if conv is None:
+        return []
+    turns, question = [], None
+    for m in conv.messages.order_by("id"):
+        if m.role == Message.Role.USER:
+            question = m.content
+        else:
+            turns.append({"question": question or "", "reply": m})
+    return turns
+
+
+def _error(request, message: str, status: int):
+    if request.htmx:
+        return render(request, "htmx/error.html", {"error": message})  # 200 so htmx swaps it in
+    return render(request, "htmx/error.html", {"error": message}, status=status)
+
+
+@login_required
+def chat(request):
+    user = request.user
+    if request.method == "POST":
+        query = request.POST.get("query", "")
+        thread_id = request.POST.get("thread_id") or None
+        try:
+            if request.POST.get("async") == "1":
+                validate_query(query)
+                conv = conversation_for(user=user, thread_id=thread_id)
+                task = ask_task.delay(user.pk, query, conv.thread_id)
+                return render(request, "htmx/pending.html", {"task_id": task.id, "query": query, "thread_id": conv.thread_id,
+                                                             "oob_thread": thread_id != conv.thread_id})
+            result, conv, reply = chat_ask(user=user, query=query, thread_id=thread_id)
+        except (ValidationError, PermissionDenied) as exc:
+            return _error(request, _message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
+        except Exception:  # the page must never show a stack trace or a blank area
+            log.exception("chat failed")
+            return _error(request, "回答时出了问题，请稍后再试；如果一直出错，请联系店长。", 500)
+        if not request.htmx:
+            return redirect(f"{request.path}?thread={conv.thread_id}")
+        return render(request, "htmx/turn.html", {
+            "turn": {"question": query.strip(), "reply": reply}, "thread_id": conv.thread_id,
+            "oob_thread": thread_id != conv.thread_id, "conversations": Conversation.objects.filter(user=user)[:30],
+        })
+
+    conv = None
+    if request.GET.get("thread") and not request.GET.get("new"):
+        conv = Conversation.objects.filter(user=user, thread_id=request.GET["thread"]).first()
+        if conv is None:
+            raise Http404("没有这个会话。")
+    elif not request.GET.get("new"):
+        conv = Conversation.objects.filter(user=user).first()
+    context = {"turns": _turns(conv), "thread_id": conv.thread_id if conv else "",
+               "conversations": Conversation.objects.filter(user=user)[:30]}
+    if request.htmx:
+        return render(request, "htmx/turns.html", context)
+    return render(request, "agent/chat.html", context)
+
+
+@login_required
+def chat_task(request, task_id: str):
+    """Polled by the page in async mode: the pending placeholder until the task is done."""
+    res = AsyncResult(task_id)
+    if res.failed():
+        return _error(request, "后台处理失败，请重新提问。", 500)
+    if not res.successful():
+        return render(request, "htmx/pending.html", {"task_id": task_id, "query": request.GET.get("q", "")})
+    payload = res.result
+    if payload.get("user_id") != request.user.pk:
+        raise Http404
+    reply = get_object_or_404(Message, pk=payload["message_id"], conversation__user=request.user)
+    question = reply.conversation.messages.filter(role=Message.Role.USER, id__lt=reply.id).order_by("-id").first()
+    return render(request, "htmx/turn.html", {"turn": {"question": question.content if question else "", "reply": reply}})
+
+
+@login_required
+@require_POST
+def feedback(request, message_id: int):
+    message = get_object_or_404(Message, pk=message_id)
+    try:
+        fb = feedback_submit(message=message, user=request.user, helpful=request.POST.get("helpful") == "1",
+                             reason=request.POST.get("reason", ""))
+    except (ValidationError, PermissionDenied) as exc:
+        return _error(request, _message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
+    if not request.htmx:
+        return redirect(f"/?thread={message.conversation.thread_id}")
+    return render(request, "htmx/feedback.html", {"m": message, "feedback_saved": fb})

@@ -1,0 +1,30 @@
+// StoreMind chat page: citation links highlight their source, the thread scrolls to the newest turn.
+document.addEventListener("click", function (event) {
+  const link = event.target.closest("a.cite");
+  if (!link) return;
+  event.preventDefault();
+  const target = document.getElementById(link.dataset.target);
+  if (!target) return;
+  document.querySelectorAll(".highlight").forEach(el => el.classList.remove("highlight"));
+  const details = target.closest("details");
+  if (details) details.open = true;
+  if (target.tagName === "DETAILS") target.open = true;
+  target.classList.add("highlight");
+  target.scrollIntoView({behavior: "smooth", block: "center"});
+});
+document.addEventListener("htmx:afterSwap", function (event) {
+  const turns = document.getElementById("turns");
+  if (turns && event.detail.target && (event.detail.target.id === "turns" || turns.contains(event.detail.target))) {
+    turns.lastElementChild && turns.lastElementChild.scrollIntoView({block: "start"});
+  }
+  const form = document.getElementById("ask-form");
+  if (form && event.detail.requestConfig && event.detail.requestConfig.elt === form) form.reset();
+});
+document.addEventListener("htmx:responseError", function (event) {
+  const box = document.getElementById("errors");
+  if (box) box.innerHTML = '<div class="error">请求失败（' + event.detail.xhr.status + '），请稍后重试。</div>';
+});
+document.addEventListener("htmx:sendError", function () {
+  const box = document.getElementById("errors");
+  if (box) box.innerHTML = '<div class="error">连接不上服务器，请检查网络后重试。</div>';
+});
