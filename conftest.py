@@ -41,7 +41,18 @@ def django_db_setup(django_db_setup, django_db_blocker):
         yesterday = local_today() - timedelta(days=1)
         last = Order.objects.aggregate(m=Max("created_at"))["m"]
         if last is None or last.astimezone(TZ).date() != yesterday:
-            call_command("seed_ops", "--reset", verbosity=0)
+            # A new day: start the test database's business data over (TRUNCATE also
+            # clears the append-only audit log, which row triggers would otherwise guard).
+            from django.db import connection
+
+            with connection.cursor() as cur:
+                cur.execute(
+                    "TRUNCATE workflow_auditlog, workflow_restockline, workflow_restockrequest, workflow_ticket, "
+                    "workflow_proposal, agent_feedback, agent_unansweredquestion, agent_message, agent_conversation, "
+                    "ops_apitoken, ops_inventoryadjustment, ops_storedvaluetxn, ops_storedvalueaccount, ops_orderline, "
+                    "ops_order, ops_inventory, ops_member, ops_product, ops_store_members, ops_store CASCADE"
+                )
+            call_command("seed_ops", verbosity=0)
         roles_ensure()
         from knowledge.services import corpus_ingest
 

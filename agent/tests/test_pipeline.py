@@ -229,7 +229,9 @@ def test_guard_four_mandatory_clause_always_included():
 
 def test_guards_apply_to_llm_answers(staff, settings, fake_http):
     settings.SM_LLM_BACKEND, settings.SM_OPENAI_BASE = "openai", fake_http.url + "/v1"
-    fake_http.routes["/v1/chat/completions"] = openai_chat("先道歉并换一杯[1]，按公司规定赔偿[5]。")
+    answer_route, judge_route = openai_chat("先道歉并换一杯[1]，按公司规定赔偿[5]。"), openai_chat("OK")
+    # Like a real model, the server answers the judge's prompt and the answer prompt differently.
+    fake_http.routes["/v1/chat/completions"] = lambda body: (judge_route if "判断参考资料" in body["messages"][0]["content"] else answer_route)(body)
     result, _ = answer_question("客人说喝了变质的酒怎么办", user=staff)
     assert "[5]" not in result.answer and "就医" in result.answer
     answer_step = next(s for s in result.trace if s["step"] == "answer")["detail"]

@@ -48,7 +48,12 @@ def test_demo_users_only_with_sm_demo(settings):
 
 
 def seed_digest(seed: int) -> str:
-    call_command("seed_ops", "--reset", "--days", "3", "--seed", str(seed), "--end-date", "2026-11-01", verbosity=0)
+    with connection.cursor() as cur:  # inside the test's transaction: rolled back afterwards
+        cur.execute("SET CONSTRAINTS ALL IMMEDIATE")  # deferred FK checks would block TRUNCATE
+        cur.execute("TRUNCATE workflow_auditlog, workflow_restockline, workflow_restockrequest, workflow_ticket, workflow_proposal, "
+                    "ops_apitoken, ops_inventoryadjustment, ops_storedvaluetxn, ops_storedvalueaccount, ops_orderline, ops_order, "
+                    "ops_inventory, ops_member, ops_product, ops_store_members, ops_store CASCADE")
+    call_command("seed_ops", "--days", "3", "--seed", str(seed), "--end-date", "2026-11-01", verbosity=0)
     with connection.cursor() as cur:
         cur.execute("SELECT string_agg(external_id || total::text || created_at::text || channel || status, ',' ORDER BY external_id) FROM ops_order")
         orders = cur.fetchone()[0]

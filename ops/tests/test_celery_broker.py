@@ -5,7 +5,7 @@ from celery.contrib.testing.worker import start_worker
 
 
 @pytest.mark.broker
-def test_tool_task_round_trip_through_redis(django_db_blocker):
+def test_tool_task_round_trip_through_redis(django_db_setup, django_db_blocker):
     from ops.tasks import run_tool_task
     from ops.tools import run_tool
 

@@ -218,7 +218,7 @@ def test_low_stock_answer_offers_a_restock_with_velocity_quantities(people):
     assert {f["product"] for f in figures} == {r["product"] for r in rows.values()}
 
 
-def test_double_confirmation_from_two_connections_creates_one_restock(django_db_blocker):
+def test_double_confirmation_from_two_connections_creates_one_restock(django_db_setup, django_db_blocker):
     """Two real PostgreSQL connections race; the row lock lets exactly one perform the write."""
     tag = uuid.uuid4().hex[:8]
     with django_db_blocker.unblock():

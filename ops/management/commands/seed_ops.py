@@ -25,13 +25,27 @@ class Command(BaseCommand):
             self.stdout.write("seed_ops: ops data already present, nothing to do.")
             return
         if opts["reset"]:
-            with transaction.atomic():
-                InventoryAdjustment.objects.all().delete()
-                Order.objects.all().delete()
-                Inventory.objects.all().delete()
-                Member.objects.all().delete()
-                Product.objects.all().delete()
-                Store.objects.all().delete()
+            from django.db.models import ProtectedError
+
+            try:
+                self._reset()
+            except ProtectedError as exc:
+                raise CommandError(
+                    f"cannot reset: {len(exc.protected_objects)} proposals, audit rows or other records still refer to these "
+                    "stores/products; reset refuses to destroy business history"
+                ) from None
+        self._seed(opts)
+
+    @transaction.atomic
+    def _reset(self):
+        InventoryAdjustment.objects.all().delete()
+        Order.objects.all().delete()
+        Inventory.objects.all().delete()
+        Member.objects.all().delete()
+        Product.objects.all().delete()
+        Store.objects.all().delete()
+
+    def _seed(self, opts):
         with tqdm(total=opts["days"], desc="seed_ops", unit="day", file=self.stderr, disable=opts["verbosity"] == 0) as bar:
             try:
                 report = seed.ops_seed(

@@ -1,0 +1,116 @@
+"""The HTMX pages: full page vs partial on the same URL, permission-dependent buttons,
+errors rendered as messages, CSRF."""
+import uuid
+
+import pytest
+from django.test import Client
+
+from agent.models import Message, UnansweredQuestion
+from ops.models import Store
+from ops.tests.factories import make_user
+from workflow.services import proposal_create
+
+pytestmark = pytest.mark.django_db
+HX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def staff_client():
+    c = Client()
+    c.force_login(make_user("view_staff", role="staff", stores=["GZ-TH"]))
+    return c
+
+
+@pytest.fixture
+def manager_client():
+    c = Client()
+    c.force_login(make_user("view_manager", role="manager", stores=["GZ-TH"]))
+    return c
+
+
+def test_every_page_requires_login():
+    for url in ("/", "/proposals/"):
+        r = Client().get(url)
+        assert r.status_code == 302 and r["Location"].startswith("/accounts/login/")
+
+
+def test_chat_full_page_vs_partial(staff_client):
+    r = staff_client.post("/", {"query": "会员卡能跨店用吗"}, **HX)
+    body = r.content.decode()
+    assert r.status_code == 200 and 'class="turn"' in body and "<html" not in body
+    assert 'data-intent="policy"' in body and 'class="cite cite-doc"' in body and "执行轨迹" in body
+    assert 'hx-swap-oob="true"' in body  # the new thread id and conversation list come along
+    thread = Message.objects.filter(conversation__user__username="view_staff").first().conversation.thread_id
+    full = staff_client.get(f"/?thread={thread}")
+    assert "<html" in full.content.decode() and "会员卡能跨店用吗" in full.content.decode()
+    partial = staff_client.get(f"/?thread={thread}", **HX)
+    assert "<html" not in partial.content.decode() and 'class="turn"' in partial.content.decode()
+    plain = staff_client.post("/", {"query": "那退卡呢", "thread_id": thread})
+    assert plain.status_code == 302 and plain["Location"].endswith(f"?thread={thread}")
+
+
+def test_errors_render_as_messages(staff_client):
+    r = staff_client.post("/", {"query": "   "}, **HX)
+    assert r.status_code == 200 and 'class="error"' in r.content.decode() and "问题不能为空" in r.content.decode()
+    r = staff_client.post("/", {"query": "酒" * 2001})
+    assert r.status_code == 400 and "不能超过 2000" in r.content.decode()
+    assert staff_client.get("/?thread=does-not-exist").status_code == 404
+
+
+def test_llm_backend_down_still_answers(staff_client, settings):
+    settings.SM_LLM_BACKEND, settings.SM_OPENAI_BASE, settings.SM_LLM_TIMEOUT = "openai", "http://127.0.0.1:9/v1", 1.0
+    r = staff_client.post("/", {"query": "会员卡能跨店用吗"}, **HX)
+    body = r.content.decode()
+    assert r.status_code == 200 and "降级" in body and 'class="cite cite-doc"' in body
+
+
+def _proposal(kind):
+    staff = make_user(f"p_{uuid.uuid4().hex[:6]}", role="staff", stores=["GZ-TH"])
+    payload = {"lines": [{"sku": "B001", "quantity": 5, "unit": "箱"}]} if kind == "restock" else \
+        {"category": "酒水品质", "severity": "一般", "description": "啤酒有异味，已更换。"}
+    return proposal_create(user=staff, kind=kind, store=Store.objects.get(code="GZ-TH"), payload=payload, source="api")[0]
+
+
+def test_buttons_depend_on_the_role(staff_client, manager_client):
+    restock, ticket = _proposal("restock"), _proposal("ticket")
+    staff_page = staff_client.get("/proposals/").content.decode()
+    manager_page = manager_client.get("/proposals/").content.decode()
+
+    def card(page, p):
+        start = page.index(f'id="proposal-{p.pk}"')
+        return page[start: page.index('<div class="proposal"', start + 10) if '<div class="proposal"' in page[start + 10:] else len(page)]
+
+    assert f"/proposals/{restock.pk}/confirm" not in staff_page and "必须由店长确认" in card(staff_page, restock)
+    assert f"/proposals/{ticket.pk}/confirm" in staff_page
+    assert f"/proposals/{restock.pk}/confirm" in manager_page
+
+
+def test_decide_in_place_returns_the_card_and_the_audit_list(staff_client, manager_client):
+    restock = _proposal("restock")
+    denied = staff_client.post(f"/proposals/{restock.pk}/confirm", **HX).content.decode()
+    assert 'data-status="pending"' in denied and "必须由店长确认" in denied
+    done = manager_client.post(f"/proposals/{restock.pk}/confirm", **HX).content.decode()
+    assert 'data-status="confirmed"' in done and 'id="audit-list" hx-swap-oob="true"' in done and "view_manager" in done
+    assert "<html" not in done
+    again = manager_client.post(f"/proposals/{restock.pk}/reject", {"reason": "x"}, **HX).content.decode()
+    assert "不能再拒绝" in again
+
+
+def test_feedback_thumbs_down_files_the_question(staff_client):
+    staff_client.post("/", {"query": "会员卡能跨店用吗"}, **HX)
+    reply = Message.objects.filter(conversation__user__username="view_staff", role="assistant").last()
+    r = staff_client.post(f"/messages/{reply.pk}/feedback", {"helpful": "0", "reason": "没说退卡"}, **HX)
+    assert "已记录反馈" in r.content.decode()
+    item = UnansweredQuestion.objects.get(message=reply, source="feedback")
+    assert item.question == "会员卡能跨店用吗" and "没说退卡" in item.reason
+    other = Client()
+    other.force_login(make_user("intruder", role="staff"))
+    assert "只能评价自己" in other.post(f"/messages/{reply.pk}/feedback", {"helpful": "1"}, **HX).content.decode()
+
+
+def test_csrf_is_enforced():
+    c = Client(enforce_csrf_checks=True)
+    c.force_login(make_user("csrf_staff", role="staff"))
+    assert c.post("/", {"query": "会员卡能跨店用吗"}).status_code == 403
+    page = c.get("/").content.decode()
+    assert 'hx-headers=\'{"X-CSRFToken": "' in page  # htmx sends the token with every request
