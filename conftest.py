@@ -38,6 +38,15 @@ def django_db_setup(django_db_setup, django_db_blocker):
     from ops.tools import local_today
 
     with django_db_blocker.unblock():
+        from django.db import connection
+
+        if not connection.settings_dict["NAME"].startswith("test_"):
+            # Only tests without the django_db marker were selected (live server, real
+            # concurrency): pytest-django set nothing up, so do it here. Never the dev database.
+            from django.test.utils import setup_databases
+
+            setup_databases(verbosity=0, interactive=False, keepdb=True, aliases={"default"})
+        assert connection.settings_dict["NAME"].startswith("test_"), "refusing to seed a non-test database"
         yesterday = local_today() - timedelta(days=1)
         last = Order.objects.aggregate(m=Max("created_at"))["m"]
         if last is None or last.astimezone(TZ).date() != yesterday:

@@ -214,7 +214,7 @@ def proposal_confirm(*, proposal: Proposal | int, user) -> Proposal:
         elif locked.status == Proposal.Status.CONFIRMED:
             return locked
         elif locked.status in (Proposal.Status.REJECTED, Proposal.Status.EXPIRED):
-            raise Conflict(f"提案 #{pk} 已{locked.get_status_display()}，不能再确认。")
+            raise Conflict(f"提案 #{pk} 的状态是「{locked.get_status_display()}」，不能再确认。")
         else:
             before = {"status": locked.status}
             result = _perform(locked, user)
@@ -260,7 +260,7 @@ def proposal_reject(*, proposal: Proposal | int, user, reason: str) -> Proposal:
             if locked.status == Proposal.Status.REJECTED:
                 return locked
             if locked.status != Proposal.Status.PENDING:
-                raise Conflict(f"提案 #{pk} 已{locked.get_status_display()}，不能再拒绝。")
+                raise Conflict(f"提案 #{pk} 的状态是「{locked.get_status_display()}」，不能再拒绝。")
             locked.status, locked.decided_by, locked.decided_at, locked.decision_note = Proposal.Status.REJECTED, user, timezone.now(), reason[:255]
             locked.save(update_fields=["status", "decided_by", "decided_at", "decision_note"])
             audit_record(actor=user, action=AuditLog.Action.REJECTED, target=locked, store=locked.store,

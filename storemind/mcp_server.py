@@ -1,0 +1,371 @@
+"""StoreMind as an MCP server (official `mcp` SDK), over stdio and Streamable HTTP.
+
+Every tool calls the same services and selectors as the REST API, the chat page and the
+admin: nothing here reimplements a query or a write. Identity: stdio runs as one user
+(`--user`); HTTP requires an API token (the REST API's tokens). Failure semantics:
+an unknown tool or arguments that fail validation are JSON-RPC errors; a tool that ran
+but found nothing, or was denied, returns a result with isError=true and a clear message.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import jsonschema
+import mcp_types as types
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import close_old_connections, connections
+from mcp.server import Server
+from mcp.shared.exceptions import MCPError
+
+log = logging.getLogger("storemind.mcp")
+SERVER_NAME = "storemind"
+RESOURCE_PREFIX = "storemind://corpus/"
+
+
+class ToolFailure(Exception):
+    """The tool ran and failed for a reason the caller should read (isError result)."""
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    name: str
+    description: str
+    schema: dict
+    run: Callable[[Any, dict], tuple[str, Any]]
+
+
+def _messages(exc: ValidationError) -> str:
+    if hasattr(exc, "error_dict"):
+        return "；".join(f"{k}: {m}" for k, ms in exc.message_dict.items() for m in ms)
+    return "；".join(exc.messages)
+
+
+# --- tools: thin adapters over services/selectors -----------------------------------------
+
+
+def _search_knowledge(user, args):
+    from knowledge.selectors import search
+
+    result = search(args["query"], user=user, k=args.get("k", 5))
+    if not result.hits:
+        raise ToolFailure(f"知识库里没有找到和「{args['query']}」相关的内容。")
+    hits = [{"document": h.document, "section_path": h.section_path, "score": round(h.score, 4), "text": h.text} for h in result.hits]
+    text = "\n\n".join(f"[{i}] {h['section_path']}（{h['score']}）\n{h['text']}" for i, h in enumerate(hits, 1))
+    return text, {"query": args["query"], "hits": hits}
+
+
+def _list_documents(user, args):
+    from django.db.models import Count
+
+    from knowledge.models import Document
+    from knowledge.selectors import visible_audiences
+
+    docs = Document.objects.filter(audience__in=visible_audiences(user)).annotate(n=Count("chunks")).order_by("path")
+    rows = [{"id": d.id, "title": d.title, "path": d.path, "doc_type": d.doc_type, "version": d.version, "chunks": d.n,
+             "uri": f"{RESOURCE_PREFIX}{d.id}"} for d in docs]
+    return "\n".join(f"{r['id']}. {r['title']}（{r['doc_type']}，{r['chunks']} 段）" for r in rows), {"documents": rows}
+
+
+def _ask(user, args):
+    from agent.services import chat_ask
+
+    result, conv, _ = chat_ask(user=user, query=args["query"], thread_id=args.get("thread_id"))
+    payload = {**result.as_dict(), "thread_id": conv.thread_id}
+    return result.answer, payload
+
+
+def _list_stores(user, args):
+    from ops.models import Store
+
+    rows = [{"code": s.code, "name": s.name, "city": s.city, "aliases": s.aliases} for s in Store.objects.all()]
+    return "\n".join(f"{r['code']} {r['name']}（{'、'.join(r['aliases'])}）" for r in rows), {"stores": rows}
+
+
+def _query_ops(user, args):
+    from ops.tools import run_tool
+
+    try:
+        result = run_tool(args["tool"], args.get("params") or {})
+    except ValidationError as exc:
+        raise MCPError(types.INVALID_PARAMS, f"参数不正确：{_messages(exc)}") from None
+    if not result.rows:
+        raise ToolFailure(result.summary)
+    return result.summary, result.as_dict()
+
+
+def _proposal_out(p, user):
+    from workflow.chat import proposal_dict
+
+    d = proposal_dict(p, user)
+    return f"{d['kind_display']} #{d['id']} · {d['store']} · {d['status_display']}", d
+
+
+def _propose_restock(user, args):
+    from workflow.services import proposal_create
+
+    p, _ = proposal_create(user=user, kind="restock", store=args["store"], payload={"lines": args["lines"]}, source="mcp",
+                           idempotency_key=args.get("idempotency_key"))
+    return _proposal_out(p, user)
+
+
+def _propose_ticket(user, args):
+    from workflow.services import proposal_create
+
+    payload = {k: args[k] for k in ("category", "severity", "description", "order", "member") if k in args}
+    p, _ = proposal_create(user=user, kind="ticket", store=args["store"], payload=payload, source="mcp",
+                           idempotency_key=args.get("idempotency_key"))
+    return _proposal_out(p, user)
+
+
+def _list_pending(user, args):
+    from workflow.chat import proposal_dict
+    from workflow.services import proposals_visible
+
+    qs = proposals_visible(user).filter(status="pending")
+    if args.get("kind"):
+        qs = qs.filter(kind=args["kind"])
+    rows = [proposal_dict(p, user) for p in qs[:100]]
+    if not rows:
+        raise ToolFailure("你所在门店没有待处理的提案。")
+    return "\n".join(f"#{r['id']} {r['kind_display']} · {r['store']} · 可确认：{'是' if r['can_confirm'] else '否'}" for r in rows), {"proposals": rows}
+
+
+def _confirm(user, args):
+    from workflow.services import proposal_confirm
+
+    return _proposal_out(proposal_confirm(proposal=args["proposal_id"], user=user), user)
+
+
+def _reject(user, args):
+    from workflow.services import proposal_reject
+
+    return _proposal_out(proposal_reject(proposal=args["proposal_id"], user=user, reason=args["reason"]), user)
+
+
+_STORE = {"type": "string", "minLength": 1, "description": "门店编码、名称或别名，如 GZ-TH、天河店"}
+TOOLS: list[ToolDef] = [
+    ToolDef("search_knowledge",
+            "在门店制度文档（SOP、规则、产品知识）里做混合检索。返回命中的章节路径、相关度分数和原文片段；店员看不到仅店长可见的文档。",
+            {"type": "object", "properties": {"query": {"type": "string", "minLength": 1, "maxLength": 500},
+                                              "k": {"type": "integer", "minimum": 1, "maximum": 20}},
+             "required": ["query"], "additionalProperties": False}, _search_knowledge),
+    ToolDef("list_documents", "列出你能看到的全部制度文档和每篇的切片数。每篇文档也能以 storemind://corpus/{id} 资源直接读取全文。",
+            {"type": "object", "properties": {}, "additionalProperties": False}, _list_documents),
+    ToolDef("ask",
+            "完整的门店助手：路由问题、检索制度和查询经营数据、自检后给出带引用的答案。返回答案、引用、数据行和执行轨迹；传入 thread_id 可以接着上一轮追问。",
+            {"type": "object", "properties": {"query": {"type": "string", "minLength": 1, "maxLength": 2000},
+                                              "thread_id": {"type": "string", "maxLength": 64}},
+             "required": ["query"], "additionalProperties": False}, _ask),
+    ToolDef("list_stores", "列出全部门店的编码、名称和别名。查询经营数据和提交提案时用这些名字指定门店。",
+            {"type": "object", "properties": {}, "additionalProperties": False}, _list_stores),
+    ToolDef("query_ops",
+            "运行一个白名单经营数据工具（store_sales、top_products、compare_stores、hourly_peak、low_stock、member_balance），参数先校验再查询，从不执行自由 SQL。返回数据行、一句话摘要和实际使用的参数。",
+            {"type": "object", "properties": {
+                "tool": {"type": "string", "enum": ["store_sales", "top_products", "compare_stores", "hourly_peak", "low_stock", "member_balance"]},
+                "params": {"type": "object", "description": "如 {\"store\": \"天河店\", \"period\": \"上周\"}"}},
+             "required": ["tool"], "additionalProperties": False}, _query_ops),
+    ToolDef("propose_restock",
+            "为一家门店提交补货提案（只是提案，不会下单）。需要店长确认后才会生成补货单；同一个 idempotency_key 重复提交返回同一个提案。",
+            {"type": "object", "properties": {
+                "store": _STORE,
+                "lines": {"type": "array", "minItems": 1, "maxItems": 50, "items": {"type": "object", "properties": {
+                    "sku": {"type": "string"}, "quantity": {"type": "integer", "minimum": 1}, "unit": {"type": "string"},
+                    "reason": {"type": "string"}}, "required": ["sku", "quantity"]}},
+                "idempotency_key": {"type": "string", "maxLength": 128}},
+             "required": ["store", "lines"], "additionalProperties": False}, _propose_restock),
+    ToolDef("propose_ticket",
+            "为一家门店提交客诉工单提案，写明类别、严重程度和描述，可关联订单号或会员号。店员和店长都可以确认，确认后才建立工单。",
+            {"type": "object", "properties": {
+                "store": _STORE,
+                "category": {"type": "string", "enum": ["酒水品质", "食品安全", "服务态度", "收银结账", "环境卫生", "会员储值", "其他"]},
+                "severity": {"type": "string", "enum": ["一般", "较重", "严重"]},
+                "description": {"type": "string", "minLength": 5, "maxLength": 2000},
+                "order": {"type": "string"}, "member": {"type": "string"}, "idempotency_key": {"type": "string", "maxLength": 128}},
+             "required": ["store", "category", "severity", "description"], "additionalProperties": False}, _propose_ticket),
+    ToolDef("list_pending", "列出你所在门店待确认的提案，并说明你能否确认每一个。",
+            {"type": "object", "properties": {"kind": {"type": "string", "enum": ["restock", "ticket"]}}, "additionalProperties": False},
+            _list_pending),
+    ToolDef("confirm_proposal",
+            "确认一个提案并执行写入（补货单或工单）。补货必须由该门店的店长确认；越权会被拒绝并记入审计日志；重复确认返回第一次的结果。",
+            {"type": "object", "properties": {"proposal_id": {"type": "integer", "minimum": 1}}, "required": ["proposal_id"],
+             "additionalProperties": False}, _confirm),
+    ToolDef("reject_proposal", "拒绝一个待确认的提案，必须写明原因。权限与确认相同，并记入审计日志。",
+            {"type": "object", "properties": {"proposal_id": {"type": "integer", "minimum": 1},
+                                              "reason": {"type": "string", "minLength": 1, "maxLength": 255}},
+             "required": ["proposal_id", "reason"], "additionalProperties": False}, _reject),
+]
+TOOLS_BY_NAME = {t.name: t for t in TOOLS}
+
+
+# --- identity -----------------------------------------------------------------------------
+
+
+def user_from_token(header: str | None):
+    """The user of a REST API token; None when missing or invalid."""
+    from rest_framework.exceptions import AuthenticationFailed
+
+    from ops.authentication import authenticate_key
+
+    if not header or not header.lower().startswith(("bearer ", "token ")):
+        return None
+    try:
+        return authenticate_key(header.split(None, 1)[1].strip())[0]
+    except AuthenticationFailed:
+        return None
+
+
+def _sync(fn, *args):
+    """Run Django ORM work in a worker thread with fresh connections."""
+
+    def call():
+        close_old_connections()
+        try:
+            return fn(*args)
+        finally:
+            connections.close_all()
+
+    return anyio.to_thread.run_sync(call)
+
+
+# --- the server -----------------------------------------------------------------------------
+
+
+def build_server(*, fixed_user=None) -> Server:
+    """fixed_user: the --user of the stdio transport; HTTP resolves the token per request."""
+
+    async def identity(ctx):
+        if fixed_user is not None:
+            return fixed_user
+        request = getattr(ctx, "request", None)
+        header = request.headers.get("authorization") if request is not None else None
+        user = await _sync(user_from_token, header)
+        if user is None:
+            raise MCPError(types.INVALID_REQUEST, "需要有效的 API 令牌（Authorization: Bearer …）。")
+        return user
+
+    async def list_tools(ctx, params):
+        return types.ListToolsResult(tools=[
+            types.Tool(name=t.name, title=t.name, description=t.description, input_schema=t.schema) for t in TOOLS
+        ])
+
+    async def call_tool(ctx, params):
+        tool = TOOLS_BY_NAME.get(params.name)
+        if tool is None:
+            raise MCPError(types.INVALID_PARAMS, f"没有工具 {params.name}。可用：{'、'.join(TOOLS_BY_NAME)}")
+        args = params.arguments or {}
+        try:
+            jsonschema.validate(args, tool.schema)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path) or "arguments"
+            raise MCPError(types.INVALID_PARAMS, f"{params.name} 的参数不正确（{where}）：{exc.message}") from None
+        user = await identity(ctx)
+        try:
+            text, structured = await _sync(tool.run, user, args)
+        except MCPError:
+            raise
+        except ValidationError as exc:
+            raise MCPError(types.INVALID_PARAMS, f"{params.name} 的参数不正确：{_messages(exc)}") from None
+        except (ToolFailure, PermissionDenied) as exc:
+            return _error_result(str(exc) or "没有权限。", denied=isinstance(exc, PermissionDenied))
+        except Exception as exc:
+            from knowledge.selectors import IndexNotReady
+            from ops.errors import Conflict, NotFound
+
+            if isinstance(exc, (Conflict, NotFound)):
+                return _error_result(exc.message)
+            if isinstance(exc, IndexNotReady):
+                return _error_result(str(exc))
+            log.exception("tool %s failed", params.name)
+            return _error_result(f"{params.name} 执行出错：{type(exc).__name__}")
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)],
+            structured_content=structured if isinstance(structured, dict) else {"result": structured},
+        )
+
+    async def list_resources(ctx, params):
+        user = await identity(ctx)
+        text, data = await _sync(_list_documents, user, {})
+        return types.ListResourcesResult(resources=[
+            types.Resource(uri=d["uri"], name=d["path"], title=d["title"], mime_type="text/markdown",
+                           description=f"{d['doc_type']} · 版本 {d['version']} · {d['chunks']} 段")
+            for d in data["documents"]
+        ])
+
+    async def read_resource(ctx, params):
+        user = await identity(ctx)
+        uri = str(params.uri)
+        if not uri.startswith(RESOURCE_PREFIX) or not uri[len(RESOURCE_PREFIX):].isdigit():
+            raise MCPError(types.INVALID_PARAMS, f"不认识的资源：{uri}")
+
+        def load():
+            from knowledge.models import Document
+            from knowledge.selectors import visible_audiences
+
+            return Document.objects.filter(pk=int(uri[len(RESOURCE_PREFIX):]), audience__in=visible_audiences(user)).first()
+
+        doc = await _sync(load)
+        if doc is None:  # missing and not-allowed look the same: no existence leak
+            raise MCPError(types.INVALID_PARAMS, f"没有这个文档，或你无权查看：{uri}")
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=doc.body)])
+
+    return Server(
+        SERVER_NAME, version="1.0.0", title="StoreMind 门店助手",
+        instructions="门店制度问答、经营数据查询和受控写操作（提案 → 有权限的人确认 → 审计）。",
+        on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources, on_read_resource=read_resource,
+    )
+
+
+def _error_result(message: str, denied: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)],
+        structured_content={"error": message, "denied": denied},
+        is_error=True,
+    )
+
+
+async def serve_stdio(user) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(fixed_user=user)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def http_app():
+    """The Streamable HTTP app (mounted at /mcp by storemind.asgi), token-protected."""
+    from django.conf import settings
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = [h for h in settings.ALLOWED_HOSTS if h and h != "*"]
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection="*" not in settings.ALLOWED_HOSTS,
+        allowed_hosts=[*hosts, *(f"{h}:*" for h in hosts)],
+        allowed_origins=[*(f"http://{h}:*" for h in hosts), *(f"https://{h}" for h in hosts)],
+    )
+    app = build_server().streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True,
+                                             transport_security=security)
+    return TokenGate(app)
+
+
+class TokenGate:
+    """ASGI middleware: HTTP requests to the MCP endpoint need a valid API token (401 otherwise)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+            user = await _sync(user_from_token, headers.get("authorization"))
+            if user is None:
+                body = json.dumps({"error": "需要有效的 API 令牌（Authorization: Bearer …）。"}, ensure_ascii=False).encode()
+                await send({"type": "http.response.start", "status": 401, "headers": [
+                    (b"content-type", b"application/json; charset=utf-8"), (b"www-authenticate", b'Bearer realm="mcp"')]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)

@@ -1,0 +1,226 @@
+"""The MCP server, started both ways and driven by the official SDK's client
+(`ClientSession` over stdio and over Streamable HTTP), against the test database."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from django.conf import settings
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+BASE = Path(settings.BASE_DIR)
+TOOL_NAMES = {"search_knowledge", "list_documents", "ask", "list_stores", "query_ops", "propose_restock", "propose_ticket",
+              "list_pending", "confirm_proposal", "reject_proposal"}
+
+
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker):
+    """Committed users, tokens and a pending restock: the server runs in another process."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from ops.models import Store
+    from ops.services import api_token_issue
+    from ops.tests.factories import make_user
+    from workflow.models import Proposal, RestockRequest, Ticket
+    from workflow.services import proposal_create
+
+    with django_db_blocker.unblock():
+        User = get_user_model()
+        users = {}
+        for name, role in (("mcp_staff", "staff"), ("mcp_manager", "manager")):
+            users[role] = User.objects.filter(username=name).first() or make_user(name, role=role, stores=["GZ-TH"])
+        mine = Proposal.objects.filter(proposed_by__in=users.values())
+        RestockRequest.objects.filter(proposal__in=mine).delete()
+        Ticket.objects.filter(proposal__in=mine).delete()
+        mine.delete()
+        restock, _ = proposal_create(user=users["staff"], kind="restock", store=Store.objects.get(code="GZ-TH"), source="api",
+                                     payload={"lines": [{"sku": "B002", "quantity": 3, "unit": "箱"}]})
+        _, staff_token = api_token_issue(user=users["staff"], name="mcp test")
+        _, manager_token = api_token_issue(user=users["manager"], name="mcp test")
+        env = {
+            **os.environ, "DJANGO_SETTINGS_MODULE": "storemind.settings", "SM_DB_NAME": connection.settings_dict["NAME"],
+            "SM_EMBED_BACKEND": "hashing", "SM_EMBED_DIM": "256", "SM_LLM_BACKEND": "none",
+            "SM_REFUSAL_THRESHOLD": "0", "SM_JUDGE_THRESHOLD": "0",
+        }
+        env.pop("REDIS_URL", None)
+        yield {"users": users, "restock_id": restock.pk, "env": env, "staff_token": staff_token, "manager_token": manager_token}
+
+
+def stdio_params(world, user="mcp_staff"):
+    return StdioServerParameters(command=sys.executable, args=[str(BASE / "manage.py"), "mcp", "--stdio", "--user", user],
+                                 env=world["env"], cwd=str(BASE))
+
+
+async def exercise(session: ClientSession, world) -> dict:
+    """Every tool once, resources, and both error kinds; returns what was seen."""
+    seen = {}
+    init = await session.initialize()
+    seen["server"] = init.server_info.name
+    tools = (await session.list_tools()).tools
+    seen["tools"] = {t.name: t.input_schema for t in tools}
+
+    async def call(name, args):
+        result = await session.call_tool(name, args)
+        seen[name] = result
+        return result
+
+    await call("search_knowledge", {"query": "会员卡能跨店用吗"})
+    await call("list_documents", {})
+    await call("ask", {"query": "上周天河店卖了多少"})
+    await call("list_stores", {})
+    await call("query_ops", {"tool": "store_sales", "params": {"store": "天河店", "period": "上周"}})
+    await call("propose_restock", {"store": "天河店", "lines": [{"sku": "B001", "quantity": 12, "unit": "箱", "reason": "MCP"}]})
+    ticket = await call("propose_ticket", {"store": "GZ-TH", "category": "酒水品质", "severity": "一般", "description": "MCP 测试：啤酒有异味。"})
+    await call("list_pending", {})
+    seen["confirm_restock"] = await session.call_tool("confirm_proposal", {"proposal_id": world["restock_id"]})
+    await call("confirm_proposal", {"proposal_id": ticket.structured_content["id"]})
+    await call("reject_proposal", {"proposal_id": ticket.structured_content["id"], "reason": "重复"})
+    seen["nothing_found"] = await session.call_tool("query_ops", {"tool": "low_stock", "params": {"store": "天河店"}})
+    resources = (await session.list_resources()).resources
+    seen["resources"] = resources
+    seen["read"] = await session.read_resource(resources[0].uri)
+    for label, name, args in (("unknown_tool", "drop_tables", {}), ("bad_args", "search_knowledge", {"q": 1}),
+                              ("bad_params", "query_ops", {"tool": "store_sales", "params": {"store": "三里屯店", "period": "上周"}})):
+        try:
+            await session.call_tool(name, args)
+            seen[label] = None
+        except MCPError as exc:
+            seen[label] = exc
+    try:
+        await session.read_resource("storemind://corpus/999999")
+        seen["missing_resource"] = None
+    except MCPError as exc:
+        seen["missing_resource"] = exc
+    return seen
+
+
+def check(seen, world, django_db_blocker):
+    from workflow.models import AuditLog, Proposal
+
+    assert seen["server"] == "storemind"
+    assert set(seen["tools"]) == TOOL_NAMES
+    assert all(schema["type"] == "object" and "properties" in schema for schema in seen["tools"].values())
+    for name in TOOL_NAMES - {"confirm_proposal", "reject_proposal"}:
+        result = seen[name]
+        assert not result.is_error, (name, result.content)
+        assert result.content[0].type == "text" and result.content[0].text
+        assert isinstance(result.structured_content, dict)
+    assert seen["search_knowledge"].structured_content["hits"][0]["section_path"]
+    assert all(d["title"] != "店长手册" for d in seen["list_documents"].structured_content["documents"])  # staff
+    assert seen["ask"].structured_content["intent"] == "data" and seen["ask"].structured_content["data"]
+    assert seen["query_ops"].structured_content["params"]["store"] == "广州天河店"
+    assert seen["propose_restock"].structured_content["status"] == "pending"
+    assert seen["confirm_proposal"].structured_content["status"] == "confirmed"  # staff may confirm tickets
+    assert "不能再拒绝" in seen["reject_proposal"].content[0].text and seen["reject_proposal"].is_error
+    denied = seen["confirm_restock"]
+    assert denied.is_error and "店长" in denied.content[0].text and denied.structured_content["denied"] is True
+    nothing = seen["nothing_found"]
+    assert nothing.is_error is False or "没有" in nothing.content[0].text  # low stock may or may not exist
+    assert str(seen["resources"][0].uri).startswith("storemind://corpus/")
+    assert all("店长手册" != r.title for r in seen["resources"])
+    assert seen["read"].contents[0].text.startswith("#")
+    for label in ("unknown_tool", "bad_args", "bad_params", "missing_resource"):
+        assert isinstance(seen[label], MCPError), label
+        assert seen[label].code == -32602, (label, seen[label].code)
+    with django_db_blocker.unblock():
+        audit = AuditLog.objects.filter(target_id=world["restock_id"], action="permission_denied").order_by("-id").first()
+        assert audit is not None and audit.actor_username == "mcp_staff"
+        assert Proposal.objects.get(pk=world["restock_id"]).status == "pending"
+        assert Proposal.objects.filter(source="mcp", proposed_by__username="mcp_staff").count() >= 2
+
+
+def test_stdio_transport_with_the_sdk_client(world, django_db_blocker):
+    async def main():
+        async with stdio_client(stdio_params(world)) as (read, write), ClientSession(read, write) as session:
+            return await exercise(session, world)
+
+    check(anyio.run(main), world, django_db_blocker)
+
+
+def test_stdio_stdout_carries_protocol_messages_only(world):
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search_knowledge", "arguments": {"query": "黑牌多少钱"}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "ask", "arguments": {"query": "客人说酒有异味怎么办"}}},
+    ]
+    proc = subprocess.Popen([sys.executable, str(BASE / "manage.py"), "mcp", "--stdio", "--user", "mcp_staff"], cwd=BASE,
+                            env=world["env"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines = []
+    try:
+        for m in messages:
+            proc.stdin.write((json.dumps(m, ensure_ascii=False) + "\n").encode())
+            proc.stdin.flush()
+            if "id" in m:
+                lines.append(proc.stdout.readline().decode())
+    finally:
+        proc.stdin.close()  # EOF: the server finishes and exits
+        rest = proc.stdout.read()
+        proc.wait(timeout=60)
+    lines += rest.decode().splitlines()
+    lines = [line for line in lines if line.strip()]
+    assert len(lines) >= 4
+    for line in lines:
+        message = json.loads(line)  # anything but JSON-RPC would fail here
+        assert message["jsonrpc"] == "2.0"
+    assert {json.loads(line).get("id") for line in lines} >= {1, 2, 3, 4}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def http_server(world):
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "storemind.asgi:application", "--host", "127.0.0.1", "--port", str(port),
+                             "--log-level", "warning"], cwd=BASE, env=world["env"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(120):
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        raise RuntimeError(proc.stderr.read().decode()[-2000:])
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_http_requires_a_token(http_server):
+    r = httpx.post(f"{http_server}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                   headers={"Accept": "application/json, text/event-stream"})
+    assert r.status_code == 401
+    r = httpx.post(f"{http_server}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                   headers={"Accept": "application/json, text/event-stream", "Authorization": "Bearer sm_wrong"})
+    assert r.status_code == 401
+
+
+def test_streamable_http_transport_with_the_sdk_client(http_server, world, django_db_blocker):
+    async def main():
+        client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {world['staff_token']}"}, timeout=60)
+        async with client, streamable_http_client(f"{http_server}/mcp", http_client=client) as (read, write), \
+                ClientSession(read, write) as session:
+            return await exercise(session, world)
+
+    check(anyio.run(main), world, django_db_blocker)
