@@ -245,8 +245,12 @@ def judge(state: AgentState, rnd: Round) -> None:
         if top is None:
             rnd.enough, rnd.layer, rnd.reason = False, "rule", "没有检索到任何片段"
         else:
-            overlap = overlap_ratio(rnd.query, f"{top.section_path}\n{top.text}")
-            similarity = top.vector_score or 0.0
+            # Always measured against the user's question (with its corpus synonyms), never the
+            # rewritten query: titles prepended by a rewrite would match their own sections.
+            overlap = overlap_ratio(state.resolved_query, f"{top.section_path}\n{top.text}", expand=True)
+            # The round's best cosine similarity: the same statistic `eval calibrate` measured.
+            ranking = rnd.result.vector_ranking if rnd.result else []
+            similarity = (ranking[0].vector_score if ranking else top.vector_score) or 0.0
             rnd.score = overlap + similarity
             detail.update(overlap=round(overlap, 3), similarity=round(similarity, 4))
             if overlap >= ENOUGH_OVERLAP:

@@ -85,9 +85,13 @@ def term_counts(text: str) -> Counter:
     return Counter(tokenize(text))
 
 
-def overlap_ratio(query: str, text: str) -> float:
-    """Share of the query's distinct terms that appear in `text` (the judge's lexical signal)."""
-    q = set(tokenize(query))
+def overlap_ratio(query: str, text: str, *, expand: bool = False) -> float:
+    """Share of the query's distinct terms that appear in `text` (the judge's lexical signal);
+    with expand, the corpus words its colloquial terms stand for count too."""
+    terms = set(query_terms(query) if expand else tokenize(query))
+    # Single characters (块, 来, 说 …) are mostly grammar in a Chinese question: they would
+    # dilute the ratio, so only words of two or more characters count when there are any.
+    q = {t for t in terms if len(t) >= 2} or terms
     if not q:
         return 0.0
     t = set(tokenize(text))
