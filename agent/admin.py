@@ -1,18 +1,14 @@
 from django.contrib import admin
 from django.utils import timezone
 
+from storemind.admin_base import ReadOnlyInline
+
 from .models import Conversation, Feedback, Message, UnansweredQuestion
 
 
-class MessageInline(admin.TabularInline):
+class MessageInline(ReadOnlyInline):
     model = Message
     fields = ["role", "content", "intent", "refused", "created_at"]
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Conversation)

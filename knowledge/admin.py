@@ -1,35 +1,18 @@
 from django.contrib import admin, messages
 
+from storemind.admin_base import ReadOnlyAdmin, ReadOnlyInline
+
 from .models import Chunk, Document, IndexMeta
 from .tasks import ingest_corpus_task
 
 
-class ReadOnly(admin.ModelAdmin):
-    """The index is written by ingestion only; admin shows it."""
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-class ChunkInline(admin.TabularInline):
+class ChunkInline(ReadOnlyInline):
     model = Chunk
     fields = ["ordinal", "section_path", "text", "n_terms"]
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Document)
-class DocumentAdmin(ReadOnly):
+class DocumentAdmin(ReadOnlyAdmin):
     list_display = ["title", "path", "doc_type", "audience", "version", "updated", "chunk_count", "ingested_at"]
     list_filter = ["doc_type", "audience"]
     search_fields = ["title", "path", "body"]
@@ -56,7 +39,7 @@ class DocumentAdmin(ReadOnly):
 
 
 @admin.register(Chunk)
-class ChunkAdmin(ReadOnly):
+class ChunkAdmin(ReadOnlyAdmin):
     list_display = ["section_path", "document", "ordinal", "audience", "n_terms"]
     list_filter = ["audience", "document__doc_type"]
     search_fields = ["section_path", "text"]
@@ -65,5 +48,5 @@ class ChunkAdmin(ReadOnly):
 
 
 @admin.register(IndexMeta)
-class IndexMetaAdmin(ReadOnly):
+class IndexMetaAdmin(ReadOnlyAdmin):
     list_display = ["signature", "n_chunks", "avg_terms", "refusal_threshold", "judge_threshold", "updated_at"]

@@ -102,6 +102,17 @@ def _row_hit(row) -> Hit:
 _HIT_COLUMNS = "c.id, d.id, d.title, d.path, c.section_path, c.text, c.audience"
 
 
+def _ranked(rows, channel: str) -> list[Hit]:
+    """Rows of (_HIT_COLUMNS…, score) in rank order → hits carrying that channel's rank and score."""
+    hits = []
+    for rank, row in enumerate(rows, start=1):
+        hit = _row_hit(row)
+        setattr(hit, f"{channel}_rank", rank)
+        setattr(hit, f"{channel}_score", float(row[7]))
+        hits.append(hit)
+    return hits
+
+
 def vector_channel(qvec, audiences: list[str], limit: int) -> list[Hit]:
     literal = _vector_literal(qvec)
     with connection.cursor() as cur:
@@ -111,13 +122,7 @@ def vector_channel(qvec, audiences: list[str], limit: int) -> list[Hit]:
             "ORDER BY c.embedding <=> %s::vector LIMIT %s",
             [literal, audiences, literal, limit],
         )
-        rows = cur.fetchall()
-    hits = []
-    for rank, row in enumerate(rows, start=1):
-        hit = _row_hit(row)
-        hit.vector_rank, hit.vector_score = rank, float(row[7])
-        hits.append(hit)
-    return hits
+        return _ranked(cur.fetchall(), "vector")
 
 
 # Two phases, as search engines do. Candidates: chunks scored on the query's selective terms
@@ -181,13 +186,7 @@ def lexical_channel(terms: list[str], meta: IndexMeta, audiences: list[str], lim
     }
     with connection.cursor() as cur:
         cur.execute(BM25_SQL.format(columns=_HIT_COLUMNS), params)
-        rows = cur.fetchall()
-    hits = []
-    for rank, row in enumerate(rows, start=1):
-        hit = _row_hit(row)
-        hit.lexical_rank, hit.lexical_score = rank, float(row[7])
-        hits.append(hit)
-    return hits
+        return _ranked(cur.fetchall(), "lexical")
 
 
 def rrf_fuse(rankings: dict[str, list[Hit]], weights: dict[str, float], k: int) -> list[Hit]:

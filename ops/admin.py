@@ -1,5 +1,7 @@
 from django.contrib import admin, messages
 
+from storemind.admin_base import ReadOnlyAdmin, ReadOnlyInline
+
 from .models import (
     ApiToken,
     Inventory,
@@ -30,28 +32,9 @@ class ProductAdmin(admin.ModelAdmin):
     search_fields = ["sku", "name"]
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Orders come from POS terminals only; admin shows them and never edits them."""
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-class OrderLineInline(admin.TabularInline):
+class OrderLineInline(ReadOnlyInline):
     model = OrderLine
     fields = ["product", "qty", "unit_price", "amount"]
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Order)

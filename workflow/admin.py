@@ -5,6 +5,7 @@ from django.db.models import Case, IntegerField, Value, When
 from django.utils.html import format_html, format_html_join
 
 from ops.selectors import stores_for_user
+from storemind.admin_base import ReadOnlyAdmin, ReadOnlyInline
 
 from .models import AuditLog, Proposal, RestockLine, RestockRequest, Ticket
 from .services import proposals_decide_many
@@ -80,14 +81,9 @@ class ProposalAdmin(StoreScopedAdmin):
         self._decide(request, queryset, "reject")
 
 
-class RestockLineInline(admin.TabularInline):
+class RestockLineInline(ReadOnlyInline):
     model = RestockLine
-    readonly_fields = ["product", "quantity", "unit", "reason"]
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
+    fields = ["product", "quantity", "unit", "reason"]
 
 
 @admin.register(RestockRequest)
@@ -113,7 +109,7 @@ class TicketAdmin(StoreScopedAdmin):
 
 
 @admin.register(AuditLog)
-class AuditLogAdmin(admin.ModelAdmin):
+class AuditLogAdmin(ReadOnlyAdmin):
     """Read-only for everyone, superusers included."""
 
     list_display = ["created_at", "actor_username", "action", "target_repr", "store", "request_id"]
@@ -123,12 +119,3 @@ class AuditLogAdmin(admin.ModelAdmin):
     def get_queryset(self, request):
         qs = super().get_queryset(request).select_related("store")
         return qs if request.user.is_superuser else qs.filter(store__in=stores_for_user(request.user))
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
