@@ -114,3 +114,14 @@ def test_csrf_is_enforced():
     assert c.post("/", {"query": "会员卡能跨店用吗"}).status_code == 403
     page = c.get("/").content.decode()
     assert 'hx-headers=\'{"X-CSRFToken": "' in page  # htmx sends the token with every request
+
+
+def test_async_mode_polls_the_task_until_the_turn_arrives(staff_client):
+    pending = staff_client.post("/", {"query": "会员卡能跨店用吗", "async": "1"}, **HX).content.decode()
+    assert "后台处理中" in pending and 'hx-trigger="load delay:1s"' in pending
+    task_url = pending.split('hx-get="')[1].split('"')[0]
+    turn = staff_client.get(task_url, **HX).content.decode()  # eager here; with Redis the first polls return pending
+    assert 'class="turn"' in turn and 'data-intent="policy"' in turn
+    other = Client()
+    other.force_login(make_user("poll_intruder", role="staff"))
+    assert other.get(task_url, **HX).status_code == 404

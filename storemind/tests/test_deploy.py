@@ -37,3 +37,13 @@ def test_every_app_env_var_is_read_by_settings():
 
 def test_health_endpoint(client, db):
     assert client.get("/health").json() == {"status": "ok", "database": "postgresql"}
+
+
+def test_openapi_schema_generates_without_errors_or_warnings(db):
+    import io
+
+    from django.core.management import call_command
+
+    err = io.StringIO()
+    call_command("spectacular", "--file", "/dev/null", "--fail-on-warn", stderr=err)
+    assert "Error" not in err.getvalue()

@@ -33,7 +33,8 @@ class ProposalsView(APIView):
     def get_throttles(self):
         return super().get_throttles() if self.request.method == "POST" else []
 
-    @extend_schema(summary="提案列表（本人所属门店）", parameters=[OpenApiParameter("status", str), OpenApiParameter("kind", str)])
+    @extend_schema(summary="提案列表（本人所属门店）", parameters=[OpenApiParameter("status", str), OpenApiParameter("kind", str)],
+                   responses=dict)
     def get(self, request):
         qs = proposals_visible(request.user)
         for field, choices in (("status", Proposal.Status.values), ("kind", Proposal.Kind.values)):
@@ -70,7 +71,8 @@ class ProposalRejectView(APIView):
 class AuditView(APIView):
     """Read-only: there is no write method, for anyone."""
 
-    @extend_schema(summary="审计日志（店长）", parameters=[OpenApiParameter("action", str), OpenApiParameter("store", str), OpenApiParameter("actor", str)])
+    @extend_schema(summary="审计日志（店长）", parameters=[OpenApiParameter("action", str), OpenApiParameter("store", str), OpenApiParameter("actor", str)],
+                   responses=dict)
     def get(self, request):
         if user_role(request.user) != "manager":
             raise PermissionDenied("只有店长可以查看审计日志。")
