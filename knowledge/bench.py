@@ -9,9 +9,11 @@ embedded for real with the configured embedder.
 from __future__ import annotations
 
 import copy
+import json
 import random
 import re
 import time
+from pathlib import Path
 
 import numpy as np
 from django.conf import settings
@@ -110,8 +112,14 @@ def bench_retrieval(cmd, opts) -> dict:
     existing = Chunk.objects.count()
     load_s = None
     stale = Term.objects.filter(n_terms=0).exists()  # loaded before term lengths were stored
-    if existing != n_chunks or stale or (IndexMeta.objects.first() or IndexMeta(dimension=0)).dimension != embedder.dimension:
+    record = Path(settings.BASE_DIR) / "var" / "bench" / f"retrieval_load_{n_chunks}.json"
+    if opts.get("reload") or existing != n_chunks or stale or (IndexMeta.objects.first() or IndexMeta(dimension=0)).dimension != embedder.dimension:
         load_s = _load_synthetic(cmd, n_chunks, embedder.dimension, vocabulary)
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"chunks": n_chunks, "seconds": load_s}))
+    elif record.exists():
+        # The synthetic corpus is reused between runs; its load throughput was measured when it was built.
+        load_s = json.loads(record.read_text())["seconds"]
     elif not TermStat.objects.exists():
         refresh_index_stats(IndexMeta.objects.first())
     meta = index_meta()
@@ -166,7 +174,7 @@ def bench_retrieval(cmd, opts) -> dict:
         f"bench retrieval: {figures['chunks']:,} chunks · p50/p95 ms: embed {figures['embed_query_p50_ms']}/{figures['embed_query_p95_ms']} · "
         f"vector {figures['vector_p50_ms']}/{figures['vector_p95_ms']} · lexical {figures['lexical_p50_ms']}/{figures['lexical_p95_ms']} · "
         f"fusion {figures['fusion_p50_ms']} · retrieval (excl. embedding) {figures['retrieval_p50_ms']}/{figures['retrieval_p95_ms']} · "
-        f"bulk ingest {figures['ingest_chunks_per_s'] or 'n/a (reused)'} chunks/s · HNSW used: {'yes' if hnsw_used else 'NO'} · "
+        f"bulk ingest (COPY + HNSW build) {figures['ingest_chunks_per_s'] or 'n/a: run with --reload'} chunks/s · HNSW used: {'yes' if hnsw_used else 'NO'} · "
         f"unchanged re-ingest {figures['reingest_unchanged_s']} s · embedding {figures['embed_chunks_per_s']} chunks/s"
     )
     return figures

@@ -133,7 +133,7 @@ def vector_channel(qvec, audiences: list[str], limit: int) -> list[Hit]:
 # the size of ours every term is selective and the ranking is exact.
 RARE_DF_FRACTION = 0.01
 MIN_RARE_DF = 50
-CANDIDATE_POOL = 200
+CANDIDATE_POOL = 100
 _TF = "t.tf * (%(k1)s::float8 + 1) / (t.tf + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * t.n_terms / %(avgdl)s::float8))"
 
 BM25_SQL = f"""

@@ -199,7 +199,7 @@ SM_RRF_K = env_int("SM_RRF_K", 5)
 SM_RRF_VECTOR_WEIGHT = env_float("SM_RRF_VECTOR_WEIGHT", 1.0)
 SM_RRF_LEXICAL_WEIGHT = env_float("SM_RRF_LEXICAL_WEIGHT", 0.3)
 SM_TITLE_BOOST = env_float("SM_TITLE_BOOST", 0.6)
-SM_RETRIEVAL_CANDIDATES = env_int("SM_RETRIEVAL_CANDIDATES", 30)
+SM_RETRIEVAL_CANDIDATES = env_int("SM_RETRIEVAL_CANDIDATES", 20)
 SM_RERANKER = env("SM_RERANKER", "knowledge.selectors.title_boost_rerank")
 # Produced by `manage.py eval calibrate` with the e5 embedder on this corpus (answerable
 # min 0.862 vs far-from-domain max 0.860); a calibration stored in the index metadata wins.

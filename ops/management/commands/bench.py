@@ -27,6 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("--days", type=int, default=365, help="ops: days of history the orders spread over")
         parser.add_argument("--queries", type=int, default=200, help="how many timed queries")
         parser.add_argument("--chunks", type=int, default=100_000, help="retrieval: synthetic chunks")
+        parser.add_argument("--reload", action="store_true", help="retrieval: rebuild the synthetic corpus even if present")
 
     def handle(self, *args, **opts):
         figures = import_string(TARGETS[opts["target"]])(self, opts)
