@@ -24,7 +24,7 @@ from django.core.exceptions import ValidationError
 from django.db import connections
 
 from knowledge.selectors import IndexNotReady, SearchResult, nearest_section_titles, search, visible_audiences
-from knowledge.text import overlap_ratio, query_terms, tokenize
+from knowledge.text import overlap_ratio, query_terms
 from ops.tools import ToolResult, local_today, run_tool
 
 from . import compose
@@ -337,7 +337,7 @@ def refuse(state: AgentState, layer: str, reason: str) -> None:
 def compose_answer(state: AgentState) -> None:
     with state.trace.step("answer") as detail:
         policy_hits = []
-        if state.chosen is not None and state.chosen.enough or (state.chosen is not None and state.route.intent == BOTH and not state.refused):
+        if state.chosen is not None and (state.chosen.enough or state.route.intent == BOTH):
             policy_hits = compose.select_citation_hits(state.chosen.hits)
         state.sources = compose.number_sources(policy_hits, state.tool_result)
         terms = query_terms(state.resolved_query)
@@ -465,4 +465,4 @@ def answer_question(question: str, *, user, previous: dict | None = None, histor
     return result, state
 
 
-__all__ = ["answer_question", "AgentState", "AgentResult", "tokenize"]
+__all__ = ["answer_question", "AgentState", "AgentResult"]

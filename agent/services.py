@@ -64,7 +64,7 @@ def chat_ask(*, user, query, thread_id: str | None = None) -> tuple[AgentResult,
         if not conv.title:
             conv.title = query[:80]
         conv.save(update_fields=["title", "updated_at"])
-        if result.refused and result.intent != "out_of_scope" or (result.refused and state.refusal_layer):
+        if result.refused and state.refusal_layer:  # router, retrieval gate or judge; not a system error
             top = max((s["detail"].get("best_vector_score", 0) for s in result.trace if s["step"] == "retrieval_gate"), default=None)
             UnansweredQuestion.objects.create(
                 question=query, user=user, message=reply, source=UnansweredQuestion.Source.REFUSAL,
