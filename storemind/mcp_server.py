@@ -219,6 +219,20 @@ def user_from_token(header: str | None):
         return None
 
 
+def _has_role(user, tool_name: str) -> bool:
+    """Every MCP tool needs the staff or manager role; a refusal is audited like any denial."""
+    from django.db import transaction
+
+    from ops.selectors import user_role
+    from workflow.services import audit_record
+
+    if user_role(user):
+        return True
+    with transaction.atomic():
+        audit_record(actor=user, action="permission_denied", after={"attempt": f"mcp:{tool_name}", "reason": "no staff/manager role"})
+    return False
+
+
 def _sync(fn, *args):
     """Run Django ORM work in a worker thread with fresh connections."""
 
@@ -264,6 +278,8 @@ def build_server(*, fixed_user=None) -> Server:
             where = "/".join(str(p) for p in exc.absolute_path) or "arguments"
             raise MCPError(types.INVALID_PARAMS, f"{params.name} 的参数不正确（{where}）：{exc.message}") from None
         user = await identity(ctx)
+        if not await _sync(_has_role, user, params.name):
+            return _error_result("这个账号没有 staff 或 manager 角色，不能使用 StoreMind 的工具；请联系店长分配角色。", denied=True)
         try:
             text, structured = await _sync(tool.run, user, args)
         except MCPError:

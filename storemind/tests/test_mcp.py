@@ -40,8 +40,8 @@ def world(django_db_setup, django_db_blocker):
     with django_db_blocker.unblock():
         User = get_user_model()
         users = {}
-        for name, role in (("mcp_staff", "staff"), ("mcp_manager", "manager")):
-            users[role] = User.objects.filter(username=name).first() or make_user(name, role=role, stores=["GZ-TH"])
+        for name, role in (("mcp_staff", "staff"), ("mcp_manager", "manager"), ("mcp_norole", None)):
+            users[role or "none"] = User.objects.filter(username=name).first() or make_user(name, role=role, stores=["GZ-TH"])
         mine = Proposal.objects.filter(proposed_by__in=users.values())
         RestockRequest.objects.filter(proposal__in=mine).delete()
         Ticket.objects.filter(proposal__in=mine).delete()
@@ -224,3 +224,17 @@ def test_streamable_http_transport_with_the_sdk_client(http_server, world, djang
             return await exercise(session, world)
 
     check(anyio.run(main), world, django_db_blocker)
+
+
+def test_a_user_without_a_role_is_denied_and_audited(world, django_db_blocker):
+    from workflow.models import AuditLog
+
+    async def main():
+        async with stdio_client(stdio_params(world, user="mcp_norole")) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return await session.call_tool("list_stores", {})
+
+    result = anyio.run(main)
+    assert result.is_error and "角色" in result.content[0].text
+    with django_db_blocker.unblock():
+        assert AuditLog.objects.filter(actor_username="mcp_norole", action="permission_denied").exists()
