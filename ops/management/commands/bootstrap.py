@@ -9,7 +9,7 @@ from ops.services import demo_users_ensure, roles_ensure
 
 
 class Command(BaseCommand):
-    help = "Prepare a working StoreMind: migrate, create roles (and demo users when SM_DEMO=1), seed ops data, ingest the corpus."
+    help = "Prepare a working StoreMind: migrate, create roles, ingest the corpus; with SM_DEMO=1 also demo users and demo ops data."
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default="http://127.0.0.1:8000")
@@ -17,10 +17,13 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         call_command("migrate", interactive=False, verbosity=0)
         roles_ensure()
-        if not seed.has_ops_data():
+        if seed.has_ops_data():
+            self.stdout.write("ops data present: not seeding again.")
+        elif settings.SM_DEMO:
             call_command("seed_ops", verbosity=opts["verbosity"], stdout=self.stdout, stderr=self.stderr)
         else:
-            self.stdout.write("ops data present: not seeding again.")
+            # Production starts empty: POS terminals push real orders; demo orders would pollute reports.
+            self.stdout.write("SM_DEMO is off: not seeding demo ops data (run `manage.py seed_ops` to add it).")
         if "knowledge" in settings.INSTALLED_APPS and _has_command("ingest"):
             call_command("ingest", stdout=self.stdout, stderr=self.stderr)
         lines = []
