@@ -109,3 +109,15 @@ def test_orders_are_read_only_in_admin(admin_client):
     assert page.status_code == 200 and b'name="_save"' not in page.content
     assert admin_client.post(f"/admin/ops/order/{order.pk}/delete/", {"post": "yes"}).status_code == 403
     assert Order.objects.filter(pk=order.pk).exists()
+
+
+def test_bootstrap_without_demo_never_invents_sales(settings):
+    settings.SM_DEMO = False
+    with connection.cursor() as cur:  # an empty production database, inside this test's transaction
+        cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cur.execute("TRUNCATE workflow_auditlog, workflow_restockline, workflow_restockrequest, workflow_ticket, workflow_proposal, "
+                    "ops_apitoken, ops_inventoryadjustment, ops_storedvaluetxn, ops_storedvalueaccount, ops_orderline, ops_order, "
+                    "ops_inventory, ops_member, ops_product, ops_store_members, ops_store CASCADE")
+    out = io.StringIO()
+    call_command("bootstrap", stdout=out, stderr=io.StringIO())
+    assert Order.objects.count() == 0 and "not seeding demo ops data" in out.getvalue()
