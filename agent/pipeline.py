@@ -96,11 +96,14 @@ class AgentState:
     proposal: dict | None = None
     clarify: bool = False
     audiences: list[str] = field(default_factory=list)
+    refusal_threshold: float = 0.0
+    judge_threshold: float = 0.0
 
     def __post_init__(self):
-        # Resolved once, here: the guard threads use their own connections and must not
-        # look the user's role up again.
+        # Resolved once per question, here: the guard threads use their own connections and
+        # must not look the user's role up again; the judge runs up to three times.
         self.audiences = self.audiences or visible_audiences(self.user)
+        self.refusal_threshold, self.judge_threshold = thresholds()
 
 
 @dataclass
@@ -229,7 +232,7 @@ def _hits_detail(result: SearchResult) -> list[dict]:
 
 def retrieval_gate(state: AgentState, result: SearchResult) -> bool:
     """Refusal layer 1: far-from-domain questions score low against every chunk."""
-    refusal_threshold, _ = thresholds()
+    refusal_threshold = state.refusal_threshold
     best = max((h.vector_score or 0.0 for h in result.vector_ranking[:1]), default=0.0)
     with state.trace.step("retrieval_gate", best_vector_score=round(best, 4), threshold=round(refusal_threshold, 4)) as detail:
         passed = best >= refusal_threshold
@@ -239,7 +242,7 @@ def retrieval_gate(state: AgentState, result: SearchResult) -> bool:
 
 def judge(state: AgentState, rnd: Round) -> None:
     """Is this round's evidence enough? Rules first, the LLM or a calibrated threshold in the grey zone."""
-    _, judge_threshold = thresholds()
+    judge_threshold = state.judge_threshold
     with state.trace.step("judge", attempt=rnd.attempt) as detail:
         top = rnd.hits[0] if rnd.hits else None
         if top is None:

@@ -111,11 +111,11 @@ def test_judge_rule_layer_enough_and_not_enough(staff):
 def test_judge_grey_zone_threshold_and_llm(staff, settings, fake_http):
     state = state_for("满减券和折扣券能叠加吗", staff)
     grey = [_hit("满减券的门槛按原价计算。", path="活动核销规则 > 满减门槛的计算", vector_score=0.6)]
-    settings.SM_JUDGE_THRESHOLD = 0.5
+    state.judge_threshold = 0.5  # read once per question when the state is made
     rnd = _round(grey)
     judge(state, rnd)
     assert rnd.layer == "threshold" and rnd.enough
-    settings.SM_JUDGE_THRESHOLD = 0.7
+    state.judge_threshold = 0.7
     rnd = _round(grey)
     judge(state, rnd)
     assert rnd.layer == "threshold" and not rnd.enough

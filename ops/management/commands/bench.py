@@ -3,35 +3,21 @@
 Each target lives in its app (`ops/bench.py`, …) and runs against a separate database
 (<name>_bench) so benchmarks never pollute real data.
 """
-from __future__ import annotations
-
-import json
-
-from django.core.management.base import BaseCommand
-from django.utils.module_loading import import_string
-
-TARGETS = {
-    "ops": "ops.bench.bench_ops",
-    "retrieval": "knowledge.bench.bench_retrieval",
-    "workflow": "workflow.bench.bench_workflow",
-}
+from storemind.commands import TargetCommand
 
 
-class Command(BaseCommand):
+class Command(TargetCommand):
     help = "Benchmarks: ops (query tools and POS ingest at 1M orders), retrieval, workflow."
+    targets = {
+        "ops": "ops.bench.bench_ops",
+        "retrieval": "knowledge.bench.bench_retrieval",
+        "workflow": "workflow.bench.bench_workflow",
+    }
 
     def add_arguments(self, parser):
-        parser.add_argument("target", choices=sorted(TARGETS))
-        parser.add_argument("--json", dest="json_path", help="write the figures to this file")
+        super().add_arguments(parser)
         parser.add_argument("--orders", type=int, default=1_000_000, help="ops: orders to seed in the bench database")
         parser.add_argument("--days", type=int, default=365, help="ops: days of history the orders spread over")
         parser.add_argument("--queries", type=int, default=200, help="how many timed queries")
         parser.add_argument("--chunks", type=int, default=100_000, help="retrieval: synthetic chunks")
         parser.add_argument("--reload", action="store_true", help="retrieval: rebuild the synthetic corpus even if present")
-
-    def handle(self, *args, **opts):
-        figures = import_string(TARGETS[opts["target"]])(self, opts)
-        if opts["json_path"]:
-            with open(opts["json_path"], "w") as fh:
-                json.dump(figures, fh, ensure_ascii=False, indent=2)
-            self.stdout.write(f"wrote {opts['json_path']}")
