@@ -2,9 +2,13 @@
 API, the chat page, Celery and MCP."""
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+
+from ops.validation import text_problem
 
 from .models import Conversation, Message, UnansweredQuestion
 from .pipeline import AgentResult, answer_question
@@ -15,6 +19,8 @@ HISTORY_TURNS = 6
 def validate_query(query) -> str:
     if not isinstance(query, str):
         raise ValidationError({"query": ["query 必须是字符串。"]})
+    if problem := text_problem(query):
+        raise ValidationError({"query": [f"问题{problem}"]})
     if not query.strip():
         raise ValidationError({"query": ["问题不能为空。"]})
     if len(query) > settings.SM_MAX_QUERY_CHARS:
@@ -22,17 +28,44 @@ def validate_query(query) -> str:
     return query.strip()
 
 
-def conversation_for(*, user, thread_id: str | None) -> Conversation:
-    if thread_id:
-        conv = Conversation.objects.filter(thread_id=thread_id).first()
-        if conv is not None and conv.user_id != user.pk:
-            raise PermissionDenied("这个会话属于其他用户。")
-        if conv is not None:
-            return conv
-        if len(str(thread_id)) > 64:
-            raise ValidationError({"thread_id": ["thread_id 最长 64 个字符。"]})
-        return Conversation.objects.create(thread_id=thread_id, user=user)
-    return Conversation.objects.create(user=user)
+def validate_thread_id(thread_id) -> str | None:
+    if thread_id is None or thread_id == "":
+        return None
+    if not isinstance(thread_id, str):
+        raise ValidationError({"thread_id": ["thread_id 必须是字符串或 null。"]})
+    if len(thread_id) > 64:
+        raise ValidationError({"thread_id": ["thread_id 最长 64 个字符。"]})
+    if problem := text_problem(thread_id):
+        raise ValidationError({"thread_id": [problem]})
+    return thread_id
+
+
+def conversation_for(*, user, thread_id: str | None) -> Conversation | None:
+    """The user's existing conversation for this thread id, or None when the thread is new:
+    a new conversation is only written together with its first answered turn, so a
+    rejected or failed question leaves no empty conversation behind."""
+    thread_id = validate_thread_id(thread_id)
+    if not thread_id:
+        return None
+    conv = Conversation.objects.filter(thread_id=thread_id).first()
+    if conv is not None and conv.user_id != user.pk:
+        raise PermissionDenied("这个会话属于其他用户。")
+    return conv
+
+
+def thread_for(*, user, thread_id: str | None) -> str:
+    """The thread id a question will be stored under (existing, requested or a new one)."""
+    conv = conversation_for(user=user, thread_id=thread_id)
+    return conv.thread_id if conv else (validate_thread_id(thread_id) or str(uuid.uuid4()))
+
+
+def _conversation_get_or_create(*, user, thread_id: str) -> Conversation:
+    """Inside the turn's transaction. Concurrent first questions in one new thread: the
+    unique thread_id decides, the others read the winner's row (get_or_create retries)."""
+    conv, _ = Conversation.objects.get_or_create(thread_id=thread_id, defaults={"user": user})
+    if conv.user_id != user.pk:
+        raise PermissionDenied("这个会话属于其他用户。")
+    return conv
 
 
 def _history(conv: Conversation) -> tuple[dict, list[tuple[str, str]]]:
@@ -52,9 +85,12 @@ def chat_ask(*, user, query, thread_id: str | None = None) -> tuple[AgentResult,
     """Answer one question in a thread and store both turns with the trace."""
     query = validate_query(query)
     conv = conversation_for(user=user, thread_id=thread_id)
-    previous, history = _history(conv)
+    thread_id = conv.thread_id if conv else (validate_thread_id(thread_id) or str(uuid.uuid4()))
+    previous, history = _history(conv) if conv else ({}, [])
     result, state = answer_question(query, user=user, previous=previous, history=history)
     with transaction.atomic():
+        if conv is None:
+            conv = _conversation_get_or_create(user=user, thread_id=thread_id)
         Message.objects.create(conversation=conv, role=Message.Role.USER, content=query)
         reply = Message.objects.create(
             conversation=conv, role=Message.Role.ASSISTANT, content=result.answer, intent=result.intent,

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from .models import Conversation, Message
-from .services import chat_ask, conversation_for, feedback_submit, validate_query
+from .services import chat_ask, feedback_submit, thread_for, validate_query
 from .tasks import ask_task
 
 log = logging.getLogger(__name__)
@@ -51,10 +51,10 @@ def chat(request):
         try:
             if request.POST.get("async") == "1":
                 validate_query(query)
-                conv = conversation_for(user=user, thread_id=thread_id)
-                task = ask_task.delay(user.pk, query, conv.thread_id)
-                return render(request, "htmx/pending.html", {"task_id": task.id, "query": query, "thread_id": conv.thread_id,
-                                                             "oob_thread": thread_id != conv.thread_id})
+                thread = thread_for(user=user, thread_id=thread_id)
+                task = ask_task.delay(user.pk, query, thread)
+                return render(request, "htmx/pending.html", {"task_id": task.id, "query": query, "thread_id": thread,
+                                                             "oob_thread": thread_id != thread})
             result, conv, reply = chat_ask(user=user, query=query, thread_id=thread_id)
         except (ValidationError, PermissionDenied) as exc:
             return _error(request, _message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)

@@ -11,18 +11,18 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from .errors import Conflict
 from .models import ApiToken, Inventory, InventoryAdjustment, Member, Order, OrderLine, Product, Store
 from .selectors import stores_for_user
+from .validation import find_bad_text, money_problem, parse_timestamp, qty_problem, unknown_fields
 
 CENT = Decimal("0.01")
 MAX_LINES_PER_ORDER = 200
@@ -55,17 +55,16 @@ def writable_stores(*, user, token: ApiToken | None) -> list[Store]:
     return stores_for_user(user)
 
 
+ORDER_FIELDS = frozenset({"store", "external_id", "created_at", "channel", "status", "member", "lines", "total"})
+LINE_FIELDS = frozenset({"sku", "qty", "unit_price", "amount"})
+ADJUSTMENT_FIELDS = frozenset({"store", "sku", "delta", "reason", "external_id", "note"})
+
+
 def _decimal(value, path: str, errors: dict) -> Decimal | None:
-    try:
-        if isinstance(value, bool) or value is None or value == "":
-            raise InvalidOperation
-        d = Decimal(str(value))
-        if not d.is_finite():
-            raise InvalidOperation
-        return d
-    except (InvalidOperation, ValueError):
-        errors.setdefault(path, []).append("必须是数字。")
-        return None
+    d, problem = money_problem(value)
+    if problem:
+        errors.setdefault(path, []).append(problem)
+    return d
 
 
 def _fingerprint(o: dict) -> str:
@@ -75,6 +74,10 @@ def _fingerprint(o: dict) -> str:
 def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | None:
     if not isinstance(raw, dict):
         errors[prefix.rstrip(".") or "non_field_errors"] = ["每个订单必须是 JSON 对象。"]
+        return None
+    bad = find_bad_text(raw, prefix.rstrip("."))
+    if bad:
+        errors[bad[0]] = [bad[1]]
         return None
     before = len(errors)
 
@@ -99,10 +102,9 @@ def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | Non
         external_id = None
 
     created_at = None
-    raw_created = raw.get("created_at")
-    parsed = parse_datetime(raw_created) if isinstance(raw_created, str) else None
+    parsed, problem = parse_timestamp(raw.get("created_at"))
     if parsed is None:
-        errors[prefix + "created_at"] = ["必须是 ISO 8601 时间，如 2026-11-20T21:15:00+08:00。"]
+        errors[prefix + "created_at"] = [problem]
     else:
         if timezone.is_naive(parsed):
             parsed = parsed.replace(tzinfo=ZoneInfo(store.timezone if store else "Asia/Shanghai"))
@@ -138,12 +140,14 @@ def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | Non
         if not isinstance(line, dict):
             errors[lp.rstrip(".")] = ["每行必须是 JSON 对象。"]
             continue
+        if extra := unknown_fields(line, LINE_FIELDS):
+            errors[lp + "non_field_errors"] = [f"不认识的字段：{'、'.join(extra)}。"]
         product = ctx["products"].get(str(line.get("sku")))
         if product is None:
             errors[lp + "sku"] = [f"没有 SKU「{line.get('sku')}」的商品。"]
         qty = line.get("qty")
-        if isinstance(qty, bool) or not isinstance(qty, int) or qty <= 0:
-            errors[lp + "qty"] = ["必须是正整数。"]
+        if problem := qty_problem(qty):
+            errors[lp + "qty"] = [problem]
             qty = None
         unit_price = _decimal(line.get("unit_price"), lp + "unit_price", errors)
         if unit_price is not None and unit_price < 0:
@@ -158,9 +162,8 @@ def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | Non
     total = _decimal(raw.get("total"), prefix + "total", errors)
     if total is not None and not errors.get(prefix + "lines") and abs(total - line_sum) > CENT and len(lines) == len(raw_lines):
         errors[prefix + "total"] = [f"订单金额 {total} 与明细合计 {line_sum.quantize(CENT)} 不一致。"]
-    unknown = set(raw) - {"store", "external_id", "created_at", "channel", "status", "member", "lines", "total"}
-    if unknown:
-        errors[prefix + "non_field_errors"] = [f"不认识的字段：{'、'.join(sorted(unknown))}。"]
+    if unknown := unknown_fields(raw, ORDER_FIELDS):
+        errors[prefix + "non_field_errors"] = [f"不认识的字段：{'、'.join(unknown)}。"]
     if len(errors) > before:
         return None
     payload = {
@@ -188,6 +191,10 @@ def orders_ingest(*, orders: list[dict], user, token: ApiToken | None = None, ba
         raise ValidationError({"orders": ["至少要有一个订单。"]})
     if len(orders) > settings.SM_POS_MAX_BATCH:
         raise ValidationError({"orders": [f"一批最多 {settings.SM_POS_MAX_BATCH} 个订单，收到 {len(orders)} 个。"]})
+    # Before any lookup: a NUL byte in a SKU or member number would reach PostgreSQL.
+    bad = find_bad_text(orders, "orders") if batch else find_bad_text(orders[0])
+    if bad:
+        raise ValidationError({bad[0]: [bad[1]]})
     writable = writable_stores(user=user, token=token)
     if not writable:
         raise PermissionDenied("这个账号没有分配门店，不能写入订单。")
@@ -288,31 +295,42 @@ class AdjustmentResult:
     replayed: bool
 
 
-@transaction.atomic
 def inventory_adjust(*, data: dict, user, token: ApiToken | None = None) -> AdjustmentResult:
-    """Apply one inventory adjustment, idempotent by (store, external_id)."""
-    errors: dict[str, list[str]] = {}
-    writable = writable_stores(user=user, token=token)
-    store = None
-    key = data.get("store") if isinstance(data, dict) else None
+    """Apply one inventory adjustment, idempotent by (store, external_id).
+
+    Concurrent identical requests: one creates, the others return it as a replay (or a
+    Conflict when the payload differs); the unique constraint decides, never a 500.
+    """
     if not isinstance(data, dict):
         raise ValidationError({"non_field_errors": ["请求体必须是 JSON 对象。"]})
+    bad = find_bad_text(data)
+    if bad:
+        raise ValidationError({bad[0]: [bad[1]]})
+    errors: dict[str, list[str]] = {}
+    if extra := unknown_fields(data, ADJUSTMENT_FIELDS):
+        errors["non_field_errors"] = [f"不认识的字段：{'、'.join(extra)}。"]
+    writable = writable_stores(user=user, token=token)
+    key = data.get("store")
+    store = None
     if key in (None, "") and token is not None and token.store_id:
         store = token.store
+    elif not isinstance(key, (str, type(None))):
+        errors["store"] = ["门店必须是字符串。"]
     else:
         store = Store.objects.filter(Q(code=key) | Q(name=key)).first() if key else None
         if store is None:
             errors["store"] = [f"没有门店「{key}」。" if key else "必须指明门店。"]
         elif store not in writable:
             errors["store"] = [f"这个令牌只能调整 {'、'.join(s.name for s in writable) or '（无门店）'} 的库存。"]
-    product = Product.objects.filter(sku=data.get("sku")).first() if data.get("sku") else None
+    sku = data.get("sku")
+    product = Product.objects.filter(sku=sku).first() if isinstance(sku, str) and sku else None
     if product is None:
-        errors["sku"] = [f"没有 SKU「{data.get('sku')}」的商品。" if data.get("sku") else "必须给出 SKU。"]
+        errors["sku"] = [f"没有 SKU「{sku}」的商品。" if sku else "必须给出 SKU。"]
     delta = data.get("delta")
-    if isinstance(delta, bool) or not isinstance(delta, int) or delta == 0 or abs(delta) > 100000:
-        errors["delta"] = ["必须是非零整数（正数入库，负数出库）。"]
+    if qty_problem(delta, allow_negative=True):
+        errors["delta"] = ["必须是非零整数（正数入库，负数出库），绝对值不超过 100000。"]
     reason = data.get("reason")
-    if reason not in InventoryAdjustment.Reason.values:
+    if not isinstance(reason, str) or reason not in InventoryAdjustment.Reason.values:
         errors["reason"] = [f"只能是：{'、'.join(InventoryAdjustment.Reason.values)}。"]
     external_id = data.get("external_id")
     if not isinstance(external_id, str) or not external_id.strip() or len(external_id) > 64:
@@ -322,14 +340,32 @@ def inventory_adjust(*, data: dict, user, token: ApiToken | None = None) -> Adju
         errors["note"] = ["备注最多 200 字。"]
     if errors:
         raise ValidationError(errors)
-    existing = InventoryAdjustment.objects.select_for_update().filter(store=store, external_id=external_id).first()
+    try:
+        return _adjust(store, product, external_id, delta, reason, note, user)
+    except IntegrityError:
+        # A concurrent request inserted this external_id first and has committed (the unique
+        # index waited for it): now it is a replay or a conflict.
+        return _adjust(store, product, external_id, delta, reason, note, user)
+
+
+def _replay_or_conflict(existing: InventoryAdjustment, product, delta, reason, note) -> AdjustmentResult:
+    same = (existing.product_id, existing.delta, existing.reason, existing.note) == (product.id, delta, reason, note)
+    if not same:
+        raise Conflict(f"调整单号 {existing.external_id} 已存在且内容不同。")
+    inv = Inventory.objects.get(store_id=existing.store_id, product_id=existing.product_id)
+    return AdjustmentResult(existing, inv, True)
+
+
+@transaction.atomic
+def _adjust(store, product, external_id, delta, reason, note, user) -> AdjustmentResult:
+    existing = InventoryAdjustment.objects.filter(store=store, external_id=external_id).first()
     if existing:
-        same = (existing.product_id, existing.delta, existing.reason, existing.note) == (product.id, delta, reason, note)
-        if not same:
-            raise Conflict(f"调整单号 {external_id} 已存在且内容不同。")
-        inv = Inventory.objects.get(store=store, product=product)
-        return AdjustmentResult(existing, inv, True)
+        return _replay_or_conflict(existing, product, delta, reason, note)
     inv, _ = Inventory.objects.select_for_update().get_or_create(store=store, product=product, defaults={"on_hand": 0, "safety_stock": 0})
+    # Holding the row lock, look again: a request that held it before us has committed by now.
+    existing = InventoryAdjustment.objects.filter(store=store, external_id=external_id).first()
+    if existing:
+        return _replay_or_conflict(existing, product, delta, reason, note)
     if inv.on_hand + delta < 0:
         raise ValidationError({"delta": [f"调整后库存为负（当前 {inv.on_hand}，调整 {delta}）。"]})
     adj = InventoryAdjustment.objects.create(

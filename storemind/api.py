@@ -1,23 +1,44 @@
-"""One place that maps service exceptions to HTTP for every API view.
+"""One place that maps exceptions to HTTP for every API view, and JSON errors for /api/.
 
 Services raise Django's ValidationError / PermissionDenied / ops.errors.Conflict;
-views never build error responses by hand.
+views never build error responses by hand. Every API error body is JSON with a
+`detail` (or field errors), whatever SM_DEBUG says: never the HTML debug page.
 """
 from __future__ import annotations
 
+import logging
+
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError
+from django.http import JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from ops.errors import Conflict, NotFound
 
+log = logging.getLogger("storemind.api")
+RETRY_AFTER_SECONDS = 5
+
 
 def _validation_detail(exc: DjangoValidationError):
     if hasattr(exc, "error_dict"):
         return {field: [str(m) for e in errs for m in e.messages] for field, errs in exc.error_dict.items()}
     return {"detail": [str(m) for m in exc.messages]}
+
+
+def is_database_outage(exc: BaseException) -> bool:
+    return isinstance(exc, (OperationalError, InterfaceError))
+
+
+def service_unavailable(detail: str, retry_after: int = RETRY_AFTER_SECONDS, **extra) -> JsonResponse:
+    response = JsonResponse({"detail": detail, **extra}, status=503, json_dumps_params={"ensure_ascii": False})
+    response["Retry-After"] = str(retry_after)
+    return response
+
+
+DATABASE_DOWN = "数据库暂时不可用，请稍后重试。"
 
 
 def exception_handler(exc, context):
@@ -31,7 +52,42 @@ def exception_handler(exc, context):
         return Response(body, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, NotFound):
         return Response({"detail": exc.message}, status=status.HTTP_404_NOT_FOUND)
-    return drf_exception_handler(exc, context)
+    if is_database_outage(exc):
+        from .middleware import restart_embedded_database
+
+        log.warning("database unavailable: %s", exc)
+        restart_embedded_database()
+        return Response({"detail": DATABASE_DOWN}, status=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+    response = drf_exception_handler(exc, context)
+    if response is None and isinstance(exc, IntegrityError):
+        # A race no service anticipated: the other request won; retrying sees its result.
+        log.warning("integrity error in %s: %s", context.get("view").__class__.__name__, exc)
+        return Response({"detail": "与同时提交的另一个请求冲突，请重试。"}, status=status.HTTP_409_CONFLICT)
+    if response is None and isinstance(exc, DatabaseError):
+        # A value PostgreSQL refused that validation should have caught: still JSON, and logged.
+        log.exception("database error in %s", context.get("view").__class__.__name__)
+        return Response({"detail": "请求无法处理：数据超出允许范围。"}, status=status.HTTP_400_BAD_REQUEST)
+    return response
 
 
-__all__ = ["exception_handler", "exceptions"]
+def json_error_response(request, status_code: int, detail: str) -> JsonResponse:
+    return JsonResponse({"detail": detail}, status=status_code, json_dumps_params={"ensure_ascii": False})
+
+
+def handler404(request, exception=None):
+    if request.path.startswith("/api/"):
+        return json_error_response(request, 404, "没有这个接口或资源。")
+    from django.views.defaults import page_not_found
+
+    return page_not_found(request, exception)
+
+
+def handler500(request):
+    if request.path.startswith("/api/"):
+        return json_error_response(request, 500, "服务器内部错误，请稍后重试。")
+    from django.views.defaults import server_error
+
+    return server_error(request)
+
+
+__all__ = ["exception_handler", "exceptions", "handler404", "handler500"]

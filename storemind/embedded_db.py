@@ -46,3 +46,20 @@ def _ensure_database(socket_dir: str, port: int) -> None:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def ensure_running(base_dir: Path) -> bool:
+    """Start the embedded server again when its postmaster is gone (killed, machine slept,
+    `pg_ctl stop`). Returns True when it had to be started. Development only."""
+    from pgserver.utils import PostmasterInfo
+
+    pgdata = (base_dir / "var" / "pgdata").resolve()
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    if info is not None and info.is_running():
+        return False
+    import pgserver
+
+    server = pgserver.get_server(pgdata, cleanup_mode=None)
+    with server._lock:  # pgserver's own file lock: one starter across processes
+        server.ensure_postgres_running()
+    return True

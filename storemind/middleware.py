@@ -1,10 +1,111 @@
-"""Request metadata for audit rows: a request id and the client address, per request."""
+"""Request-wide middleware: audit metadata, and the error contract.
+
+ErrorContractMiddleware is the outermost layer: anything under /api/ answers JSON (also a
+resolver 404 or a crash, with SM_DEBUG=1 or not); a database outage is a 503 with
+Retry-After everywhere, and the embedded development database is started again when its
+postmaster is gone. It never hides an error's cause from the log.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
 import uuid
 
+from django.conf import settings
+from django.core.signals import got_request_exception
+from django.http import HttpResponse
+
+from ops.validation import text_problem
 from workflow.services import request_meta
+
+from .api import DATABASE_DOWN, is_database_outage, json_error_response, service_unavailable
+
+log = logging.getLogger("storemind.errors")
+_restart_lock = threading.Lock()
+_last_restart = [0.0]
+JSON_PATHS = ("/api/", "/health", "/ready")
+_STATUS_TEXT = {
+    400: "请求不合法。", 401: "需要登录或 API 令牌。", 403: "没有权限。", 404: "没有这个接口或资源。",
+    405: "不支持这个请求方法。", 413: "请求体太大。", 415: "只接受 application/json。", 429: "请求太频繁，请稍后再试。",
+}
+
+
+def restart_embedded_database() -> bool:
+    """When the embedded server (DATABASE_URL unset) lost its postmaster, start it again,
+    at most once every few seconds. Returns True when it was (re)started."""
+    if getattr(settings, "DATABASE_URL", None):  # a managed database: not ours to start
+        return False
+    if time.monotonic() - _last_restart[0] < 3 or not _restart_lock.acquire(blocking=False):
+        return False
+    try:
+        _last_restart[0] = time.monotonic()
+        from .embedded_db import ensure_running
+
+        started = ensure_running(settings.BASE_DIR)
+        if started:
+            log.warning("embedded PostgreSQL was not running; started it again")
+        return started
+    except Exception:  # never turn a 503 into a 500
+        log.exception("could not restart the embedded PostgreSQL")
+        return False
+    finally:
+        _restart_lock.release()
+
+
+def _remember_exception(sender, request=None, **kwargs):
+    if request is not None:
+        request._sm_exception = sys.exc_info()[1]
+
+
+got_request_exception.connect(_remember_exception, dispatch_uid="storemind.remember_exception")
+
+
+class ErrorContractMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        api = request.path.startswith(JSON_PATHS)
+        if api:
+            for key, values in request.GET.lists():
+                for value in (key, *values):
+                    if problem := text_problem(value):
+                        return _field_error("query_parameters" if text_problem(key) else key, problem)
+        response = self.get_response(request)
+        exc = getattr(request, "_sm_exception", None)
+        if exc is not None and is_database_outage(exc):
+            log.warning("database unavailable: %s", exc)
+            restart_embedded_database()
+            if api:
+                return service_unavailable(DATABASE_DOWN)
+            page = HttpResponse("<!doctype html><meta charset=utf-8><title>稍后重试</title><p>数据库暂时不可用，请稍后刷新。</p>",
+                                status=503)
+            page["Retry-After"] = "5"
+            return page
+        if api and response.status_code >= 400 and not response.get("Content-Type", "").startswith("application/json"):
+            if response.status_code >= 500:
+                detail = "服务器内部错误，请稍后重试。"
+            else:
+                detail = _STATUS_TEXT.get(response.status_code, "请求不合法。")
+            converted = json_error_response(request, response.status_code, detail)
+            for header in ("Retry-After", "Allow", "WWW-Authenticate"):
+                if header in response:
+                    converted[header] = response[header]
+            return converted
+        return response
+
+
+def _field_error(field: str, problem: str):
+    from django.http import JsonResponse
+
+    return JsonResponse({field[:64] or "query": [problem]}, status=400, json_dumps_params={"ensure_ascii": False})
 
 
 class AuditContextMiddleware:
+    """Request metadata for audit rows: a request id and the client address, per request."""
+
     def __init__(self, get_response):
         self.get_response = get_response
 

@@ -17,3 +17,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]
+
+handler404 = "storemind.api.handler404"
+handler500 = "storemind.api.handler500"

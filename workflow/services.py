@@ -23,6 +23,7 @@ from django.utils import timezone
 from ops.errors import Conflict, NotFound
 from ops.models import Member, Order, Product, Store
 from ops.selectors import stores_for_user, user_role
+from ops.validation import reject_bad_text, reject_unknown
 
 from .models import AuditLog, Proposal, RestockLine, RestockRequest, Ticket
 
@@ -32,6 +33,9 @@ MAX_RESTOCK_LINES = 50
 MAX_RESTOCK_QTY = 10000
 TICKET_SEVERITIES = [s for s, _ in Ticket.Severity.choices]
 TICKET_CATEGORIES = ["酒水品质", "食品安全", "服务态度", "收银结账", "环境卫生", "会员储值", "其他"]
+RESTOCK_FIELDS = frozenset({"lines"})
+RESTOCK_LINE_FIELDS = frozenset({"sku", "product", "quantity", "unit", "reason"})
+TICKET_FIELDS = frozenset({"category", "severity", "description", "order", "member"})
 
 
 def audit_record(*, actor, action: str, target=None, store: Store | None = None, before=None, after=None) -> AuditLog:
@@ -56,6 +60,7 @@ def audit_record(*, actor, action: str, target=None, store: Store | None = None,
 
 def _clean_restock(payload: dict) -> dict:
     errors: dict[str, list[str]] = {}
+    reject_unknown(payload, RESTOCK_FIELDS, "payload")
     lines = payload.get("lines")
     if not isinstance(lines, list) or not lines:
         raise ValidationError({"payload.lines": ["补货至少要有一行：商品、数量、原因。"]})
@@ -66,6 +71,9 @@ def _clean_restock(payload: dict) -> dict:
         p = f"payload.lines[{i}]."
         if not isinstance(line, dict):
             errors[p.rstrip(".")] = ["每行必须是对象。"]
+            continue
+        if extra := sorted(set(map(str, line)) - RESTOCK_LINE_FIELDS):
+            errors[p.rstrip(".")] = [f"不认识的字段：{'、'.join(extra)}。"]
             continue
         key = str(line.get("sku") or line.get("product") or "")
         product = Product.objects.filter(sku=key).first() or Product.objects.filter(name=key).first()
@@ -90,6 +98,7 @@ def _clean_restock(payload: dict) -> dict:
 
 def _clean_ticket(payload: dict, store: Store) -> dict:
     errors: dict[str, list[str]] = {}
+    reject_unknown(payload, TICKET_FIELDS, "payload")
     category = payload.get("category")
     if category not in TICKET_CATEGORIES:
         errors["payload.category"] = [f"类别只能是：{'、'.join(TICKET_CATEGORIES)}。"]
@@ -140,12 +149,14 @@ def proposal_create(*, user, kind: str, store: Store | str, payload: dict, sourc
     if isinstance(store, str):
         from ops.selectors import UnknownStore, resolve_store
 
+        reject_bad_text(store, "store")
         try:
             store = resolve_store(store)
         except UnknownStore as exc:
             raise ValidationError({"store": exc.messages}) from None
     if not isinstance(payload, dict):
         raise ValidationError({"payload": ["payload 必须是对象。"]})
+    reject_bad_text(payload, "payload")
     if user_role(user) not in ("staff", "manager"):
         with transaction.atomic():
             audit_record(actor=user, action=AuditLog.Action.PERMISSION_DENIED, store=store,

@@ -1,4 +1,6 @@
 """Chat API: thin views over agent.services (and the Celery task for async)."""
+import re
+
 from celery.result import AsyncResult
 from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -6,9 +8,13 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ..services import chat_ask, validate_query
+from ops.validation import reject_unknown
+
+from ..services import chat_ask, validate_query, validate_thread_id
 from ..tasks import ask_task
 
+_TASK_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+CHAT_FIELDS = frozenset({"query", "thread_id", "async"})
 ChatIn = inline_serializer("ChatRequest", {
     "query": serializers.CharField(max_length=2000),
     "thread_id": serializers.CharField(required=False, allow_null=True),
@@ -25,11 +31,12 @@ ChatOut = inline_serializer("ChatResponse", {
 class ChatView(APIView):
     @extend_schema(summary="向门店助手提问（同步，或 async=true 时返回任务 ID）", request=ChatIn, responses={200: ChatOut, 202: dict})
     def post(self, request):
-        body = request.data if isinstance(request.data, dict) else {}
+        body = request.data
+        if not isinstance(body, dict):
+            raise ValidationError({"non_field_errors": ["请求体必须是 JSON 对象：{\"query\": \"...\"}。"]})
+        reject_unknown(body, CHAT_FIELDS)
         query = validate_query(body.get("query"))
-        thread_id = body.get("thread_id")
-        if thread_id is not None and not isinstance(thread_id, str):
-            raise ValidationError({"thread_id": ["thread_id 必须是字符串或 null。"]})
+        thread_id = validate_thread_id(body.get("thread_id"))
         run_async = body.get("async", False)
         if not isinstance(run_async, bool):
             raise ValidationError({"async": ["async 必须是 true 或 false。"]})
@@ -43,6 +50,8 @@ class ChatView(APIView):
 class ChatTaskView(APIView):
     @extend_schema(summary="异步提问的结果", responses=dict)
     def get(self, request, task_id: str):
+        if not _TASK_ID.fullmatch(task_id):
+            return Response({"detail": "没有这个任务。"}, status=status.HTTP_404_NOT_FOUND)
         res = AsyncResult(task_id)
         if res.successful():
             payload = res.result

@@ -5,6 +5,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from ops.validation import strict_positive_int
+
 from ..selectors import IndexNotReady, search
 
 MAX_QUERY = 500
@@ -33,13 +35,13 @@ class KnowledgeSearchView(APIView):
             errors["q"] = ["请提供查询内容 q。"]
         elif len(q) > MAX_QUERY:
             errors["q"] = [f"查询内容不能超过 {MAX_QUERY} 个字符。"]
-        k = request.query_params.get("k", "5")
-        if not k.isdigit() or not 1 <= int(k) <= 20:
+        k = strict_positive_int(request.query_params.get("k", "5"))
+        if k is None or not 1 <= k <= 20:
             errors["k"] = ["k 必须是 1 到 20 的整数。"]
         if errors:
             raise ValidationError(errors)
         try:
-            result = search(q, user=request.user, k=int(k))
+            result = search(q, user=request.user, k=k)
         except IndexNotReady as exc:
             return Response({"detail": str(exc)}, status=503)
         hits = [{key: v for key, v in h.as_dict().items() if key not in ("chunk_id", "document_id", "audience")} for h in result.hits]

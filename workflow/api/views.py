@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 
 from ops.errors import NotFound
 from ops.selectors import stores_for_user, user_role
+from ops.validation import reject_unknown
 
 from ..chat import proposal_dict
 from ..models import AuditLog, Proposal
@@ -17,6 +18,14 @@ ProposalIn = inline_serializer("ProposalCreate", {
     "kind": serializers.ChoiceField(choices=Proposal.Kind.choices), "store": serializers.CharField(),
     "payload": serializers.DictField(help_text="restock: {lines:[{sku, quantity, unit, reason}]}; ticket: {category, severity, description, order?, member?}"),
 })
+
+
+def _body(request) -> dict:
+    if request.data in (None, "") or request.data == {}:
+        return {}
+    if not isinstance(request.data, dict):
+        raise ValidationError({"non_field_errors": ["请求体必须是 JSON 对象。"]})
+    return request.data
 
 
 def _proposal_or_404(user, pk: int) -> Proposal:
@@ -47,9 +56,12 @@ class ProposalsView(APIView):
 
     @extend_schema(summary="提交提案（支持 Idempotency-Key 头）", request=ProposalIn, responses={201: dict, 200: dict})
     def post(self, request):
-        body = request.data if isinstance(request.data, dict) else {}
+        body = _body(request)
+        reject_unknown(body, {"kind", "store", "payload"})
+        if not isinstance(body.get("store"), str):
+            raise ValidationError({"store": ["必须给出门店编码或名称（字符串）。"]})
         proposal, created = proposal_create(
-            user=request.user, kind=body.get("kind"), store=str(body.get("store") or ""), payload=body.get("payload"),
+            user=request.user, kind=body.get("kind"), store=body["store"], payload=body.get("payload"),
             source=Proposal.Source.API, idempotency_key=request.headers.get("Idempotency-Key"),
         )
         return Response(proposal_dict(proposal, request.user), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
@@ -58,13 +70,18 @@ class ProposalsView(APIView):
 class ProposalConfirmView(APIView):
     @extend_schema(summary="确认提案（执行写入）", request=None, responses=dict)
     def post(self, request, pk: int):
+        reject_unknown(_body(request), set())
         return Response(proposal_dict(proposal_confirm(proposal=_proposal_or_404(request.user, pk), user=request.user), request.user))
 
 
 class ProposalRejectView(APIView):
     @extend_schema(summary="拒绝提案", request=inline_serializer("Reject", {"reason": serializers.CharField()}), responses=dict)
     def post(self, request, pk: int):
-        reason = request.data.get("reason") if isinstance(request.data, dict) else None
+        body = _body(request)
+        reject_unknown(body, {"reason"})
+        reason = body.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValidationError({"reason": ["拒绝时请写明原因（字符串）。"]})
         return Response(proposal_dict(proposal_reject(proposal=_proposal_or_404(request.user, pk), user=request.user, reason=reason or ""), request.user))
 
 

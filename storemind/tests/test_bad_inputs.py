@@ -1,0 +1,69 @@
+"""The bad-input corpus (bad_inputs.CASES) against the real API and database: each case is
+a 4xx JSON answer naming the field, writes nothing, and leaves no empty conversation."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from rest_framework.test import APIClient
+
+from agent.models import Conversation, Message
+from ops.models import InventoryAdjustment, Order, OrderLine
+from ops.services import api_token_issue
+from ops.tests.factories import make_user, pos_token
+from workflow.models import AuditLog, Proposal
+
+from .bad_inputs import CASES, RAW
+
+pytestmark = pytest.mark.django_db
+
+
+def _client(key: str) -> APIClient:
+    c = APIClient()
+    c.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return c
+
+
+@pytest.fixture
+def clients():
+    staff = make_user("bad_staff", role="staff")
+    manager = make_user("bad_manager", role="manager")
+    return {
+        "pos": _client(pos_token("GZ-TH")),
+        "staff": _client(api_token_issue(user=staff, name="t")[1]),
+        "manager": _client(api_token_issue(user=manager, name="t")[1]),
+    }
+
+
+def _counts():
+    return (Order.objects.count(), OrderLine.objects.count(), InventoryAdjustment.objects.count(), Proposal.objects.count(),
+            Conversation.objects.count(), Message.objects.count(),
+            AuditLog.objects.exclude(action=AuditLog.Action.PERMISSION_DENIED).count())
+
+
+def send(client: APIClient, method: str, url: str, body):
+    if body is None:
+        return getattr(client, method)(url)
+    if isinstance(body, RAW):
+        return getattr(client, method)(url, data=body.data, content_type=body.content_type)
+    return getattr(client, method)(url, data=json.dumps(body, ensure_ascii=False), content_type="application/json")
+
+
+def field_named(body, field: str) -> bool:
+    return isinstance(body, dict) and (field in body or any(k.startswith(field) for k in body))
+
+
+@pytest.mark.parametrize("cid,who,method,url,body,status,field", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_a_4xx_naming_the_field_and_writes_nothing(clients, cid, who, method, url, body, status, field):
+    before = _counts()
+    r = send(clients[who], method, url, body)
+    assert r["Content-Type"].startswith("application/json"), (cid, r.status_code, r.content[:200])
+    payload = r.json()
+    assert r.status_code == status, (cid, r.status_code, payload)
+    assert field_named(payload, field), (cid, payload)
+    assert _counts() == before, cid
+
+
+def test_the_corpus_has_at_least_120_cases():
+    assert len(CASES) >= 120
+    assert len({c[0] for c in CASES}) == len(CASES), "case ids must be unique"
