@@ -46,8 +46,11 @@ def number_sources(hits: list[Hit], tool_result: ToolResult | None) -> Sources:
             "text": hit.text, "chunk_id": hit.chunk_id,
         })
     if tool_result is not None:
+        columns = list(tool_result.columns) + [k for k in (tool_result.rows[0] if tool_result.rows else {}) if k not in tool_result.columns]
         for i, row in enumerate(tool_result.rows, start=1):
-            sources.data.append({"ref": f"D{i}", "tool": tool_result.tool, "params": tool_result.params, "row": row})
+            # jsonb does not keep key order: the column order travels with the row.
+            sources.data.append({"ref": f"D{i}", "tool": tool_result.tool, "params": tool_result.params, "row": row,
+                                 "columns": columns})
     return sources
 
 

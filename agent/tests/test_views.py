@@ -125,3 +125,20 @@ def test_async_mode_polls_the_task_until_the_turn_arrives(staff_client):
     other = Client()
     other.force_login(make_user("poll_intruder", role="staff"))
     assert other.get(task_url, **HX).status_code == 404
+
+
+def test_data_table_keeps_its_column_order_after_a_reload(staff_client):
+    # jsonb sorts object keys (shorter first), so a reloaded row dict comes back shuffled;
+    # the column order is stored with the rows.
+    staff_client.post("/", {"query": "上周天河店卖了多少"}, **HX)
+    reply = Message.objects.filter(conversation__user__username="view_staff", role="assistant").latest("id")
+    reply.refresh_from_db()
+    assert list(reply.data[0]["row"]) != ["store", "revenue", "orders", "avg_ticket"]  # what jsonb does to the dict
+    assert reply.data[0]["columns"] == ["store", "revenue", "orders", "avg_ticket"]
+    body = staff_client.get(f"/?thread={reply.conversation.thread_id}", **HX).content.decode()
+    header = body[body.index("<thead>"):body.index("</thead>")]
+    assert header.index("<th>store</th>") < header.index("<th>revenue</th>") < header.index("<th>orders</th>") < header.index("<th>avg_ticket</th>")
+    row = reply.data[0]["row"]
+    cells = body[body.index(f'id="row-{reply.pk}-D1"'):]
+    cells = cells[:cells.index("</tr>")]
+    assert cells.index(f"<td>{row['store']}</td>") < cells.index(f"<td>{row['revenue']}</td>") < cells.index(f"<td>{row['avg_ticket']}</td>")
