@@ -1,8 +1,9 @@
 """Pick a whitelisted ops tool for a question and fill its parameters.
 
-The model never writes SQL: this module chooses among the tools in ops.tools and fills
-store (whitelist resolver) and period (Chinese period parser). An unknown store or a
-vague period becomes a clarifying question, never a zero.
+The model never writes SQL: this module chooses among the tools in ops.tools by the shared
+signal table (agent/vocabulary.py, the router reads the same one) and fills store (store list
+and aliases only) and period (Chinese period parser). An unknown store or a vague period
+becomes a clarifying question, never a zero.
 """
 from __future__ import annotations
 
@@ -11,13 +12,23 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from ops.models import Product
-from ops.periods import PeriodError, cn_number, find_period
-from ops.selectors import UnknownStore, find_store_in_text
+from ops.periods import PeriodError, bound_to_data, cn_number, find_period
+from ops.selectors import UnknownStore, find_store_in_text, find_stores_in_text
+
+from . import vocabulary as vocab
+from .vocabulary import COMPARE_STORES, MEMBER_BALANCE, TOP_PRODUCTS
 
 PERIOD_TOOLS = {"store_sales", "top_products", "compare_stores", "hourly_peak"}
 _PHONE = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)")
 _MEMBER_NO = re.compile(r"(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
-_TOP_N = re.compile(r"前\s*([0-9一二两三四五六七八九十]+)|top\s*(\d+)", re.IGNORECASE)
+_N = r"([0-9一二两三四五六七八九十]+)"
+_TOP_N = (
+    re.compile(rf"前\s*{_N}|top\s*(\d+)", re.IGNORECASE),
+    re.compile(rf"最(?:好|多|火|畅销)的?\s*{_N}\s*(?:个|款|样|种|名|位)"),
+    re.compile(rf"{_N}\s*(?:个|款|样|种)[^，。？！]{{0,6}}最(?:好|多|火)"),
+)
+_FIRST = re.compile(r"第一(?!周|天|次|季度)")
+_UNSET = object()
 
 
 @dataclass
@@ -32,25 +43,47 @@ class DataPlan:
 
 
 def choose_tool(question: str) -> tuple[str | None, str]:
-    q = question.lower()
-    if re.search(r"余额|储值.{0,4}(还有|多少)", q) and (_PHONE.search(q) or _MEMBER_NO.search(q) or "会员" in q):
-        return "member_balance", "问会员储值余额"
-    if re.search(r"库存|缺货|快没了|低于安全|还剩多少|剩多少|要补货|该补货|补什么货", q):
-        return "low_stock", "问库存"
-    if re.search(r"排行|热销|卖得最好|最畅销|卖最多|前\s*[0-9一二两三四五六七八九十]+|top\s*\d+|哪些.{0,4}(卖得好|好卖)", q):
-        return "top_products", "问商品排行"
-    if re.search(r"高峰|最忙|哪个时段|几点(最|人)多|时段", q):
-        return "hourly_peak", "问高峰时段"
-    if re.search(r"对比|比较|比一比|哪家店|哪个店|各店|各门店|门店排名|店排名", q):
-        return "compare_stores", "门店对比"
-    if re.search(r"卖了多少|卖得?(怎么样|如何)|营业额|销售额|营收|流水|业绩|客单价|订单数|多少单|几单", q):
-        return "store_sales", "问营业额"
-    return None, ""
+    """The tool whose table entries weigh most in the question; the reason names them."""
+    hits = vocab.match(question)
+    scores = vocab.tool_scores(hits)
+    if not (_PHONE.search(question) or _MEMBER_NO.search(question)):
+        scores.pop(MEMBER_BALANCE, None)  # a balance needs a phone number or a member number
+    elif MEMBER_BALANCE in scores:
+        scores[MEMBER_BALANCE] += 10  # a member key plus a balance word leaves no doubt
+    extra = ""
+    if len(find_stores_in_text(question)) >= 2:
+        scores[COMPARE_STORES] = scores.get(COMPARE_STORES, 0) + 3
+        extra = "、两家以上门店×1"
+    tool = vocab.best_tool(scores)
+    if tool is None:
+        return None, ""
+    entries = "、".join(h.label() for h in hits if h.signal.tool == tool)
+    return tool, f"{tool}：{entries}{extra}（{scores[tool]} 分" + (f"，其他 {', '.join(f'{t} {s}' for t, s in scores.items() if t != tool)}" if len(scores) > 1 else "") + "）"
 
 
-def plan_data(question: str, *, today: date, previous: dict | None = None) -> DataPlan:
+def top_n(question: str) -> int:
+    for pattern in _TOP_N:
+        m = pattern.search(question)
+        if m:
+            raw = next(g for g in m.groups() if g)
+            return max(1, min(50, cn_number(raw)))
+    return 1 if _FIRST.search(question) else 5
+
+
+def first_sale_date() -> date | None:
+    from django.db.models import Min
+
+    from ops.models import Order
+    from ops.tools import TZ
+
+    first = Order.objects.aggregate(first=Min("created_at"))["first"]
+    return first.astimezone(TZ).date() if first else None
+
+
+def plan_data(question: str, *, today: date, previous: dict | None = None, data_since=_UNSET) -> DataPlan:
     """Choose the tool and its parameters; inherit from the previous turn for follow-ups
-    such as 「那福田店呢」 (same tool and period, another store)."""
+    such as 「那福田店呢」 (same tool and period, another store). `data_since` bounds a range
+    that starts before the first recorded sale (None: no bound; default: from the database)."""
     previous = previous or {}
     tool, reason = choose_tool(question)
     inherited = False
@@ -61,13 +94,13 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
     params: dict = {}
     prev_params = previous.get("params") or {}
 
-    if tool == "member_balance":
+    if tool == MEMBER_BALANCE:
         m = _PHONE.search(question) or _MEMBER_NO.search(question)
         if not m:
             return DataPlan(tool, clarify="请提供会员的手机号或会员号（如 M00012），我再查余额。", reason=reason)
         return DataPlan(tool, {"member": m.group(0).upper() if m.group(0)[0] in "mM" else m.group(0)}, reason=reason)
 
-    if tool != "compare_stores":
+    if tool != COMPARE_STORES:
         try:
             match = find_store_in_text(question)
         except UnknownStore as exc:
@@ -82,8 +115,10 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
     if tool in PERIOD_TOOLS:
         try:
             period = find_period(question, today)
+            if period is not None:
+                period = bound_to_data(period, first_sale_date() if data_since is _UNSET else data_since)
         except PeriodError as exc:
-            return DataPlan(tool, params, clarify=str(exc), reason=reason)
+            return DataPlan(tool, params, clarify=f"{exc}", reason=reason)
         if period is not None:
             params["period"] = {"label": period.label, "start": period.start.isoformat(), "end": period.end.isoformat()}
         elif inherited and prev_params.get("period"):
@@ -91,13 +126,12 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
         else:
             return DataPlan(tool, params, clarify="请问要查哪段时间？比如 昨天、上周、本月、最近7天。", reason=reason)
 
-    if tool == "top_products":
-        m = _TOP_N.search(question)
-        params["n"] = min(50, cn_number(m.group(1)) if m and m.group(1) else int(m.group(2)) if m else 5)
+    if tool == TOP_PRODUCTS:
+        params["n"] = top_n(question)
         for category in Product.Category.values:
             if category in question:
                 params["category"] = category
                 break
-    if tool == "compare_stores":
-        params["metric"] = "avg_ticket" if "客单价" in question else "orders" if re.search(r"订单|单数|多少单", question) else "revenue"
+    if tool == COMPARE_STORES:
+        params["metric"] = "avg_ticket" if "客单价" in question else "orders" if re.search(r"订单|单数|多少单|单子|单量", question) else "revenue"
     return DataPlan(tool, params, reason=reason + ("（追问）" if inherited else ""))

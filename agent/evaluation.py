@@ -11,6 +11,7 @@ import re
 import statistics
 import time
 from datetime import date
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -183,10 +184,14 @@ def eval_agent(cmd, opts) -> dict:
         "embedder": IndexMeta.objects.first().signature if IndexMeta.objects.exists() else None,
         "misses": misses,
     }
+    phrasings = eval_data_phrasings()
+    report["data_phrasings"] = phrasings["accuracy"]
+    report["data_phrasings_misses"] = phrasings["misses"]
     w = cmd.stdout.write
     w(f"eval agent · {report['n']} questions · LLM {report['llm_backend']} · embedder {report['embedder']} · max attempts {attempts_on}")
     for key in ("routing_accuracy", "tool_accuracy", "param_accuracy", "figure_accuracy", "refusal_accuracy", "key_content_hit"):
         w(f"  {key:20s} {report[key]}")
+    w(f"  data_phrasings       {report['data_phrasings']} (n={phrasings['n']}, eval/phrasings.jsonl: intent + tool + parameters exact)")
     w(f"  false_refusals       {false_refusals}")
     w(f"  fabricated_citations {fabricated}")
     w(f"  recall@1 agent on {report['recall@1_agent_on']} · off {report['recall@1_agent_off']} (policy questions, same run)")
@@ -287,3 +292,54 @@ def eval_calibrate(cmd, opts) -> dict:
     w("  stored in the index metadata (admin: 索引元数据)")
     return {"refusal_threshold": refusal_t, "judge_threshold": judge_t, "answerable": answerable, "far": far, "near": near,
             "refusal_errors": {"false_refusals": fr1, "missed": mr1}, "judge_errors": {"false_refusals": fr2, "missed": mr2}}
+
+
+# --- the phrasing table: everyday data questions and rule questions with data-ish words -------
+
+PHRASINGS = Path(settings.BASE_DIR) / "eval" / "phrasings.jsonl"
+# The table's expected date ranges are written for this day (a Wednesday), so they are exact.
+PHRASINGS_TODAY = date(2026, 11, 18)
+
+
+def load_phrasings(path=None) -> list[dict]:
+    return load_golden(path or PHRASINGS)
+
+
+def plan_params(params: dict) -> dict:
+    """A plan's parameters in the table's shape: period as [start, end], no empty optionals."""
+    out = {k: v for k, v in params.items() if v is not None or k == "store"}
+    if isinstance(out.get("period"), dict):
+        out["period"] = [out["period"]["start"], out["period"]["end"]]
+    return out
+
+
+def check_phrasing(item: dict, today: date = PHRASINGS_TODAY) -> dict | None:
+    """None when the router and the data planner get the item exactly right, else what they got."""
+    from .data_guard import plan_data
+    from .router import DATA, route_by_rules
+
+    decision = route_by_rules(item["q"])
+    got = {"intent": decision.intent, "reason": decision.reason}
+    if decision.intent == DATA:
+        plan = plan_data(item["q"], today=today, data_since=None)
+        got.update(tool=plan.tool, params=plan_params(plan.params), clarify=plan.clarify)
+    ok = got["intent"] == item["intent"]
+    if ok and item["intent"] == DATA:
+        ok = got["tool"] == item["tool"] and got["params"] == item["params"] and not got["clarify"]
+    return None if ok else got
+
+
+def eval_data_phrasings(cmd=None) -> dict:
+    """Accuracy on eval/phrasings.jsonl: intent, tool and parameters all exact."""
+    items = load_phrasings()
+    misses = []
+    for item in items:
+        got = check_phrasing(item)
+        if got is not None:
+            misses.append({"id": item["id"], "query": item["q"], "expected": {k: item[k] for k in ("intent", "tool", "params")}, "got": got})
+    accuracy = round((len(items) - len(misses)) / len(items), 4) if items else None
+    if cmd is not None:
+        cmd.stdout.write(f"  data_phrasings       {accuracy} ({len(items) - len(misses)}/{len(items)}, intent + tool + parameters exact)")
+        for m in misses:
+            cmd.stdout.write(f"  phrasing miss {m['id']} 「{m['query']}」 expected {m['expected']} got {m['got']}")
+    return {"accuracy": accuracy, "n": len(items), "misses": misses}

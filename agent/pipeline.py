@@ -395,6 +395,8 @@ def run(state: AgentState) -> AgentState:
     route_node(state)
     if state.route.intent == OUT_OF_SCOPE:
         refuse(state, "router", state.route.reason)
+        if state.route.decline:  # declined in one line, not answered from the nearest SOP
+            state.answer = state.route.decline
         return state
     if state.route.intent == ACTION:
         action_node(state)

@@ -1,45 +1,24 @@
-"""Intent routing: sentence patterns first, an LLM only for what the rules leave undecided.
+"""Intent routing: the shared signal table (agent/vocabulary.py) first, an LLM only for what
+the rules leave undecided.
 
-Signals are counted by occurrence (findall), not by pattern: 「深圳福田店热销排行前五」
-has three data words and must count as three, or it would fall under the threshold and
-be answered from documents. Every decision carries a readable reason.
+Signals are counted by occurrence, not by pattern: 「深圳福田店热销排行前五」 has three data
+words and must count as three. A question that mixes data words into a rule question
+(「低于安全库存要怎么处理」) is a rule question unless it names what the data would be about
+(a store, a member) or asks the data part in a clause of its own. Every decision carries a
+reason that names the table entries that matched.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
-POLICY, DATA, BOTH, ACTION, OUT_OF_SCOPE = "policy", "data", "both", "action", "out_of_scope"
+from . import vocabulary as vocab
+from .vocabulary import ACTION, BOTH, DATA, OUT_OF_SCOPE, POLICY
+
 INTENTS = (POLICY, DATA, BOTH, ACTION, OUT_OF_SCOPE)
 THRESHOLD = 2  # a strong signal alone, or two weak ones
-
-# (pattern, weight, label)
-ACTION_SIGNALS = [
-    (r"(帮我|给我|请|麻烦|替我)[^，。？！]{0,12}(补|订|进|下单|申请|加)[^，。？！]{0,6}\d*\s*[一二两三四五六七八九十百\d]*\s*(箱|瓶|件|桶|份)", 3, "请求补货"),
-    (r"(帮我|给我|请|麻烦)[^，。？！]{0,6}(补货|申请补货|提交补货|下补货单)", 3, "请求补货"),
-    (r"(帮我|给我|请|麻烦)?[^，。？！]{0,4}(建|开|提|创建|登记|提交)(一?个|一?张|一下)?[^，。？！]{0,4}(工单|投诉单|客诉单)", 3, "请求建工单"),
-]
-DATA_SIGNALS = [
-    (r"卖了多少|卖得?(怎么样|如何)|销量|销售额|营业额|营收|流水|业绩", 2, "销售数据"),
-    (r"排行|排名|热销|卖得最好|最畅销|卖最多|前\s*[0-9一二三四五六七八九十]+\s*(名|个|款)?|top\s*\d+", 1, "排行"),
-    (r"库存|缺货|快没了|低于安全|还剩多少|剩多少", 2, "库存"),
-    (r"客单价|订单数|多少单|几单|成交", 2, "订单指标"),
-    (r"高峰|最忙|哪个时段|几点(最|人)多", 2, "时段"),
-    (r"余额(还有|有)?多少|还有多少(钱|余额)|查.{0,6}余额", 2, "会员余额"),
-    (r"(对比|比较|比一比|哪家店|哪个店|各店|各门店)", 1, "门店对比"),
-    (r"(今天|昨天|前天|上周|本周|这周|上个?月|本月|这个月|最近\s*\d+\s*天|近\s*\d+\s*天|周末|\d+月\d+[日号])", 1, "时间范围"),
-]
-POLICY_SIGNALS = [
-    (r"能[^，。？！]{0,12}[吗嘛么]|可以[^，。？！]{0,12}[吗嘛么]|能不能|可不可以|行不行|允许", 2, "能不能"),
-    (r"怎么(办|处理|做|弄|算|调|退|回复|消毒|登记|判断|看)|咋(办|处理|整|弄)|如何|怎样", 2, "怎么办"),
-    (r"规定|规则|流程|制度|标准|要求|政策|条款|须知|注意事项", 2, "规定"),
-    (r"什么情况|哪些情况|什么时候|多久|几天|几点|多少钱|多少度|几度|谁(来)?(批|审批|负责|处理)|要谁", 1, "细节"),
-    (r"是什么|什么意思|区别|有什么|哪些|多厚|多长", 1, "知识"),
-    (r"客人|顾客|店员|员工|新人|店长|会员|储值|优惠券|团购|发票|存酒|包厢|扎啤|威士忌|黑牌|鸡尾酒|外卖|退款|退卡|投诉", 1, "门店话题"),
-]
-OUT_OF_SCOPE_SIGNALS = [
-    (r"天气|股票|基金|彩票|写(一首)?诗|写作文|翻译|讲个?笑话|你是谁|你叫什么|新闻|比赛结果|电影|菜谱|减肥|作业", 3, "与门店无关"),
-]
+_CLAUSES = re.compile(r"[，,。；;！!？?\n]+")
+_MEMBER_KEY = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)|(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
 
 
 @dataclass
@@ -49,43 +28,78 @@ class Route:
     scores: dict = field(default_factory=dict)
     layer: str = "rules"
     decided: bool = True
+    decline: str = ""  # out of scope: the one-line reason given to the user
 
     def as_dict(self) -> dict:
         return {"intent": self.intent, "reason": self.reason, "scores": self.scores, "layer": self.layer}
 
 
-def _score(text: str, signals) -> tuple[int, list[str]]:
-    total, hits = 0, []
-    for pattern, weight, label in signals:
-        found = re.findall(pattern, text, flags=re.IGNORECASE)
-        if found:
-            total += weight * len(found)
-            hits.append(f"{label}×{len(found)}")
-    return total, hits
+@dataclass
+class _Reading:
+    hits: list
+    data: int
+    data_core: int  # without the time-range entry: a date alone asks for nothing
+    policy: int
+    policy_core: int  # without topic words
+
+    @property
+    def is_data(self) -> bool:
+        return self.data >= THRESHOLD and self.data_core > 0
+
+    @property
+    def is_policy(self) -> bool:
+        return self.policy_core >= THRESHOLD
+
+
+def _read(text: str) -> _Reading:
+    hits = vocab.match(text)
+    data = vocab.score(hits, DATA)
+    time_words = sum(h.score for h in hits if h.signal.intent == DATA and h.signal.tool is None)
+    return _Reading(hits, data, data - time_words, vocab.score(hits, POLICY), vocab.score(hits, POLICY, topics=False))
+
+
+def _names_its_subject(text: str) -> bool:
+    """Does the question name what data it is about (a store, all stores, a member)?"""
+    if _MEMBER_KEY.search(text):
+        return True
+    from ops.selectors import UnknownStore, find_store_in_text
+
+    try:
+        return find_store_in_text(text) is not None
+    except UnknownStore:
+        return True
+
+
+def _asks_both(text: str, whole: _Reading) -> bool:
+    if _names_its_subject(text):
+        return True
+    # 「上周卖了多少，满减券的规则是什么」: the data part stands in a clause of its own.
+    clauses = [_read(c) for c in _CLAUSES.split(text) if c.strip()]
+    return any(c.is_data and not c.is_policy for c in clauses) and any(c.is_policy for c in clauses)
 
 
 def route_by_rules(question: str) -> Route:
     text = question or ""
-    scores, labels = {}, {}
-    for name, signals in ((ACTION, ACTION_SIGNALS), (DATA, DATA_SIGNALS), (POLICY, POLICY_SIGNALS), (OUT_OF_SCOPE, OUT_OF_SCOPE_SIGNALS)):
-        scores[name], labels[name] = _score(text, signals)
+    r = _read(text)
+    scores = {intent: vocab.score(r.hits, intent) for intent in (ACTION, DATA, POLICY, OUT_OF_SCOPE)}
 
-    def why(*names):
-        return "；".join(f"{n}：{'、'.join(labels[n])}（{scores[n]} 分）" for n in names if labels[n])
+    def why(*intents):
+        return "；".join(f"{n}：{'、'.join(vocab.labels(r.hits, n))}（{scores[n]} 分）" for n in intents if vocab.labels(r.hits, n))
 
     if scores[ACTION] >= 3:
         return Route(ACTION, f"动作请求 — {why(ACTION)}", scores)
-    # A policy signal made only of topic words doesn't count against a data question.
-    policy_core = scores[POLICY] - len(re.findall(POLICY_SIGNALS[-1][0], text))
-    if scores[DATA] >= THRESHOLD and policy_core >= THRESHOLD:
-        return Route(BOTH, f"既问规则又问数据 — {why(DATA, POLICY)}", scores)
-    if scores[DATA] >= THRESHOLD and scores[DATA] > 0:
+    if scores[OUT_OF_SCOPE] >= 3 and not r.is_policy:
+        top = max((h for h in r.hits if h.signal.intent == OUT_OF_SCOPE), key=lambda h: h.score)
+        return Route(OUT_OF_SCOPE, f"与门店运营无关 — {why(OUT_OF_SCOPE)}", scores, decline=vocab.DECLINE[top.signal.name])
+    if r.is_data and r.is_policy:
+        if _asks_both(text, r):
+            return Route(BOTH, f"既问规则又问数据 — {why(DATA, POLICY)}", scores)
+        return Route(POLICY, f"问的是规则（数据词只是话题，没有指明门店或会员）— {why(POLICY, DATA)}", scores)
+    if r.is_data:
         return Route(DATA, f"数据问题 — {why(DATA)}", scores)
-    if scores[OUT_OF_SCOPE] >= 3 and scores[POLICY] < THRESHOLD:
-        return Route(OUT_OF_SCOPE, f"与门店运营无关 — {why(OUT_OF_SCOPE)}", scores)
-    if scores[POLICY] >= THRESHOLD:
+    if r.is_policy:
         return Route(POLICY, f"规则问题 — {why(POLICY)}", scores)
-    return Route(POLICY, "规则未能判定，按规则问题检索（由检索分闸门决定是否拒答）" + (f" — {why(POLICY, DATA)}" if labels[POLICY] or labels[DATA] else ""), scores, decided=False)
+    return Route(POLICY, "规则未能判定，按规则问题检索（由检索分闸门决定是否拒答）" + (f" — {why(POLICY, DATA)}" if scores[POLICY] or scores[DATA] else ""), scores, decided=False)
 
 
 ROUTER_PROMPT = (
@@ -106,6 +120,9 @@ def route(question: str, llm=None) -> Route:
         return decision
     word = (answer or "").strip().lower().split()[0] if (answer or "").strip() else ""
     if word in INTENTS:
-        return Route(word, f"规则未能判定，LLM 分类为 {word}", decision.scores, layer="llm")
+        route_ = Route(word, f"规则未能判定，LLM 分类为 {word}", decision.scores, layer="llm")
+        if word == OUT_OF_SCOPE:
+            route_.decline = vocab.DECLINE["与门店无关"]
+        return route_
     decision.reason += f"（LLM 输出无法识别：{answer[:20]!r}）"
     return decision

@@ -88,21 +88,40 @@ def _finish(start: date, end: date, label: str, today: date, original: str) -> P
 
 
 # Order matters: longer, more specific patterns first.
-_RELATIVE_DAYS = {"今天": 0, "今日": 0, "昨天": 1, "昨日": 1, "前天": 2, "大前天": 3}
+_RELATIVE_DAYS = {"今天": 0, "今日": 0, "今儿": 0, "昨天": 1, "昨日": 1, "昨儿": 1, "昨晚": 1, "前天": 2, "前儿": 2, "大前天": 3}
 _FUTURE = ("明天", "后天", "下周", "下个月", "下月", "明年", "下星期")
 _VAGUE = ("最近", "近期", "前几天", "这几天", "前阵子", "之前", "以前", "过去")
 
 _RE_ISO_RANGE = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\s*(?:到|至|~|～|-|—)\s*(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
 _RE_ISO_DAY = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
 _RE_MD_RANGE = re.compile(
-    rf"(?:(\d{{4}})年)?({NUM})月({NUM})[日号]?\s*(?:到|至|~|～|-|—)\s*(?:({NUM})月)?({NUM})[日号]"
+    rf"(?:(\d{{4}})年)?({NUM})月({NUM})[日号]?\s*(?:到|至|~|～|-|—)\s*(?:(\d{{4}})年)?(?:({NUM})月)?({NUM})[日号]"
 )
+# 「10.1-11.15」「10/1到11/15」: only as a range (a lone 「10.5」 is more likely a price).
+_RE_DOT_RANGE = re.compile(r"(?<![\d.])(\d{1,2})[./](\d{1,2})\s*(?:到|至|~|～|-|—)\s*(\d{1,2})[./](\d{1,2})(?![\d.])")
+_RE_THESE_DAYS = re.compile(r"这([两二三])天")
+_RE_TOO_MANY_SHANG = re.compile(r"上{3,}")
+# Fixed-date holidays: (words, (month, day) first, (month, day) last, label). Lunar ones are asked about.
+_HOLIDAYS = (
+    (("国庆", "十一黄金周", "十一假期", "十一长假", "十一期间"), (10, 1), (10, 7), "国庆"),
+    (("五一", "劳动节"), (5, 1), (5, 5), "五一"),
+    (("元旦",), (1, 1), (1, 1), "元旦"),
+    (("平安夜",), (12, 24), (12, 24), "平安夜"),
+    (("圣诞",), (12, 25), (12, 25), "圣诞节"),
+    (("双十一", "双11"), (11, 11), (11, 11), "双十一"),
+    (("双十二", "双12"), (12, 12), (12, 12), "双十二"),
+)
+_LUNAR = ("春节", "过年", "除夕", "中秋", "端午", "元宵", "七夕", "清明")
+_SO_FAR = ("到目前为止", "截至今天", "截止今天", "截至目前", "截止目前", "截至现在", "到现在为止", "至今", "到今天为止")
+_HOURS_OF_DAY = re.compile(r"早上|上午|中午|下午|傍晚|晚上|夜里|半夜|凌晨")
+MAX_RANGE_DAYS = 366
 _RE_MD_DAY = re.compile(rf"(?:(\d{{4}})年)?({NUM})月({NUM})[日号]")
 _RE_MONTH = re.compile(rf"(?:(\d{{4}}|今|去)年)?({NUM})月份?")
 _RE_LAST_N = re.compile(rf"(?:最近|近|过去|前)({NUM})(天|日|周|个星期|星期|个月|月)")
 _RE_LAST_ONE = re.compile(r"(?:最近|近|过去)(一周|一个星期|一星期|一个月|半个月|半月)")
 # 「周天」 is left out on purpose: 「上周天河店」 is last week at 天河店, not last Sunday.
-_RE_WEEKDAY = re.compile(r"(上上|上|本|这)?(?:周([一二三四五六日])|(?:星期|礼拜)([一二三四五六日天]))")
+# 「一共」「一起」「一样」 after 周 are words of their own: 「上周一共卖了多少」 is last week.
+_RE_WEEKDAY = re.compile(r"(上上|上|本|这)?(?:周([一二三四五六日])|(?:星期|礼拜)([一二三四五六日天]))(?![共起直样般些定致切下点])")
 
 
 def parse_period(text: str, today: date) -> Period:
@@ -126,9 +145,16 @@ def find_period(text: str, today: date) -> Period | None:
     (「最近卖得怎么样」), so the caller can ask instead of guessing.
     """
     t = (text or "").replace(" ", "")
-    period = _match(t, today, text)
+    # 「这个月截至今天」 is this month: the so-far words only say the range runs up to today.
+    so_far = next((w for w in _SO_FAR if w in t), None)
+    period = _match(t.replace(so_far, "，") if so_far else t, today, text)
     if period is not None:
+        if period.start == period.end and (hours := _HOURS_OF_DAY.search(t)):
+            # The tools count whole days: say so rather than pass a day off as an evening.
+            period = Period(period.start, period.end, f"{period.label}（{hours.group(0)}按全天统计）")
         return period
+    if so_far:
+        raise PeriodError(f"「{so_far}」是从哪天算起？请说完整，比如 这个月到目前为止、月初到现在、今年以来。")
     for word in _FUTURE:
         if word in t:
             raise PeriodError(f"「{word}」是未来的时间，还没有数据。")
@@ -139,22 +165,56 @@ def find_period(text: str, today: date) -> Period | None:
 
 
 def _match(t: str, today: date, original: str) -> Period | None:  # noqa: C901 - a flat table of cases
+    if (m := _RE_TOO_MANY_SHANG.search(t)):
+        raise PeriodError(f"「{m.group(0)}…」是哪段时间？请直接说日期，比如 10月1日到10月7日。")
     m = _RE_ISO_RANGE.search(t)
     if m:
         y1, m1, d1, y2, m2, d2 = (int(x) for x in m.groups())
-        start, end = _safe_date(y1, m1, d1, original), _safe_date(y2, m2, d2, original)
-        return _finish(start, end, f"{start.isoformat()} 至 {end.isoformat()}", today, original)
+        start, end = _safe_date(y1, m1, d1, m.group(0)), _safe_date(y2, m2, d2, m.group(0))
+        return _explicit_range(start, end, today, m.group(0))
 
     m = _RE_MD_RANGE.search(t)
     if m:
-        year_s, m1, d1, m2, d2 = m.groups()
+        year_s, m1, d1, year2_s, m2, d2 = m.groups()
         month1 = cn_number(m1)
         month2 = cn_number(m2) if m2 else month1
+        for month in (month1, month2):
+            if not 1 <= month <= 12:
+                raise PeriodError(f"「{m.group(0)}」里的{month}月不是有效的月份（月份是 1 到 12）。")
         year = _year_for_month(month1, today, int(year_s) if year_s else None)
-        start = _safe_date(year, month1, cn_number(d1), original)
-        end_year = year + 1 if month2 < month1 else year
-        end = _safe_date(end_year, month2, cn_number(d2), original)
-        return _finish(start, end, f"{month1}月{start.day}日至{month2}月{end.day}日", today, original)
+        start = _safe_date(year, month1, cn_number(d1), m.group(0))
+        end_year = int(year2_s) if year2_s else year + 1 if month2 < month1 else year
+        end = _safe_date(end_year, month2, cn_number(d2), m.group(0))
+        return _explicit_range(start, end, today, m.group(0))
+
+    m = _RE_DOT_RANGE.search(t)
+    if m:
+        m1, d1, m2, d2 = (int(x) for x in m.groups())
+        if not (1 <= m1 <= 12 and 1 <= m2 <= 12):
+            raise PeriodError(f"「{m.group(0)}」不是有效的日期范围（月份是 1 到 12）。")
+        year = _year_for_month(m1, today, None)
+        start = _safe_date(year, m1, d1, m.group(0))
+        end = _safe_date(year + 1 if m2 < m1 else year, m2, d2, m.group(0))
+        return _explicit_range(start, end, today, m.group(0))
+
+    for word in _LUNAR:
+        if word in t:
+            raise PeriodError(f"「{word}」每年的日期不一样，请给出具体日期，比如 2月16日到2月22日。")
+    for words, (m1, d1), (m2, d2), label in _HOLIDAYS:
+        if any(w in t for w in words):
+            year = today.year if (today.month, today.day) >= (m1, d1) else today.year - 1
+            return _finish(date(year, m1, d1), date(year, m2, d2), f"{year}年{label}", today, original)
+
+    if any(w in t for w in ("上个月同期", "上月同期")):
+        y, mo = _shift_month(today.year, today.month, -1)
+        first, last = _month_range(y, mo)
+        return _finish(first, min(last, first.replace(day=min(today.day, last.day))), "上月同期", today, original)
+    if any(w in t for w in ("月初到现在", "月初至今", "月初到今天", "这个月初到现在", "本月初至今")):
+        return _finish(date(today.year, today.month, 1), today, "月初至今", today, original)
+    m = _RE_THESE_DAYS.search(t)
+    if m:
+        n = cn_number(m.group(1))
+        return Period(today - timedelta(days=n - 1), today, m.group(0))
 
     m = _RE_ISO_DAY.search(t)
     if m:
@@ -166,11 +226,11 @@ def _match(t: str, today: date, original: str) -> Period | None:  # noqa: C901 -
         year_s, mo, d = m.groups()
         month = cn_number(mo)
         if not 1 <= month <= 12:
-            raise PeriodError(f"「{original}」里的月份不对。")
+            raise PeriodError(f"「{m.group(0)}」里的月份不对：{month}月不是有效的月份（月份是 1 到 12）。")
         year = _year_for_month(month, today, int(year_s) if year_s else None)
-        day = _safe_date(year, month, cn_number(d), original)
+        day = _safe_date(year, month, cn_number(d), m.group(0))
         if day > today and not year_s:
-            day = _safe_date(year - 1, month, day.day, original)
+            day = _safe_date(year - 1, month, day.day, m.group(0))
         return _finish(day, day, f"{month}月{day.day}日", today, original)
 
     for word in sorted(_RELATIVE_DAYS, key=len, reverse=True):
@@ -248,18 +308,44 @@ def _match(t: str, today: date, original: str) -> Period | None:  # noqa: C901 -
         year_s, mo = m.groups()
         month = cn_number(mo)
         if not 1 <= month <= 12:
-            raise PeriodError(f"「{original}」里的月份不对。")
+            raise PeriodError(f"「{m.group(0)}」里的月份不对：{month}月不是有效的月份（月份是 1 到 12）。")
         explicit = {"今": today.year, "去": today.year - 1}.get(year_s or "", int(year_s) if year_s and year_s.isdigit() else None)
         year = _year_for_month(month, today, explicit)
         start, end = _month_range(year, month)
         label = f"{year}年{month}月" if explicit else f"{month}月"
         return _finish(start, end, label, today, original)
 
-    if any(w in t for w in ("今年", "本年", "年初至今")):
+    if any(w in t for w in ("今年", "本年", "年初至今", "年初到现在")):
         return _finish(date(today.year, 1, 1), today, "今年", today, original)
     if "去年" in t:
         return _finish(date(today.year - 1, 1, 1), date(today.year - 1, 12, 31), "去年", today, original)
     return None
+
+
+def _explicit_range(start: date, end: date, today: date, original: str) -> Period:
+    """A range the user typed out: longer than a year is questioned; a part after today is
+    cut off and the label says so (never silently)."""
+    if start > end:
+        raise PeriodError(f"「{original}」的开始日期晚于结束日期。")
+    if start > today:
+        raise PeriodError(f"「{original}」还没到，没有数据。")
+    days = (end - start).days + 1
+    if days > MAX_RANGE_DAYS:
+        raise PeriodError(f"「{original}」跨了 {days} 天，超过一年；请缩小到一年以内，或分段来问。")
+    label = f"{start.isoformat()} 至 {end.isoformat()}"
+    if end > today:
+        label += f"（{end.isoformat()} 还没到，按截至今天 {today.isoformat()} 统计）"
+        end = today
+    return Period(start, end, label)
+
+
+def bound_to_data(period: Period, data_since: date | None) -> Period:
+    """A range that starts before the first recorded sale starts there instead, and says so."""
+    if data_since is None or period.start >= data_since:
+        return period
+    if period.end < data_since:
+        raise PeriodError(f"{period.describe()}没有数据：销售记录从 {data_since.isoformat()} 开始。")
+    return Period(data_since, period.end, f"{period.label}（销售记录从 {data_since.isoformat()} 开始，按此起算）")
 
 
 def _last_days(days: int, today: date, label: str) -> Period:

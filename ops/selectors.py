@@ -12,10 +12,21 @@ from django.core.exceptions import ValidationError
 
 from .models import Store
 
-ALL_STORES_WORDS = ("全部门店", "所有门店", "各门店", "各店", "每家店", "每个店", "全部店", "所有店", "全店", "全国", "整体", "总共", "一共")
-_STORE_MENTION = re.compile(r"([\u4e00-\u9fff]{2,6}?)(?:店|门店|分店)")
+ALL_STORES_WORDS = (
+    "全部门店", "所有门店", "各门店", "各家门店", "各店", "各家店", "每家店", "每个店", "每家门店", "全部店", "所有店", "全店",
+    "几家店", "几家门店", "四家店", "四家门店", "4家店", "全国", "整体", "总共", "一共",
+)
+_ALL_STORES = re.compile(r"(全部|所有|各|每|几|[2-9两三四五六七八九十])\s*(家|个|间)?\s*(门店|分店|店)|" + "|".join(ALL_STORES_WORDS))
+# A run of Chinese characters right before 店 that might be a store nobody has heard of.
+_STORE_MENTION = re.compile(r"([\u4e00-\u9fff]{2,8})(?:门店|分店|店)")
 # Words that end in 店 or precede 店 in questions but are not store names.
-_NOT_A_STORE = ("门店", "本店", "我店", "我们店", "这家店", "那家店", "每家店", "各店", "全店", "另一家店", "别的店", "其他店", "隔壁店", "分店", "开店", "闭店", "进店", "到店", "在店", "离店", "跨店", "店长", "店员")
+_NOT_A_STORE = ("门店", "本店", "我店", "我们店", "这家店", "那家店", "每家店", "各店", "全店", "另一家店", "别的店", "其他店", "隔壁店", "分店",
+                "开店", "闭店", "进店", "到店", "在店", "离店", "跨店", "店长", "店员", "旗舰店", "新店", "老店", "酒店", "饭店", "商店")
+# A store name never contains these: quantifiers, pronouns, particles, verbs of a question.
+_NOT_IN_A_NAME = set("家个间哪这那每各本我你他她们的了在到去从和跟与及几多少些啥么要给报进开闭离跨全总有是把被让向对为于用所")
+_LEADING_WORDS = re.compile(
+    r"^(上上周|上周|本周|这周|上个?月|本月|这个?月|今天|昨天|前天|最近\d*天?|近\d+天|今年|去年|国庆|周末|查一?下|看看|看一?下|帮我查?|请问|问下)+"
+)
 
 
 class UnknownStore(ValidationError):
@@ -29,14 +40,19 @@ class StoreMatch:
 
 
 def store_candidates() -> list[tuple[str, Store]]:
-    pairs: list[tuple[str, Store]] = []
+    """Every way to name a store: name, code, aliases, and each of them without its 店
+    (「珠城店」 → 「珠城」, so 「珠城那边」 and 「珠城这个月」 resolve too). Longest first."""
+    pairs: dict[str, Store] = {}
     for store in Store.objects.all():
         for name in [store.name, store.code, *store.aliases]:
-            if name:
-                pairs.append((name, store))
+            if not name:
+                continue
+            pairs.setdefault(name, store)
+            stem = re.sub(r"(门店|分店|店)$", "", name)
+            if len(stem) >= 2:
+                pairs.setdefault(stem, store)
     # Longest first, so 「广州天河店」 wins over 「天河」.
-    pairs.sort(key=lambda p: len(p[0]), reverse=True)
-    return pairs
+    return sorted(pairs.items(), key=lambda p: len(p[0]), reverse=True)
 
 
 def known_stores_text() -> str:
@@ -55,32 +71,54 @@ def resolve_store(value: str) -> Store:
     raise UnknownStore(f"没有叫「{value}」的门店。已知门店：{known_stores_text()}。")
 
 
+def find_stores_in_text(text: str) -> list[tuple[str, Store]]:
+    """Every known store a text names, in order of appearance (longest name wins at a spot)."""
+    text, upper = text or "", (text or "").upper()
+    taken: list[tuple[int, int]] = []
+    found: list[tuple[int, str, Store]] = []
+    for name, store in store_candidates():
+        start = upper.find(name.upper())
+        while start >= 0:
+            end = start + len(name)
+            if not any(s < end and start < e for s, e in taken):
+                taken.append((start, end))
+                if all(store != other for _, _, other in found):
+                    found.append((start, name, store))
+            start = upper.find(name.upper(), end)
+    return [(name, store) for _, name, store in sorted(found, key=lambda f: f[0])]
+
+
 def find_store_in_text(text: str) -> StoreMatch | None:
     """Find the store a question talks about; None when it names none.
 
-    Raises UnknownStore when the question names a store that is not in the whitelist,
-    so a typo never reads as zero sales.
+    Stores are resolved only from the store list and their aliases (longest match; 「天河那边」
+    「天河那家店」 are 天河). 「四家店」「各店」「所有门店」 mean all stores. Raises UnknownStore when
+    the question names something shaped like a store that is not in the list, so a typo never
+    reads as zero sales — but a phrase is only taken for a name when it could be one.
     """
     text = text or ""
-    for name, store in store_candidates():
-        if name in text:
-            return StoreMatch(store=store, matched=name)
-    if any(word in text for word in ALL_STORES_WORDS):
+    known = find_stores_in_text(text)
+    if known:
+        name, store = known[0]
+        return StoreMatch(store=store, matched=name)
+    if _ALL_STORES.search(text):
         return StoreMatch(store=None, matched="全部门店")
     for m in _STORE_MENTION.finditer(text):
         whole = m.group(0)
-        if any(word in whole for word in _NOT_A_STORE) or whole.endswith(("门店", "分店")) and len(m.group(1)) <= 1:
+        if any(word in whole for word in _NOT_A_STORE if word.endswith("店") and whole.endswith(word)):
             continue
-        mention = _trim_mention(m.group(1)) + "店"
-        if len(mention) >= 3 and not any(word in mention for word in _NOT_A_STORE):
-            raise UnknownStore(f"没有找到「{mention}」这家门店。已知门店：{known_stores_text()}。")
+        mention = _name_before_store_word(m.group(1))
+        if mention:
+            raise UnknownStore(f"没有找到「{mention}店」这家门店。已知门店：{known_stores_text()}。")
     return None
 
 
-def _trim_mention(raw: str) -> str:
-    # Drop leading time words and verbs: 「上周北京三里屯」 → 「北京三里屯」.
-    raw = re.sub(r"^(上上周|上周|本周|这周|上个月|上月|本月|这个月|今天|昨天|前天|最近\d*天?|近\d+天|今年|去年|查一?下|看看|帮我查|请问)+", "", raw)
-    return raw
+def _name_before_store_word(raw: str) -> str:
+    """The part of 「…店」 that could be a name: after the last character no name contains
+    (「目前为止四家店」 → nothing), without leading time words and verbs."""
+    cut = max((i for i, ch in enumerate(raw) if ch in _NOT_IN_A_NAME), default=-1)
+    name = _LEADING_WORDS.sub("", raw[cut + 1:])
+    return name if len(name) >= 2 else ""
 
 
 def stores_for_user(user) -> list[Store]:

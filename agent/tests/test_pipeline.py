@@ -285,3 +285,25 @@ def test_staff_never_get_manager_only_citations(staff, manager):
 def test_period_for_data_answers_uses_today(staff):
     result, _ = answer_question("昨天天河店营业额", user=staff)
     assert result.data[0]["params"]["period"]["start"] == (local_today() - timedelta(days=1)).isoformat()
+
+
+def test_everyday_questions_from_the_issue(staff):
+    # 「目前为止四家店」 was taken for a store name.
+    result, state = answer_question("这个月到目前为止四家店哪家卖得最好", user=staff)
+    assert result.intent == "data" and state.plan.tool == "compare_stores" and len(result.data) == 4
+    assert result.data[0]["params"]["period"]["start"] == local_today().replace(day=1).isoformat()
+    # Routed to policy and refused before.
+    result, state = answer_question("福田店有哪些东西快断货了", user=staff)
+    assert result.intent == "data" and state.plan.tool == "low_stock" and state.plan.params["store"] == "深圳福田店"
+    assert {d["row"]["store"] for d in result.data} <= {"深圳福田店"}
+    # A question about the rule is not answered with every store's low-stock rows.
+    result, state = answer_question("多少瓶算低库存", user=staff)
+    assert result.intent == "policy" and not result.data
+    # 「前两名」 was known to data_guard only.
+    result, state = answer_question("天河店上周卖得前两名的商品", user=staff)
+    assert result.intent == "data" and state.plan.params["n"] == 2 and len(result.data) == 2
+
+
+def test_an_unreadable_month_is_questioned_by_name(staff):
+    result, _ = answer_question("天河店2025年13月卖了多少", user=staff)
+    assert "13月不是有效的月份" in result.answer and not result.data

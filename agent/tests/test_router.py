@@ -2,6 +2,8 @@ import pytest
 
 from agent.router import route_by_rules
 
+pytestmark = pytest.mark.django_db  # store names come from the store list
+
 TABLE = [
     # policy
     ("客人说酒有异味怎么办", "policy"), ("会员卡能跨店用吗", "policy"), ("满减和折扣券能一起用吗", "policy"),
@@ -48,3 +50,39 @@ def test_undecided_questions_are_marked_for_the_llm():
 
 def test_table_is_big_enough():
     assert len(TABLE) >= 40
+
+
+@pytest.mark.parametrize("question,reason_has", [
+    ("福田店有哪些东西快断货了", "库存告急×1"),
+    ("天河店上周卖得前两名的商品", "商品排行×1"),
+    ("这个月到目前为止四家店哪家卖得最好", "哪家店×1"),
+    ("低于安全库存要怎么处理", "怎么办×1"),
+])
+def test_reason_names_the_table_entries(question, reason_has):
+    assert reason_has in route_by_rules(question).reason
+
+
+def test_router_and_data_guard_read_one_table():
+    # The words that made the router say "data" are the ones the planner weighs for the tool.
+    from agent import data_guard, router, vocabulary
+
+    assert router.vocab is vocabulary and data_guard.vocab is vocabulary
+    tool, reason = data_guard.choose_tool("天河店上周卖得前两名的商品")
+    assert tool == "top_products" and "商品排行×1" in reason
+
+
+@pytest.mark.parametrize("question,decline", [
+    ("帮我写一首关于啤酒的诗", "与门店运营无关"),
+    ("天河店店长的工资是多少", "薪资"),
+    ("员工小王的手机号是多少", "个人信息"),
+    ("帮我做一下数学作业", "与门店运营无关"),
+])
+def test_out_of_scope_is_declined_in_one_line(question, decline):
+    from agent.pipeline import answer_question
+    from ops.tests.factories import make_user
+
+    decision = route_by_rules(question)
+    assert decision.intent == "out_of_scope" and decline in decision.decline
+    result, _ = answer_question(question, user=make_user("oos_staff", role="staff"))
+    assert result.refused and result.answer == decision.decline and "\n" not in result.answer
+    assert not result.citations

@@ -185,3 +185,22 @@ def test_schema_and_docs_are_served():
 
 def test_product_prices_are_positive():
     assert not Product.objects.filter(price__lte=0).exists()
+
+
+def test_sales_summary_reads_a_range_with_years_whole(pos):
+    # Was read as the single day 2026-10-01: a silently wrong figure.
+    from datetime import timedelta
+
+    from ops.tools import local_today, run_tool
+
+    today = local_today()
+    start, end = today - timedelta(days=20), today - timedelta(days=3)
+    text = f"{start.year}年{start.month}月{start.day}日到{end.year}年{end.month}月{end.day}日"
+    r = pos.get("/api/v1/sales/summary", {"store": "天河店", "period": text})
+    assert r.status_code == 200 and r.json()["params"]["period"]["start"] == start.isoformat()
+    assert r.json()["params"]["period"]["end"] == end.isoformat()
+    whole = run_tool("store_sales", {"store": "天河店", "period": {"start": start.isoformat(), "end": end.isoformat()}})
+    first_day = run_tool("store_sales", {"store": "天河店", "period": {"start": start.isoformat(), "end": start.isoformat()}})
+    assert r.json()["rows"] == whole.rows and whole.rows[0]["revenue"] > first_day.rows[0]["revenue"]
+    too_long = pos.get("/api/v1/sales/summary", {"store": "天河店", "period": "1900年1月1日到2100年1月1日"})
+    assert too_long.status_code == 400 and "超过一年" in str(too_long.json()["period"])

@@ -98,3 +98,65 @@ def test_find_period_none_and_vague():
     assert find_period("天河店卖了多少", TODAY) is None
     with pytest.raises(PeriodError, match="具体"):
         find_period("天河店最近卖得怎么样", TODAY)
+
+
+@pytest.mark.parametrize(
+    "question,start,end",
+    [
+        ("这个月到目前为止卖了多少", "2026-11-01", "2026-11-18"),
+        ("这个月截至今天营业额", "2026-11-01", "2026-11-18"),
+        ("上个礼拜卖了多少", "2026-11-09", "2026-11-15"),
+        ("礼拜六晚上几点最忙", "2026-11-14", "2026-11-14"),
+        ("这两天卖得咋样", "2026-11-17", "2026-11-18"),
+        ("月初到现在的营业额", "2026-11-01", "2026-11-18"),
+        ("国庆卖了多少", "2026-10-01", "2026-10-07"),
+        ("上个月同期卖了多少", "2026-10-01", "2026-10-18"),
+        ("2026年10月1日到2026年11月15日卖了多少", "2026-10-01", "2026-11-15"),
+        ("2025年12月20日到2026年1月5日", "2025-12-20", "2026-01-05"),
+        ("10.1-11.15营业额", "2026-10-01", "2026-11-15"),
+        ("10/1到11/15", "2026-10-01", "2026-11-15"),
+        ("10月1号到11月15号", "2026-10-01", "2026-11-15"),
+        ("上周一共卖了多少", "2026-11-09", "2026-11-15"),  # 「周一共」 is not Monday
+        ("昨儿卖了多少", "2026-11-17", "2026-11-17"),
+        ("双十一", "2026-11-11", "2026-11-11"),
+        ("五一", "2026-05-01", "2026-05-05"),
+    ],
+)
+def test_everyday_periods_give_exact_ranges(question, start, end):
+    period = find_period(question, TODAY)
+    assert (period.start.isoformat(), period.end.isoformat()) == (start, end)
+
+
+def test_an_evening_is_counted_as_the_whole_day_and_says_so():
+    period = find_period("礼拜六晚上卖了多少", TODAY)
+    assert "晚上按全天统计" in period.label
+
+
+def test_a_range_past_today_is_bounded_and_says_so():
+    period = parse_period("2026年10月1日到2026年12月31日", TODAY)
+    assert (period.start, period.end) == (date(2026, 10, 1), TODAY)
+    assert "还没到" in period.label and "2026-11-18" in period.label
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ("1900年1月1日到2100年1月1日", "超过一年"),
+    ("2025年13月", "13月不是有效的月份"),
+    ("2025年13月1日", "13月不是有效的月份"),
+    ("13.1-13.5", "月份是 1 到 12"),
+    ("到目前为止", "从哪天算起"),
+    ("春节", "具体日期"),
+    ("上上上个月", "请直接说日期"),
+])
+def test_unparseable_parts_are_named_in_the_question_back(text, fragment):
+    with pytest.raises(PeriodError) as exc:
+        find_period(text, TODAY)
+    assert fragment in str(exc.value)
+
+
+def test_a_range_before_the_first_sale_is_bounded_to_it():
+    from ops.periods import bound_to_data
+
+    period = bound_to_data(parse_period("2026年9月1日到2026年10月10日", TODAY), date(2026, 10, 1))
+    assert (period.start, period.end) == (date(2026, 10, 1), date(2026, 10, 10)) and "销售记录从 2026-10-01 开始" in period.label
+    with pytest.raises(PeriodError, match="没有数据"):
+        bound_to_data(parse_period("2026年8月", TODAY), date(2026, 10, 1))

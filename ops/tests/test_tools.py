@@ -162,3 +162,31 @@ def test_unknown_tool_and_unknown_params_are_rejected():
         run_tool("store_sales", {"store": "天河店"})
     assert "period" in exc.value.message_dict
     assert set(TOOLS) == {"store_sales", "top_products", "compare_stores", "hourly_peak", "low_stock", "member_balance"}
+
+
+@pytest.mark.parametrize("text,store", [
+    ("天河那边昨天卖了多少", "广州天河店"),
+    ("天河那家店昨天卖了多少", "广州天河店"),
+    ("珠城这个月流水", "广州珠江新城店"),  # the alias 珠城店 without its 店
+    ("gz-th上周营业额", "广州天河店"),
+    ("广州天河店上周", "广州天河店"),  # longest match: not just 天河
+    ("这个月到目前为止四家店哪家卖得最好", None),
+    ("各店昨天", None),
+    ("所有门店上周", None),
+    ("四家门店本月", None),
+])
+def test_stores_come_only_from_the_list_and_aliases(text, store):
+    match = find_store_in_text(text)
+    assert match is not None and (match.store.name if match.store else None) == store
+
+
+@pytest.mark.parametrize("text", ["库存低到多少要报给店长", "国庆期间哪家店卖得最好", "上周哪间店卖得最好", "团购券的销量算哪家店",
+                                  "我们店昨天", "上周几家店的营业额排个名"])
+def test_phrases_before_store_words_are_not_taken_for_store_names(text):
+    match = find_store_in_text(text)
+    assert match is None or match.store is None
+
+
+def test_an_unknown_store_name_is_questioned_not_read_as_zero():
+    with pytest.raises(UnknownStore, match="北京三里屯店"):
+        find_store_in_text("上周北京三里屯店卖了多少")

@@ -1,0 +1,29 @@
+"""The phrasing table (eval/phrasings.jsonl): everyday data questions (stores × periods ×
+tools, colloquial, with typos), rule questions that contain data-ish words, and requests out
+of scope — each with its exact intent, tool and parameters. Real stores from the database."""
+from collections import Counter
+
+import pytest
+
+from agent.evaluation import check_phrasing, eval_data_phrasings, load_phrasings
+
+pytestmark = pytest.mark.django_db
+ITEMS = load_phrasings()
+
+
+@pytest.mark.parametrize("item", ITEMS, ids=[i["id"] for i in ITEMS])
+def test_phrasing(item):
+    assert check_phrasing(item) is None, item["q"]
+
+
+def test_the_table_is_big_and_covers_every_tool():
+    counts = Counter(i["intent"] for i in ITEMS)
+    assert counts["data"] >= 150 and counts["policy"] >= 40 and counts["out_of_scope"] >= 5
+    tools = Counter(i["tool"] for i in ITEMS if i["intent"] == "data")
+    assert set(tools) == {"store_sales", "top_products", "compare_stores", "hourly_peak", "low_stock", "member_balance"}
+    assert len({i["q"] for i in ITEMS}) == len(ITEMS)
+
+
+def test_eval_reports_the_accuracy():
+    report = eval_data_phrasings()
+    assert report["n"] == len(ITEMS) and report["accuracy"] >= 0.98, report["misses"][:5]

@@ -1,0 +1,133 @@
+"""The one table of intent and tool signals, read by the router and by data_guard.
+
+Each entry is a named sentence pattern with a weight, the intent it speaks for and, for a
+data signal, the query tool it points to. The router adds the weights per intent; the data
+planner adds the weights per tool. Both name the entries that matched in their reason, so a
+decision can always be traced back to a row of this table. Nothing here touches the database.
+
+Signals are counted by occurrence (findall): 「热销排行前五」 has three ranking words.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+POLICY, DATA, BOTH, ACTION, OUT_OF_SCOPE = "policy", "data", "both", "action", "out_of_scope"
+STORE_SALES, TOP_PRODUCTS, COMPARE_STORES, HOURLY_PEAK, LOW_STOCK, MEMBER_BALANCE = (
+    "store_sales", "top_products", "compare_stores", "hourly_peak", "low_stock", "member_balance")
+# When two tools score the same, the more specific one wins.
+TOOL_PRIORITY = (MEMBER_BALANCE, LOW_STOCK, HOURLY_PEAK, COMPARE_STORES, TOP_PRODUCTS, STORE_SALES)
+N = r"[0-9一二两三四五六七八九十]+"
+
+
+@dataclass(frozen=True)
+class Signal:
+    name: str  # what the reason shows
+    intent: str
+    pattern: str
+    weight: int
+    tool: str | None = None
+    topic: bool = False  # a policy topic word: it alone never makes a question a rule question
+
+    @property
+    def regex(self) -> re.Pattern:
+        return _compiled(self.pattern)
+
+
+_CACHE: dict[str, re.Pattern] = {}
+
+
+def _compiled(pattern: str) -> re.Pattern:
+    if pattern not in _CACHE:
+        _CACHE[pattern] = re.compile(pattern, re.IGNORECASE)
+    return _CACHE[pattern]
+
+
+SIGNALS: tuple[Signal, ...] = (
+    # --- action: a request to write something (it becomes a proposal) --------------------------
+    Signal("请求补货", ACTION, r"(帮我|给我|请|麻烦|替我)[^，。？！]{0,12}(补|订|进|下单|申请|加)[^，。？！]{0,6}\d*\s*[一二两三四五六七八九十百\d]*\s*(箱|瓶|件|桶|份)", 3),
+    Signal("申请补货", ACTION, r"(帮我|给我|请|麻烦|替我)[^，。？！]{0,12}(补货|申请补货|提交补货|下补货单|补一下货)", 3),
+    Signal("请求建工单", ACTION, r"(帮我|给我|请|麻烦)?[^，。？！]{0,4}(建|开|提|创建|登记|提交)(一?个|一?张|一下)?[^，。？！]{0,4}(工单|投诉单|客诉单)", 3),
+
+    # --- data: each points to the tool that answers it ------------------------------------------
+    Signal("营业额", DATA, r"卖了多少|卖得?多少钱|买了多少|卖[得的]?(怎么样|如何|咋样|好不好|还行吗)|生意(怎么样|如何|咋样|好不好|好吗)|营业额|销售额|营收|流水|业绩", 2, STORE_SALES),
+    Signal("销量", DATA, r"销量", 1, STORE_SALES),
+    Signal("订单指标", DATA, r"客单价|订单数|多少单|几单|单量|单子|成交", 2, STORE_SALES),
+    Signal("商品排行", DATA, rf"排行|热[销消]|畅销|人气最高|最火|前\s*{N}\s*(名|个|款|样|位)?|top\s*\d+|榜|第一名?的是", 2, TOP_PRODUCTS),
+    Signal("卖得最好", DATA, r"(卖|销量)[得的]?最(好|多|火)|(卖|销|销量)[得的]?好的?|什么卖得|啥卖得|卖了?哪些[^，。？！]{0,4}最多|哪些[^，。？！]{0,4}卖得?最多", 2, TOP_PRODUCTS),
+    Signal("哪家店", DATA, r"哪(家|间|个门店|个店|个分店)|那(家|间)店?[^，。？！]{0,6}最(好|多|高)|谁卖得|谁的?(营业额|业绩|生意)|比谁|谁(卖得)?(多|高)", 3, COMPARE_STORES),
+    Signal("门店排名", DATA, r"排第几|排在第几|排名(?!前)|排个名|(门店|各店|店)[^，。？！]{0,6}(排行|排名)(?!前)|(营业额|业绩|流水|销售额|订单数|单量)(排行|排名)", 3, COMPARE_STORES),
+    Signal("门店对比", DATA, r"对比|比较|比一比|占比|最赚钱|跟.{2,6}比", 3, COMPARE_STORES),
+    Signal("各店", DATA, r"各店|各门店|各家", 1, COMPARE_STORES),
+    Signal("高峰时段", DATA, r"高峰|最忙|最旺|忙的时段|时段|时间段|每小时|按小时|几点(钟)?(最|人|客|单)|什么时[候间](人|客人|单子?)?最|啥时候最", 3, HOURLY_PEAK),
+    Signal("库存告急", DATA, r"(?<!安全)库存|低于安全|低库存|缺货|缺什么|缺啥|断货|断获|快没了|快没货|没货了|快卖完|卖光|不够卖|不够了|够不够卖|还够吗|还剩多少(?!钱)|剩多少(?!钱)|见底|补什么货|该补货|要补货", 2, LOW_STOCK),
+    Signal("会员余额", DATA, r"余额|储值.{0,4}(还有|多少)|卡里.{0,4}(还有|还剩|有)多少", 2, MEMBER_BALANCE),
+    Signal("时间范围", DATA, r"今天|今儿|昨天|昨儿|前天|上周|本周|这周|礼拜|星期|上个?月|本月|这个?月|月初|最近\s*\S{1,2}天|近\s*\d+\s*天|这两天|周末|国庆|双十一|\d+月\d+[日号]|\d+\.\d+-\d+\.\d+|到目前为止|截至", 1),
+
+    # --- policy: how things are done, whether they are allowed, who decides -----------------------
+    Signal("能不能", POLICY, r"能[^，。？！]{0,12}[吗嘛么]|可以[^，。？！]{0,12}[吗嘛么]|能不能|可不可以|行不行|允许|要不要", 2),
+    Signal("怎么办", POLICY, r"怎么(?!样)|咋(办|处理|整|弄)|如何(?!\s*$)|怎样", 2),
+    Signal("规定", POLICY, r"规定|规则|流程|制度|标准|要求|政策|条款|须知|注意事项|口径|考核", 2),
+    Signal("谁来做", POLICY, r"谁(来)?(批|审批|同意|签字|负责|处理|说)|(跟|找|告诉|通知|报给|问)谁|要谁|要报|上报|报备|做哪些准备|要准备|提前几天", 2),
+    Signal("算不算", POLICY, r"多少.{0,4}算|算(是)?(低|高|缺|哪|谁|在)|怎么算", 2),
+    Signal("库存规则", POLICY, r"安全库存(是|一般|标准|怎么|多少|定|设)|什么时候(要|该|需要)?补货|补货(的)?(规定|流程|时间|周期|标准|数量)", 3),
+    Signal("细节", POLICY, r"什么情况|哪些情况|什么时候|多久|几天|几点|多少钱|多少度|几度", 1),
+    Signal("知识", POLICY, r"是什么|什么意思|区别|有什么|哪些|多厚|多长|保质期", 1),
+    Signal("门店话题", POLICY, r"客人|顾客|店员|员工|新人|店长|会员|储值|优惠券|团购|发票|存酒|包厢|扎啤|威士忌|黑牌|鸡尾酒|外卖|退款|退卡|投诉", 1, topic=True),
+
+    # --- out of scope: declined with a one-line reason --------------------------------------------
+    Signal("与门店无关", OUT_OF_SCOPE, r"天气|股票|基金|彩票|写(一首|首|一篇|篇)?[^，。？！]{0,8}(诗|歌词|小说)|写(一篇|篇)?作文|作文|翻译|讲个?笑话|你是谁|你叫什么|新闻|比赛结果|电影|菜谱|减肥|作业|数学题", 3),
+    Signal("薪资", OUT_OF_SCOPE, r"(工资|薪水|薪资|月薪|年薪|收入|奖金)[^，。？！]{0,4}(是|有|拿)?(多少|几千|几万)", 3),
+    Signal("他人隐私", OUT_OF_SCOPE, r"(员工|店员|店长|同事|经理|老板|主管|小[王李张刘陈杨黄赵]|[张王李赵刘陈][三四五])[^，。？！]{0,6}(手机号|电话|身份证|住址|家住|住在|住哪|微信号?)|(家住|住在)(在)?哪", 3),
+)
+
+DECLINE = {
+    "与门店无关": "这个请求与门店运营无关，我只回答门店制度和经营数据方面的问题。",
+    "薪资": "员工的薪资属于个人信息，我不能提供；请找店长或人事。",
+    "他人隐私": "其他人的个人信息（电话、证件、住址等）我不能提供。",
+}
+
+
+@dataclass(frozen=True)
+class Hit:
+    signal: Signal
+    count: int
+
+    @property
+    def score(self) -> int:
+        return self.signal.weight * self.count
+
+    def label(self) -> str:
+        return f"{self.signal.name}×{self.count}"
+
+
+def match(text: str) -> list[Hit]:
+    """Every table entry the text matches, with how often."""
+    hits = []
+    for signal in SIGNALS:
+        found = signal.regex.findall(text or "")
+        if found:
+            hits.append(Hit(signal, len(found)))
+    return hits
+
+
+def score(hits: list[Hit], intent: str, *, topics: bool = True) -> int:
+    return sum(h.score for h in hits if h.signal.intent == intent and (topics or not h.signal.topic))
+
+
+def labels(hits: list[Hit], intent: str) -> list[str]:
+    return [h.label() for h in hits if h.signal.intent == intent]
+
+
+def tool_scores(hits: list[Hit]) -> dict[str, int]:
+    scores: dict[str, int] = {}
+    for h in hits:
+        if h.signal.tool:
+            scores[h.signal.tool] = scores.get(h.signal.tool, 0) + h.score
+    return scores
+
+
+def best_tool(scores: dict[str, int]) -> str | None:
+    if not scores:
+        return None
+    return max(scores, key=lambda tool: (scores[tool], -TOOL_PRIORITY.index(tool)))
