@@ -7,8 +7,9 @@ from storemind.commands import TargetCommand
 
 
 class Command(TargetCommand):
-    help = "Benchmarks: ops (query tools and POS ingest at 1M orders), retrieval, workflow."
+    help = "Benchmarks: ops (query tools and POS ingest at 1M orders), retrieval, workflow, chat (gunicorn under load)."
     targets = {
+        "chat": "agent.bench.bench_chat",
         "ops": "ops.bench.bench_ops",
         "retrieval": "knowledge.bench.bench_retrieval",
         "workflow": "workflow.bench.bench_workflow",
@@ -20,4 +21,8 @@ class Command(TargetCommand):
         parser.add_argument("--days", type=int, default=365, help="ops: days of history the orders spread over")
         parser.add_argument("--queries", type=int, default=200, help="how many timed queries")
         parser.add_argument("--chunks", type=int, default=100_000, help="retrieval: synthetic chunks")
+        parser.add_argument("--levels", default="1,4,16", help="chat: concurrent clients per level, comma-separated")
+        parser.add_argument("--workers", type=int, help="chat: gunicorn workers (default: gunicorn.conf.py)")
+        parser.add_argument("--cpu-chats", type=int, default=20, help="chat: serial chats per intent for the CPU figure")
+        parser.add_argument("--profile", action="store_true", help="chat: print the top 15 functions of one policy and one data chat")
         parser.add_argument("--reload", action="store_true", help="retrieval: rebuild the synthetic corpus even if present")
