@@ -1,0 +1,66 @@
+"""The production web server shape: gunicorn.conf.py, and a real gunicorn started the way
+`bench chat` starts it (production settings, the test database) whose worker is warm
+before it takes its first request."""
+import multiprocessing
+import re
+import runpy
+from pathlib import Path
+
+import pytest
+import yaml
+from django.conf import settings
+
+CONF = Path(settings.BASE_DIR) / "gunicorn.conf.py"
+
+
+def test_gunicorn_conf_sizes_workers_from_cpus_and_recycles_them_staggered(monkeypatch):
+    for var in ("SM_WEB_WORKERS", "SM_WEB_TIMEOUT", "SM_WEB_MAX_REQUESTS"):
+        monkeypatch.delenv(var, raising=False)
+    conf = runpy.run_path(str(CONF))
+    assert conf["workers"] == multiprocessing.cpu_count() + 1
+    assert conf["max_requests"] > 0 and 0 < conf["max_requests_jitter"] < conf["max_requests"]
+    assert conf["timeout"] > 8 + 10  # above the per-question LLM budget, with room
+    assert "%(M)s" in conf["access_log_format"] and conf["accesslog"] == "-"
+    assert callable(conf["post_worker_init"])
+    monkeypatch.setenv("SM_WEB_WORKERS", "5")
+    assert runpy.run_path(str(CONF))["workers"] == 5
+
+
+def test_compose_and_dockerfile_use_the_conf_and_pin_threads():
+    compose = yaml.safe_load((Path(settings.BASE_DIR) / "docker-compose.yml").read_text())
+    assert "-c gunicorn.conf.py" in compose["services"]["web"]["command"]
+    for app in ("web", "worker"):
+        assert "SM_EMBED_THREADS" in compose["services"][app]["environment"]
+    dockerfile = (Path(settings.BASE_DIR) / "Dockerfile").read_text()
+    assert re.search(r'CMD \[.*"gunicorn".*"-c", "gunicorn.conf.py"\]', dockerfile)
+    assert "SM_EMBED_THREADS=1" in dockerfile
+
+
+@pytest.fixture(scope="module")
+def chat_user(django_db_setup, django_db_blocker):
+    """A committed user and token on the test database (a live server can't see a test's transaction)."""
+    from agent.bench import bench_user, bench_user_delete
+
+    with django_db_blocker.unblock():
+        user, key = bench_user()
+        yield key
+        bench_user_delete(user)
+
+
+def test_real_gunicorn_worker_is_warm_before_its_first_request(chat_user, django_db_blocker, tmp_path):
+    from agent.bench import Server, _free_port, chat
+
+    with django_db_blocker.unblock():
+        server = Server(_free_port(), None, tmp_path / "gunicorn.log", env={
+            "SM_WEB_WORKERS": "1", "SM_REFUSAL_THRESHOLD": "0", "SM_JUDGE_THRESHOLD": "0", "SM_LLM_BACKEND": "none"})
+    try:
+        server.wait_ready(timeout=90)
+        log = (tmp_path / "gunicorn.log").read_text()
+        assert re.search(r"worker \d+ warm: embedder [\d.]+ ms, tokenizer [\d.]+ ms, code [\d.]+ ms", log), log
+        ms, status, body = chat(server.port, chat_user, "上周天河店卖了多少")
+        assert status == 200 and body["intent"] == "data" and body["data"], body
+        ms, status, body = chat(server.port, chat_user, "会员卡能跨店用吗")
+        assert status == 200 and body["citations"], body
+    finally:
+        server.stop()
+    assert re.search(r'"POST /api/v1/chat HTTP/1.1" 200 \d+ \d+ms', (tmp_path / "gunicorn.log").read_text())

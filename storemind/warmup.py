@@ -1,0 +1,57 @@
+"""Warm start: each web and worker process loads, as it starts, what the first question would
+otherwise pay for (the embedding model and its first inference, jieba's dictionaries, the
+synonym list, the URL resolver), so the first user's answer costs the same as the hundredth.
+
+Called after the fork (gunicorn `post_worker_init`, Celery `worker_process_init`), never in a
+parent that forks: a native thread pool or a database connection made before a fork would be
+shared by every child. Never raises: a process that cannot warm up still serves, cold.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+logger = logging.getLogger(__name__)
+
+WARM_QUESTION = "客人说酒有异味怎么办"
+IN_PROCESS_EMBEDDERS = ("e5", "hashing")  # HTTP embedders are not called at start: a down endpoint must not stop a boot
+
+
+def warm_process() -> dict[str, float]:
+    """Load the models and dictionaries; returns milliseconds per step (for logs and tests)."""
+    timings: dict[str, float] = {}
+
+    def step(name, fn):
+        t = time.perf_counter()
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - warming is best effort, serving is not
+            logger.warning("warm-up step %s failed: %s", name, exc)
+        timings[name] = round((time.perf_counter() - t) * 1000, 1)
+
+    def embedder():
+        from knowledge.embedders import get_embedder
+
+        emb = get_embedder()
+        if emb.backend in IN_PROCESS_EMBEDDERS:
+            emb.embed_query(WARM_QUESTION)
+
+    def tokenizer():
+        from knowledge.text import overlap_ratio, query_terms
+
+        overlap_ratio(WARM_QUESTION, " ".join(query_terms(WARM_QUESTION)), expand=True)
+
+    def code_paths():
+        from django.urls import resolve
+
+        import agent.api.views  # noqa: F401 - the chat view and everything the pipeline imports
+        from agent.llm import get_llm
+        from agent.router import route
+
+        resolve("/api/v1/chat")
+        route(WARM_QUESTION, get_llm())
+
+    step("embedder", embedder)
+    step("tokenizer", tokenizer)
+    step("code", code_paths)
+    return timings
