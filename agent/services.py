@@ -59,13 +59,13 @@ def thread_for(*, user, thread_id: str | None) -> str:
     return conv.thread_id if conv else (validate_thread_id(thread_id) or str(uuid.uuid4()))
 
 
-def _conversation_get_or_create(*, user, thread_id: str) -> Conversation:
+def _conversation_get_or_create(*, user, thread_id: str, title: str) -> tuple[Conversation, bool]:
     """Inside the turn's transaction. Concurrent first questions in one new thread: the
     unique thread_id decides, the others read the winner's row (get_or_create retries)."""
-    conv, _ = Conversation.objects.get_or_create(thread_id=thread_id, defaults={"user": user})
+    conv, created = Conversation.objects.get_or_create(thread_id=thread_id, defaults={"user": user, "title": title})
     if conv.user_id != user.pk:
         raise PermissionDenied("这个会话属于其他用户。")
-    return conv
+    return conv, created
 
 
 def _history(conv: Conversation) -> tuple[dict, list[tuple[str, str]]]:
@@ -82,24 +82,32 @@ def _history(conv: Conversation) -> tuple[dict, list[tuple[str, str]]]:
 
 
 def chat_ask(*, user, query, thread_id: str | None = None) -> tuple[AgentResult, Conversation, Message]:
-    """Answer one question in a thread and store both turns with the trace."""
+    """Answer one question in a thread and store both turns with the trace.
+
+    Few round trips: a new thread has no history to read and is created with its title;
+    both messages are one INSERT; an existing thread gets one UPDATE (updated_at, title)."""
     query = validate_query(query)
     conv = conversation_for(user=user, thread_id=thread_id)
-    thread_id = conv.thread_id if conv else (validate_thread_id(thread_id) or str(uuid.uuid4()))
+    requested = validate_thread_id(thread_id)
     previous, history = _history(conv) if conv else ({}, [])
     result, state = answer_question(query, user=user, previous=previous, history=history)
     with transaction.atomic():
-        if conv is None:
-            conv = _conversation_get_or_create(user=user, thread_id=thread_id)
-        Message.objects.create(conversation=conv, role=Message.Role.USER, content=query)
-        reply = Message.objects.create(
-            conversation=conv, role=Message.Role.ASSISTANT, content=result.answer, intent=result.intent,
-            route_reason=result.route_reason[:255], refused=result.refused, citations=result.citations, data=result.data,
-            proposal=result.proposal, trace=result.trace, context=result.context,
-        )
-        if not conv.title:
-            conv.title = query[:80]
-        conv.save(update_fields=["title", "updated_at"])
+        created = False
+        if conv is None and requested is None:  # a fresh random thread id cannot exist yet
+            conv, created = Conversation.objects.create(thread_id=str(uuid.uuid4()), user=user, title=query[:80]), True
+        elif conv is None:
+            conv, created = _conversation_get_or_create(user=user, thread_id=requested, title=query[:80])
+        if not created:
+            conv.title = conv.title or query[:80]
+            conv.save(update_fields=["title", "updated_at"])
+        _question, reply = Message.objects.bulk_create([
+            Message(conversation=conv, role=Message.Role.USER, content=query),
+            Message(
+                conversation=conv, role=Message.Role.ASSISTANT, content=result.answer, intent=result.intent,
+                route_reason=result.route_reason[:255], refused=result.refused, citations=result.citations, data=result.data,
+                proposal=result.proposal, trace=result.trace, context=result.context,
+            ),
+        ])
         if result.refused and state.refusal_layer:  # router, retrieval gate or judge; not a system error
             top = max((s["detail"].get("best_vector_score", 0) for s in result.trace if s["step"] == "retrieval_gate"), default=None)
             UnansweredQuestion.objects.create(
