@@ -43,6 +43,7 @@ def number_sources(hits: list[Hit], tool_result: ToolResult | None) -> Sources:
     for i, hit in enumerate(hits, start=1):
         sources.citations.append({
             "ref": str(i), "document": hit.document, "section_path": hit.section_path, "score": round(hit.score, 4),
+            "vector_score": round(hit.vector_score, 4) if hit.vector_score is not None else None,
             "text": hit.text, "chunk_id": hit.chunk_id,
         })
     if tool_result is not None:
@@ -108,6 +109,7 @@ ROW_FORMATS = {
     "top_products": lambda r: f"第 {r['rank']} 名 {r['product']}：{r['qty']}{r['unit']}，销售额 ¥{r['revenue']:,.2f}",
     "compare_stores": lambda r: f"第 {r['rank']} 名 {r['store']}：营业额 ¥{r['revenue']:,.2f}（占 {r['revenue_share']}%），订单 {r['orders']} 单，客单价 ¥{r['avg_ticket']:,.2f}",
     "hourly_peak": lambda r: f"{r['hour']}：{r['orders']} 单，¥{r['revenue']:,.2f}",
+    "daily_trend": lambda r: f"{r['date']}（{r['weekday']}）：¥{r['revenue']:,.2f}，{r['orders']} 单",
     "low_stock": lambda r: (
         f"{r['store']} {r['product']}：在库 {r['on_hand']}{r['unit']}，安全库存 {r['safety_stock']}，"
         f"近7天日均 {r['velocity_per_day']}，建议补 {r['suggested_qty']}{r['unit']}"
@@ -116,9 +118,16 @@ ROW_FORMATS = {
 }
 
 
+def _labelled_row(row: dict) -> str:
+    """Any tool without its own sentence: 「门店 广州天河店，营业额 ¥1.00」 from the column metadata."""
+    from ops.tools import column, format_cell
+
+    return "，".join(f"{column(k).label} {format_cell(k, row)}" for k in row if k != "unit")
+
+
 def row_key(tool: str, row: dict) -> str:
     """The value that identifies a row in prose (guard 3 looks for it)."""
-    for key in ("product", "store", "hour", "member"):
+    for key in ("product", "store", "hour", "date", "member"):
         if key in row:
             return str(row[key])
     return ""
@@ -126,7 +135,7 @@ def row_key(tool: str, row: dict) -> str:
 
 def extractive_data_answer(tool_result: ToolResult, sources: Sources) -> str:
     lines = [tool_result.summary.split("：")[0] + "：" if tool_result.rows else tool_result.summary]
-    fmt = ROW_FORMATS.get(tool_result.tool, lambda r: str(r))
+    fmt = ROW_FORMATS.get(tool_result.tool, _labelled_row)
     for d in sources.data:
         lines.append(f"- {fmt(d['row'])} [{d['ref']}]")
     if tool_result.tool == "store_sales" and len(tool_result.rows) > 1:
@@ -161,7 +170,7 @@ def guard_all_rows(answer: str, tool_result: ToolResult | None, sources: Sources
     """Guard 3: every row of a list result appears in the answer."""
     if tool_result is None or len(tool_result.rows) < 2:
         return answer, []
-    fmt = ROW_FORMATS.get(tool_result.tool, lambda r: str(r))
+    fmt = ROW_FORMATS.get(tool_result.tool, _labelled_row)
     missing = []
     for d in sources.data:
         key = row_key(tool_result.tool, d["row"])

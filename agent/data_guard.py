@@ -18,7 +18,7 @@ from ops.selectors import UnknownStore, find_store_in_text, find_stores_in_text
 from . import vocabulary as vocab
 from .vocabulary import COMPARE_STORES, MEMBER_BALANCE, TOP_PRODUCTS
 
-PERIOD_TOOLS = {"store_sales", "top_products", "compare_stores", "hourly_peak"}
+PERIOD_TOOLS = {"store_sales", "top_products", "compare_stores", "hourly_peak", "daily_trend"}
 _PHONE = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)")
 _MEMBER_NO = re.compile(r"(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
 _N = r"([0-9一二两三四五六七八九十]+)"
@@ -90,7 +90,7 @@ def plan_data(question: str, *, today: date, previous: dict | None = None, data_
     if tool is None and previous.get("tool"):
         tool, reason, inherited = previous["tool"], f"追问，沿用上一轮的工具 {previous['tool']}", True
     if tool is None:
-        return DataPlan(None, clarify="想查哪项经营数据？可以问营业额、热销排行、门店对比、高峰时段、低库存或会员余额。", reason="没有匹配的数据工具")
+        return DataPlan(None, clarify="想查哪项经营数据？可以问营业额、每日趋势、热销排行、门店对比、高峰时段、低库存或会员余额。", reason="没有匹配的数据工具")
     params: dict = {}
     prev_params = previous.get("params") or {}
 

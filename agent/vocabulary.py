@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass
 
 POLICY, DATA, BOTH, ACTION, OUT_OF_SCOPE = "policy", "data", "both", "action", "out_of_scope"
-STORE_SALES, TOP_PRODUCTS, COMPARE_STORES, HOURLY_PEAK, LOW_STOCK, MEMBER_BALANCE = (
-    "store_sales", "top_products", "compare_stores", "hourly_peak", "low_stock", "member_balance")
+STORE_SALES, TOP_PRODUCTS, COMPARE_STORES, HOURLY_PEAK, LOW_STOCK, MEMBER_BALANCE, DAILY_TREND = (
+    "store_sales", "top_products", "compare_stores", "hourly_peak", "low_stock", "member_balance", "daily_trend")
 # When two tools score the same, the more specific one wins.
-TOOL_PRIORITY = (MEMBER_BALANCE, LOW_STOCK, HOURLY_PEAK, COMPARE_STORES, TOP_PRODUCTS, STORE_SALES)
+TOOL_PRIORITY = (MEMBER_BALANCE, LOW_STOCK, HOURLY_PEAK, DAILY_TREND, COMPARE_STORES, TOP_PRODUCTS, STORE_SALES)
 N = r"[0-9一二两三四五六七八九十]+"
 
 
@@ -60,6 +60,8 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("门店对比", DATA, r"对比|比较|比一比|占比|最赚钱|跟.{2,6}比", 3, COMPARE_STORES),
     Signal("各店", DATA, r"各店|各门店|各家", 1, COMPARE_STORES),
     Signal("高峰时段", DATA, r"高峰|最忙|最旺|忙的时段|时段|时间段|每小时|按小时|几点(钟)?(最|人|客|单)|什么时[候间](人|客人|单子?)?最|啥时候最", 3, HOURLY_PEAK),
+    # 「上周每天卖了多少」「这个月每天的营业额」: a figure per day, not one total
+    Signal("每日趋势", DATA, r"(每天|每日|逐日|按天|每一天)[^，。？！]{0,8}(卖|营业额|销售额|营收|流水|业绩|订单|单量|多少单|几单|生意)|(营业额|销售额|营收|流水|业绩|订单|单量)[^，。？！]{0,6}(趋势|走势|每天|每日|按天)", 3, DAILY_TREND),
     Signal("库存告急", DATA, r"(?<!安全)库存|低于安全|低库存|缺货|缺什么|缺啥|断货|断获|快没了|快没货|没货了|快卖完|卖光|不够卖|不够了|够不够卖|还够吗|还剩多少(?!钱)|剩多少(?!钱)|见底|补什么货|该补货|要补货", 2, LOW_STOCK),
     Signal("会员余额", DATA, r"余额|储值.{0,4}(还有|多少)|卡里.{0,4}(还有|还剩|有)多少", 2, MEMBER_BALANCE),
     Signal("时间范围", DATA, r"今天|今儿|昨天|昨儿|前天|上周|本周|这周|礼拜|星期|上个?月|本月|这个?月|月初|最近\s*\S{1,2}天|近\s*\d+\s*天|这两天|周末|国庆|双十一|\d+月\d+[日号]|\d+\.\d+-\d+\.\d+|到目前为止|截至", 1),

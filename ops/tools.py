@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 from django.core.exceptions import ValidationError
 from django.db.models import Count, F, Q, Sum
-from django.db.models.functions import ExtractHour
+from django.db.models.functions import ExtractHour, TruncDate
 from django.utils import timezone
 
 from .models import Inventory, Member, Order, OrderLine, Product, Store
@@ -38,7 +38,81 @@ class ToolResult:
     columns: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
+        return {**asdict(self), "column_labels": {k: column(k).label for k in self.columns}}
+
+
+@dataclass(frozen=True)
+class Column:
+    """How a result column reads to a person: its Chinese label, its kind (money, count,
+    qty, percent, days, text) and, for quantities, the row key holding the unit."""
+
+    label: str
+    kind: str = "text"
+    unit: str = ""  # a fixed unit (「单」) or, with unit_key, none
+    unit_key: str = ""  # the row key whose value is this row's unit (「箱」「瓶」)
+
+    def as_dict(self) -> dict:
         return asdict(self)
+
+
+# The one home of column meaning: the chat tables, the API schema and MCP read it from here.
+COLUMNS: dict[str, Column] = {
+    "rank": Column("排名", "rank"),
+    "store": Column("门店"),
+    "revenue": Column("营业额", "money"),
+    "orders": Column("订单数", "count", unit="单"),
+    "avg_ticket": Column("客单价", "money"),
+    "revenue_share": Column("营业额占比", "percent"),
+    "product": Column("商品"),
+    "category": Column("品类"),
+    "qty": Column("销量", "qty", unit_key="unit"),
+    "unit": Column("单位"),
+    "hour": Column("时段"),
+    "date": Column("日期", "date"),
+    "weekday": Column("星期"),
+    "sku": Column("商品编码"),
+    "on_hand": Column("在库", "qty", unit_key="unit"),
+    "safety_stock": Column("安全库存", "qty", unit_key="unit"),
+    "sold_7d": Column("近7天销量", "qty", unit_key="unit"),
+    "velocity_per_day": Column("日均销量", "qty", unit_key="unit"),
+    "days_of_cover": Column("可售天数", "days", unit="天"),
+    "suggested_qty": Column("建议补货", "qty", unit_key="unit"),
+    "member": Column("会员号"),
+    "name": Column("姓名"),
+    "phone": Column("手机号"),
+    "home_store": Column("开卡门店"),
+    "principal_balance": Column("储值本金", "money"),
+    "bonus_balance": Column("赠送余额", "money"),
+    "total_balance": Column("合计余额", "money"),
+}
+
+
+def column(key: str) -> Column:
+    return COLUMNS.get(key) or Column(key)
+
+
+def format_cell(key: str, row: dict) -> str:
+    """A value as staff read it: ¥33,752.00, 12箱, 35.2%, 3.5天; empty for no value."""
+    value, col = row.get(key), column(key)
+    if value is None or value == "":
+        return "—" if col.kind in ("days", "qty") else ""
+    if col.kind == "money":
+        return _yuan(float(value))
+    if col.kind == "percent":
+        return f"{value}%"
+    if col.kind in ("qty", "count", "days"):
+        number = f"{value:,}" if isinstance(value, int) else f"{value:g}" if isinstance(value, float) else str(value)
+        return f"{number}{row.get(col.unit_key, '') if col.unit_key else col.unit}"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A data answer worth looking at: one bar per row, labelled by `label`, sized by `value`."""
+
+    label: str
+    value: str
+    orientation: str = "vertical"  # horizontal for long labels (product names)
 
 
 @dataclass(frozen=True)
@@ -48,6 +122,11 @@ class ToolSpec:
     description: str
     schema: dict  # JSON schema of the parameters
     func: Callable[..., ToolResult]
+    columns: tuple[str, ...] = ()  # what a person sees, in order (unit folds into its quantity)
+    chart: Chart | None = None
+
+    def column_meta(self) -> list[dict]:
+        return [{"key": k, **column(k).as_dict()} for k in self.columns]
 
 
 def local_today() -> date:
@@ -180,6 +259,36 @@ def hourly_peak(*, store: Store | None, period: Period) -> ToolResult:
     return ToolResult("hourly_peak", {}, rows, summary, ["hour", "orders", "revenue"])
 
 
+WEEKDAY_NAMES = "一二三四五六日"
+MAX_TREND_DAYS = 92
+
+
+def daily_trend(*, store: Store | None, period: Period) -> ToolResult:
+    """Revenue and orders per day; days without sales are rows with zeros, not gaps."""
+    agg = {
+        a["day"]: a
+        for a in _paid_orders(period, store)
+        .annotate(day=TruncDate("created_at", tzinfo=TZ))
+        .values("day")
+        .annotate(orders=Count("*"), revenue=Sum("total"))
+        .order_by()
+    }
+    rows = []
+    for i in range(period.days):
+        day = period.start + timedelta(days=i)
+        a = agg.get(day, {})
+        rows.append({"date": day.isoformat(), "weekday": f"周{WEEKDAY_NAMES[day.weekday()]}",
+                     "revenue": _money(a.get("revenue")), "orders": a.get("orders", 0)})
+    total = round(sum(r["revenue"] for r in rows), 2)
+    if any(r["orders"] for r in rows):
+        best = max(rows, key=lambda r: r["revenue"])
+        summary = (f"{_store_label(store)} {period.describe()} 每天的营业额：合计 {_yuan(total)}，"
+                   f"订单 {sum(r['orders'] for r in rows)} 单；最高 {best['date']}（{best['weekday']}）{_yuan(best['revenue'])}。")
+    else:
+        summary = f"{_store_label(store)} {period.describe()} 没有已支付订单（营业额 ¥0.00）。"
+    return ToolResult("daily_trend", {}, rows, summary, ["date", "weekday", "revenue", "orders"])
+
+
 def restock_suggestion(on_hand: int, safety_stock: int, velocity: float, cover_days: int = 7) -> int:
     """Units to order so stock covers `cover_days` of sales on top of the safety stock."""
     return max(0, math.ceil(safety_stock + velocity * cover_days - on_hand))
@@ -273,30 +382,33 @@ TOOLS: dict[str, ToolSpec] = {
     for spec in [
         ToolSpec("store_sales", "门店营业额", "某门店或全部门店在一段时间内的营业额、订单数和客单价（只计已支付订单）。",
                  {"type": "object", "properties": {"store": _STORE, "period": _PERIOD}, "required": ["period"], "additionalProperties": False},
-                 store_sales),
+                 store_sales, ("store", "revenue", "orders", "avg_ticket")),
         ToolSpec("top_products", "热销商品", "一段时间内销量最高的前 N 个商品（N ≤ 50），可按门店和品类筛选。",
                  {"type": "object", "properties": {
                      "store": _STORE, "period": _PERIOD,
                      "n": {"type": "integer", "minimum": 1, "maximum": MAX_TOP_N, "default": 5},
                      "category": {"type": ["string", "null"], "enum": [*Product.Category.values, None]}},
                   "required": ["period"], "additionalProperties": False},
-                 top_products),
+                 top_products, ("rank", "product", "category", "qty", "revenue"), Chart("product", "qty", "horizontal")),
         ToolSpec("compare_stores", "门店对比", "一段时间内各门店的营业额、订单数、客单价排名和营业额占比。",
                  {"type": "object", "properties": {
                      "period": _PERIOD,
                      "metric": {"type": "string", "enum": ["revenue", "orders", "avg_ticket"], "default": "revenue"}},
                   "required": ["period"], "additionalProperties": False},
-                 compare_stores),
+                 compare_stores, ("rank", "store", "revenue", "orders", "avg_ticket", "revenue_share"), Chart("store", "revenue", "horizontal")),
         ToolSpec("hourly_peak", "高峰时段", "一段时间内按小时统计的订单数和营业额，找出最忙的时段。",
                  {"type": "object", "properties": {"store": _STORE, "period": _PERIOD}, "required": ["period"], "additionalProperties": False},
-                 hourly_peak),
+                 hourly_peak, ("hour", "orders", "revenue"), Chart("hour", "orders")),
+        ToolSpec("daily_trend", "每日趋势", "一段时间内（最多 92 天）每天的营业额和订单数，没有销售的日子记为 0。",
+                 {"type": "object", "properties": {"store": _STORE, "period": _PERIOD}, "required": ["period"], "additionalProperties": False},
+                 daily_trend, ("date", "weekday", "revenue", "orders"), Chart("date", "revenue")),
         ToolSpec("low_stock", "低库存", "在库低于安全库存的商品，附近 7 天日均销量、可售天数和建议补货量。",
                  {"type": "object", "properties": {"store": _STORE}, "additionalProperties": False},
-                 low_stock),
+                 low_stock, ("store", "product", "on_hand", "safety_stock", "sold_7d", "velocity_per_day", "days_of_cover", "suggested_qty")),
         ToolSpec("member_balance", "会员储值余额", "按手机号或会员号查会员储值本金和赠送余额；姓名和手机号脱敏显示。",
                  {"type": "object", "properties": {"member": {"type": "string", "description": "11 位手机号或会员号（如 M00012）"}},
                   "required": ["member"], "additionalProperties": False},
-                 member_balance),
+                 member_balance, ("member", "name", "phone", "home_store", "principal_balance", "bonus_balance", "total_balance")),
     ]
 }
 
@@ -359,6 +471,8 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date) -> tuple[dict
             errors["member"] = ["没有找到这个会员（请核对手机号或会员号）。"]
         else:
             kwargs["member"], used["member"] = member, member.number
+    if spec.name == "daily_trend" and "period" in kwargs and kwargs["period"].days > MAX_TREND_DAYS:
+        errors["period"] = [f"按天趋势最多查 {MAX_TREND_DAYS} 天，请缩短时间范围。"]
     if spec.name == "low_stock":
         kwargs["today"] = today
     if errors:

@@ -8,4 +8,5 @@ urlpatterns = [
     path("inventory/adjustments", views.InventoryAdjustmentsView.as_view(), name="inventory-adjustments"),
     path("stores", views.StoresView.as_view(), name="stores"),
     path("sales/summary", views.SalesSummaryView.as_view(), name="sales-summary"),
+    path("sales/daily", views.SalesDailyView.as_view(), name="sales-daily"),
 ]

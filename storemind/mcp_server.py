@@ -22,6 +22,8 @@ from django.db import close_old_connections, connections
 from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 
+from ops.tools import TOOLS as OPS_TOOLS  # the one whitelist of query tools
+
 log = logging.getLogger("storemind.mcp")
 SERVER_NAME = "storemind"
 RESOURCE_PREFIX = "storemind://corpus/"
@@ -164,9 +166,9 @@ TOOLS: list[ToolDef] = [
     ToolDef("list_stores", "列出全部门店的编码、名称和别名。查询经营数据和提交提案时用这些名字指定门店。",
             {"type": "object", "properties": {}, "additionalProperties": False}, _list_stores),
     ToolDef("query_ops",
-            "运行一个白名单经营数据工具（store_sales、top_products、compare_stores、hourly_peak、low_stock、member_balance），参数先校验再查询，从不执行自由 SQL。返回数据行、一句话摘要和实际使用的参数。",
+            "运行一个白名单经营数据工具（store_sales、top_products、compare_stores、hourly_peak、daily_trend、low_stock、member_balance），参数先校验再查询，从不执行自由 SQL。返回数据行、一句话摘要和实际使用的参数。",
             {"type": "object", "properties": {
-                "tool": {"type": "string", "enum": ["store_sales", "top_products", "compare_stores", "hourly_peak", "low_stock", "member_balance"]},
+                "tool": {"type": "string", "enum": list(OPS_TOOLS)},
                 "params": {"type": "object", "description": "如 {\"store\": \"天河店\", \"period\": \"上周\"}"}},
              "required": ["tool"], "additionalProperties": False}, _query_ops),
     ToolDef("propose_restock",

@@ -6,6 +6,7 @@ tests); these input serializers only document the payload.
 from rest_framework import serializers
 
 from ..models import Inventory, InventoryAdjustment, Order, OrderLine, Store
+from ..tools import COLUMNS
 
 
 class StoreSerializer(serializers.ModelSerializer):
@@ -96,4 +97,8 @@ class ToolResultSerializer(serializers.Serializer):
     params = serializers.DictField()
     rows = serializers.ListField(child=serializers.DictField())
     summary = serializers.CharField()
-    columns = serializers.ListField(child=serializers.CharField())
+    columns = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="行里的字段（显示顺序）。含义：" + "；".join(f"{k} = {c.label}" for k, c in COLUMNS.items()),
+    )
+    column_labels = serializers.DictField(child=serializers.CharField(), help_text="字段 → 中文列名（与问答页表头相同）")

@@ -92,4 +92,20 @@ class SalesSummaryView(APIView):
         return Response(tools.run_tool("store_sales", params).as_dict())
 
 
-__all__ = ["OrdersView", "InventoryAdjustmentsView", "StoresView", "SalesSummaryView", "InventorySerializer"]
+class SalesDailyView(APIView):
+    @extend_schema(
+        summary="每日营业额趋势（与问答用的是同一个工具 daily_trend）",
+        parameters=[
+            OpenApiParameter("store", str, description="门店编码、名称或别名；省略表示全部门店"),
+            OpenApiParameter("period", str, required=True, description="如 上周、本月、最近7天（最多 92 天）"),
+        ],
+        responses=ToolResultSerializer,
+    )
+    def get(self, request):
+        params = {"period": request.query_params.get("period")}
+        if request.query_params.get("store"):
+            params["store"] = request.query_params["store"]
+        return Response(tools.run_tool("daily_trend", params).as_dict())
+
+
+__all__ = ["OrdersView", "InventoryAdjustmentsView", "StoresView", "SalesSummaryView", "SalesDailyView", "InventorySerializer"]

@@ -13,6 +13,7 @@ ENDPOINTS = [
     ("post", "/api/v1/inventory/adjustments"),
     ("get", "/api/v1/stores"),
     ("get", "/api/v1/sales/summary?period=上周"),
+    ("get", "/api/v1/sales/daily?period=上周"),
 ]
 
 
@@ -173,6 +174,16 @@ def test_stores_and_sales_summary_use_the_same_tool(pos):
     assert r.json() == run_tool("store_sales", {"store": "天河店", "period": "上周"}).as_dict()
     bad = pos.get("/api/v1/sales/summary", {"store": "三里屯店", "period": "下周"})
     assert bad.status_code == 400 and {"store", "period"} <= set(bad.json())
+
+
+def test_sales_daily_is_the_daily_trend_tool(pos):
+    from ops.tools import run_tool
+
+    r = pos.get("/api/v1/sales/daily", {"store": "天河店", "period": "上周"})
+    assert r.status_code == 200 and r.json() == run_tool("daily_trend", {"store": "天河店", "period": "上周"}).as_dict()
+    assert r.json()["column_labels"] == {"date": "日期", "weekday": "星期", "revenue": "营业额", "orders": "订单数"}
+    bad = pos.get("/api/v1/sales/daily", {"period": "2026年1月1日到6月30日"})
+    assert bad.status_code == 400 and "92 天" in bad.json()["period"][0]
 
 
 def test_schema_and_docs_are_served():

@@ -161,7 +161,7 @@ def test_unknown_tool_and_unknown_params_are_rejected():
     with pytest.raises(ValidationError) as exc:
         run_tool("store_sales", {"store": "天河店"})
     assert "period" in exc.value.message_dict
-    assert set(TOOLS) == {"store_sales", "top_products", "compare_stores", "hourly_peak", "low_stock", "member_balance"}
+    assert set(TOOLS) == {"store_sales", "top_products", "compare_stores", "hourly_peak", "daily_trend", "low_stock", "member_balance"}
 
 
 @pytest.mark.parametrize("text,store", [
@@ -190,3 +190,47 @@ def test_phrases_before_store_words_are_not_taken_for_store_names(text):
 def test_an_unknown_store_name_is_questioned_not_read_as_zero():
     with pytest.raises(UnknownStore, match="北京三里屯店"):
         find_store_in_text("上周北京三里屯店卖了多少")
+
+
+
+
+def test_daily_trend_has_a_row_per_day_matching_sql_zeros_included():
+    today = local_today()
+    result = run_tool("daily_trend", {"store": "天河店", "period": "最近7天"}, today=today)
+    start = today - timedelta(days=7)
+    assert [r["date"] for r in result.rows] == [(start + timedelta(days=i)).isoformat() for i in range(7)]
+    lo, hi = day_bounds(start, today - timedelta(days=1))
+    expected = {
+        str(day): (float(rev), n)
+        for day, rev, n in sql_one(
+            "SELECT (o.created_at AT TIME ZONE 'Asia/Shanghai')::date, SUM(o.total), COUNT(*) FROM ops_order o "
+            "JOIN ops_store s ON s.id=o.store_id WHERE s.code='GZ-TH' AND o.status='paid' AND o.created_at >= %s "
+            "AND o.created_at < %s GROUP BY 1", [lo, hi])
+    }
+    assert expected, "the demo data has sales in the last 7 days"
+    for row in result.rows:
+        assert (row["revenue"], row["orders"]) == expected.get(row["date"], (0.0, 0))
+    assert row["weekday"].startswith("周")
+    assert result.params["store"] == "广州天河店" and result.params["period"]["start"] == start.isoformat()
+
+
+def test_daily_trend_is_validated_like_the_others():
+    with pytest.raises(ValidationError) as exc:
+        run_tool("daily_trend", {"period": {"start": "2026-01-01", "end": "2026-06-30"}})
+    assert "最多查 92 天" in exc.value.message_dict["period"][0]
+    with pytest.raises(ValidationError) as exc:
+        run_tool("daily_trend", {"store": "三里屯店", "period": "上周", "metric": "x"})
+    assert set(exc.value.message_dict) == {"store", "metric"}
+
+
+def test_every_tool_column_has_a_chinese_label():
+    from ops.tools import COLUMNS, format_cell
+
+    for spec in TOOLS.values():
+        assert spec.columns, spec.name
+        for key in spec.columns:
+            assert key in COLUMNS and not COLUMNS[key].label.isascii(), (spec.name, key)
+    assert format_cell("revenue", {"revenue": 33752.0}) == "¥33,752.00"
+    assert format_cell("qty", {"qty": 12, "unit": "箱"}) == "12箱"
+    assert format_cell("orders", {"orders": 1234}) == "1,234单"
+    assert format_cell("days_of_cover", {"days_of_cover": None}) == "—"

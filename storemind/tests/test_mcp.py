@@ -89,6 +89,7 @@ async def exercise(session: ClientSession, world) -> dict:
     await call("confirm_proposal", {"proposal_id": ticket.structured_content["id"]})
     await call("reject_proposal", {"proposal_id": ticket.structured_content["id"], "reason": "重复"})
     seen["nothing_found"] = await session.call_tool("query_ops", {"tool": "low_stock", "params": {"store": "天河店"}})
+    seen["trend"] = await session.call_tool("query_ops", {"tool": "daily_trend", "params": {"store": "天河店", "period": "上周"}})
     resources = (await session.list_resources()).resources
     seen["resources"] = resources
     seen["read"] = await session.read_resource(resources[0].uri)
@@ -122,6 +123,9 @@ def check(seen, world, django_db_blocker):
     assert all(d["title"] != "店长手册" for d in seen["list_documents"].structured_content["documents"])  # staff
     assert seen["ask"].structured_content["intent"] == "data" and seen["ask"].structured_content["data"]
     assert seen["query_ops"].structured_content["params"]["store"] == "广州天河店"
+    trend = seen["trend"].structured_content
+    assert not seen["trend"].is_error and len(trend["rows"]) == 7 and trend["column_labels"]["revenue"] == "营业额"
+    assert "daily_trend" in seen["tools"]["query_ops"]["properties"]["tool"]["enum"]
     assert seen["propose_restock"].structured_content["status"] == "pending"
     assert seen["confirm_proposal"].structured_content["status"] == "confirmed"  # staff may confirm tickets
     assert "不能再拒绝" in seen["reject_proposal"].content[0].text and seen["reject_proposal"].is_error
