@@ -7,12 +7,21 @@ from django.conf import settings
 from django.db import models
 
 
+class ConversationQuerySet(models.QuerySet):
+    def of_owner(self, user):
+        """The threads a user sees in the sidebar: their own, not deleted."""
+        return self.filter(user=user, deleted_at__isnull=True)
+
+
 class Conversation(models.Model):
     thread_id = models.CharField("会话 ID", max_length=64, unique=True, default=uuid.uuid4)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations", verbose_name="用户")
     title = models.CharField("标题", max_length=80, blank=True)
     created_at = models.DateTimeField("创建时间", auto_now_add=True)
     updated_at = models.DateTimeField("更新时间", auto_now=True)
+    deleted_at = models.DateTimeField("删除时间", null=True, blank=True, help_text="用户删除后不再显示；记录保留")
+
+    objects = ConversationQuerySet.as_manager()
 
     class Meta:
         ordering = ["-updated_at"]
@@ -88,4 +97,20 @@ class Feedback(models.Model):
         constraints = [models.UniqueConstraint(fields=["message", "user"], name="feedback_once_per_user")]
 
     def __str__(self) -> str:
-        return f"{'👍' if self.helpful else '👎'} {self.reason}"
+        return f"{'有用' if self.helpful else '没用'} {self.reason}"
+
+
+class UserPreference(models.Model):
+    """Per-user display choices. `show_details` (managers and developers only) shows the
+    execution trace, tool names, parameters and raw scores under each answer."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="storemind_preference",
+                                verbose_name="用户")
+    show_details = models.BooleanField("显示执行过程", default=False, help_text="在每个回答下显示执行过程、工具和参数（店长和开发者可用）")
+    updated_at = models.DateTimeField("更新时间", auto_now=True)
+
+    class Meta:
+        verbose_name = verbose_name_plural = "个人偏好"
+
+    def __str__(self) -> str:
+        return f"{self.user}"

@@ -10,7 +10,7 @@ from django.db import transaction
 
 from ops.validation import text_problem
 
-from .models import Conversation, Message, UnansweredQuestion
+from .models import Conversation, Message, UnansweredQuestion, UserPreference
 from .pipeline import AgentResult, answer_question
 
 HISTORY_TURNS = 6
@@ -50,6 +50,8 @@ def conversation_for(*, user, thread_id: str | None) -> Conversation | None:
     conv = Conversation.objects.filter(thread_id=thread_id).first()
     if conv is not None and conv.user_id != user.pk:
         raise PermissionDenied("这个会话属于其他用户。")
+    if conv is not None and conv.deleted_at is not None:
+        raise ValidationError({"thread_id": ["这个会话已删除，请新建会话。"]})
     return conv
 
 
@@ -145,3 +147,48 @@ def feedback_submit(*, message: Message, user, helpful: bool, reason: str = ""):
                 defaults={"question": question.content if question else "", "user": user, "reason": f"👎 {reason}"[:255]},
             )
     return fb
+
+
+def can_see_details(user) -> bool:
+    """The execution trace is for managers and developers, not for store staff."""
+    from ops.selectors import user_role
+
+    return bool(user and user.is_authenticated and (user.is_superuser or user_role(user) == "manager"))
+
+
+def preference_set(*, user, show_details: bool) -> UserPreference:
+    if show_details and not can_see_details(user):
+        raise PermissionDenied("执行过程只对店长和开发者开放。")
+    pref, _ = UserPreference.objects.update_or_create(user=user, defaults={"show_details": show_details})
+    return pref
+
+
+def conversation_rename(*, user, thread_id: str, title: str) -> Conversation:
+    title = (title or "").strip()
+    if not title:
+        raise ValidationError({"title": ["标题不能为空。"]})
+    if len(title) > 80:
+        raise ValidationError({"title": ["标题最长 80 个字。"]})
+    conv = _own_conversation(user, thread_id)
+    conv.title = title
+    conv.save(update_fields=["title", "updated_at"])
+    return conv
+
+
+def conversation_delete(*, user, thread_id: str) -> Conversation:
+    """Soft delete: the thread leaves the sidebar; messages stay for the unanswered list and audit."""
+    from django.utils import timezone
+
+    conv = _own_conversation(user, thread_id)
+    conv.deleted_at = timezone.now()
+    conv.save(update_fields=["deleted_at"])
+    return conv
+
+
+def _own_conversation(user, thread_id: str) -> Conversation:
+    conv = Conversation.objects.filter(thread_id=thread_id, deleted_at__isnull=True).first()
+    if conv is None:
+        raise ValidationError({"thread_id": ["没有这个会话。"]})
+    if conv.user_id != user.pk:
+        raise PermissionDenied("只能修改自己的会话。")
+    return conv

@@ -9,10 +9,20 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from .models import Conversation, Message
-from .services import chat_ask, feedback_submit, thread_for, validate_query
+from .services import (
+    chat_ask,
+    conversation_delete,
+    conversation_rename,
+    feedback_submit,
+    preference_set,
+    thread_for,
+    validate_query,
+)
 from .tasks import ask_task
 
 log = logging.getLogger(__name__)
@@ -65,18 +75,18 @@ def chat(request):
             return redirect(f"{request.path}?thread={conv.thread_id}")
         return render(request, "htmx/turn.html", {
             "turn": {"question": query.strip(), "reply": reply}, "thread_id": conv.thread_id,
-            "oob_thread": thread_id != conv.thread_id, "conversations": Conversation.objects.filter(user=user)[:30],
+            "oob_thread": thread_id != conv.thread_id, "conversations": Conversation.objects.of_owner(user)[:30],
         })
 
     conv = None
     if request.GET.get("thread") and not request.GET.get("new"):
-        conv = Conversation.objects.filter(user=user, thread_id=request.GET["thread"]).first()
+        conv = Conversation.objects.of_owner(user).filter(thread_id=request.GET["thread"]).first()
         if conv is None:
             raise Http404("没有这个会话。")
     elif not request.GET.get("new"):
-        conv = Conversation.objects.filter(user=user).first()
-    context = {"turns": _turns(conv), "thread_id": conv.thread_id if conv else "",
-               "conversations": Conversation.objects.filter(user=user)[:30]}
+        conv = Conversation.objects.of_owner(user).first()
+    context = {"turns": _turns(conv), "thread_id": conv.thread_id if conv else "", "conversation": conv,
+               "conversations": Conversation.objects.of_owner(user)[:30]}
     if request.htmx:
         return render(request, "htmx/turns.html", context)
     return render(request, "agent/chat.html", context)
@@ -110,3 +120,45 @@ def feedback(request, message_id: int):
     if not request.htmx:
         return redirect(f"/?thread={message.conversation.thread_id}")
     return render(request, "htmx/feedback.html", {"m": message, "feedback_saved": fb})
+
+
+@login_required
+@require_POST
+def thread_rename(request, thread_id: str):
+    try:
+        conversation_rename(user=request.user, thread_id=thread_id, title=request.POST.get("title", ""))
+    except (ValidationError, PermissionDenied) as exc:
+        return _error(request, _message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
+    return _thread_list(request, thread_id)
+
+
+@login_required
+@require_POST
+def thread_delete(request, thread_id: str):
+    try:
+        conversation_delete(user=request.user, thread_id=thread_id)
+    except (ValidationError, PermissionDenied) as exc:
+        return _error(request, _message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
+    if request.htmx:
+        response = render(request, "htmx/conversation_list.html", {"conversations": Conversation.objects.of_owner(request.user)[:30]})
+        if request.POST.get("current") == "1":  # the open thread is gone: start a new one
+            response["HX-Redirect"] = f"{reverse('chat:index')}?new=1"
+        return response
+    return redirect(f"{reverse('chat:index')}?new=1")
+
+
+def _thread_list(request, thread_id: str):
+    if not request.htmx:
+        return redirect(f"{reverse('chat:index')}?thread={thread_id}")
+    return render(request, "htmx/conversation_list.html", {
+        "conversations": Conversation.objects.of_owner(request.user)[:30], "thread_id": thread_id})
+
+
+@login_required
+@require_POST
+def preferences(request):
+    try:
+        preference_set(user=request.user, show_details=request.POST.get("show_details") == "1")
+    except PermissionDenied as exc:
+        return _error(request, _message_text(exc), 403)
+    return redirect(request.POST.get("next") if url_has_allowed_host_and_scheme(request.POST.get("next"), {request.get_host()}) else "/")

@@ -1,5 +1,17 @@
-// StoreMind chat page: citation links highlight their source, the thread scrolls to the newest turn.
+// StoreMind pages: citation links highlight their source, the thread scrolls to the newest
+// turn, the phone menu and conversation drawer open and close, the typing indicator echoes
+// the question as soon as it is sent.
 document.addEventListener("click", function (event) {
+  const toggle = event.target.closest(".menu-toggle, .drawer-toggle, .drawer-close, .drawer-backdrop");
+  if (toggle) {
+    const cls = toggle.classList.contains("menu-toggle") ? "menu-open" : "drawer-open";
+    const open = toggle.classList.contains("drawer-close") || toggle.classList.contains("drawer-backdrop")
+      ? false : !document.body.classList.contains(cls);
+    document.body.classList.toggle(cls, open);
+    if (toggle.hasAttribute("aria-expanded")) toggle.setAttribute("aria-expanded", String(open));
+    return;
+  }
+  if (!event.target.closest(".menu")) document.body.classList.remove("menu-open");
   const link = event.target.closest("a.cite");
   if (!link) return;
   event.preventDefault();
@@ -11,6 +23,15 @@ document.addEventListener("click", function (event) {
   if (target.tagName === "DETAILS") target.open = true;
   target.classList.add("highlight");
   target.scrollIntoView({behavior: "smooth", block: "center"});
+});
+document.addEventListener("htmx:beforeRequest", function (event) {
+  const form = document.getElementById("ask-form");
+  if (!form || event.detail.elt !== form) return;
+  const echo = document.querySelector("#thinking .pending-question");
+  if (echo) echo.textContent = form.querySelector("textarea").value;
+  const hint = document.getElementById("empty-hint");
+  if (hint) hint.remove();
+  document.getElementById("thinking").scrollIntoView({block: "end"});
 });
 document.addEventListener("htmx:afterSwap", function (event) {
   const turns = document.getElementById("turns");

@@ -46,3 +46,165 @@ def step_label(step: str) -> str:
 @register.filter
 def row_cells(row: dict, columns) -> list:
     return [row.get(c, "") for c in columns] if columns else list(row.values())
+
+
+# --- staff view: answers in plain Chinese ---------------------------------------------------
+
+_REASON_PHRASES = {
+    "怎么办": "问的是怎么处理", "能不能": "问的是能不能做", "规定": "问到了规定或流程", "细节": "问的是具体细节",
+    "知识": "问的是产品或概念", "销售数据": "问的是销售情况", "排行": "问的是排行", "库存": "问的是库存",
+    "订单指标": "问的是订单情况", "时段": "问的是时段", "会员余额": "问的是会员余额", "门店对比": "要比较门店",
+    "每日趋势": "问的是每天的变化", "请求补货": "请我提补货", "请求建工单": "请我建工单", "与门店无关": "与门店运营无关",
+}
+_INTENT_HEADS = {
+    "policy": "按规则问题处理", "data": "按数据问题处理", "both": "既查规则又查数据", "action": "按操作请求处理",
+    "out_of_scope": "不在门店业务范围内",
+}
+
+
+@register.simple_tag
+def answer_badge(m) -> dict:
+    """The badge and the one-line reason a store employee reads (the raw routing reason is
+    in the execution trace). A refused answer is never badged as a rules answer."""
+    reason = m.route_reason or ""
+    if m.refused:
+        if m.intent == "out_of_scope" and "拒答阈值" not in reason:
+            why = "与门店运营无关，没有查资料"
+        else:
+            why = "知识库里没有能回答这个问题的内容"
+        return {"label": "未能回答", "css": "refused", "reason": why}
+    phrases = []
+    for label, phrase in _REASON_PHRASES.items():
+        if label + "×" in reason and phrase not in phrases:
+            phrases.append(phrase)
+    if "追问" in reason:
+        phrases.insert(0, "接着上一轮追问")
+    if not phrases and "LLM" in reason:
+        phrases.append("由模型判断")
+    head = _INTENT_HEADS.get(m.intent, "已处理")
+    return {"label": intent_label(m.intent), "css": m.intent, "reason": f"{head}：{'、'.join(phrases[:2])}" if phrases else head}
+
+
+def relevance_bounds() -> tuple[float, float]:
+    """高/中/低 from the calibrated thresholds: below the stricter of the refusal and judge
+    thresholds the section alone would not count as evidence (低); the top third of the
+    range above it is 高."""
+    from .. import pipeline
+
+    floor = max(pipeline.thresholds())
+    return floor, floor + (1.0 - floor) / 3
+
+
+@register.simple_tag(takes_context=True)
+def relevance(context, citation: dict) -> dict:
+    score = citation.get("vector_score")
+    if score is None:
+        return {"label": "", "css": ""}
+    if "relevance_bounds" not in context.render_context:
+        context.render_context["relevance_bounds"] = relevance_bounds()
+    low, high = context.render_context["relevance_bounds"]
+    if score >= high:
+        return {"label": "高", "css": "high"}
+    if score >= low:
+        return {"label": "中", "css": "mid"}
+    return {"label": "低", "css": "low"}
+
+
+@register.filter
+def source_label(citation: dict) -> str:
+    """「文档 › 章节 › 小节」, the document named once (section paths start with its title)."""
+    parts = [p.strip() for p in (citation.get("section_path") or "").split(" > ") if p.strip()]
+    document = citation.get("document") or ""
+    if parts and (parts[0] == document or document.startswith(parts[0]) or parts[0].startswith(document)):
+        parts = parts[1:]
+    return " › ".join([document, *parts]) if document else " › ".join(parts)
+
+
+def _describe_params(params: dict) -> str:
+    bits = []
+    if params.get("store"):
+        bits.append(params["store"])
+    period = params.get("period")
+    if isinstance(period, dict):
+        span = period.get("start", "") if period.get("start") == period.get("end") else f"{period.get('start', '')} 至 {period.get('end', '')}"
+        bits.append(f"{period.get('label', '')}（{span}）" if period.get("label") else span)
+    if params.get("category"):
+        bits.append(f"{params['category']}类")
+    if params.get("n"):
+        bits.append(f"前 {params['n']} 名")
+    return " · ".join(bits)
+
+
+@register.simple_tag
+def data_view(m) -> dict | None:
+    """The data rows of an answer as staff read them: Chinese headers and formatted cells
+    from the tool's own column metadata (ops.tools), plus a chart where one helps."""
+    from ops.tools import TOOLS, column, format_cell
+
+    if not m.data:
+        return None
+    first = m.data[0]
+    spec = TOOLS.get(first.get("tool"))
+    keys = list(spec.columns) if spec and spec.columns else [k for k in first.get("columns") or first["row"] if k != "unit"]
+    rows = [{"ref": d["ref"], "cells": [{"text": format_cell(k, d["row"]), "kind": column(k).kind} for k in keys]} for d in m.data]
+    period = first.get("params", {}).get("period") or {}
+    view = {
+        "tool": first.get("tool"), "title": spec.title if spec else "数据", "scope": _describe_params(first.get("params") or {}),
+        "headers": [{"key": k, "label": column(k).label, "kind": column(k).kind} for k in keys], "rows": rows,
+        "start": period.get("start", "") if isinstance(period, dict) else "", "end": period.get("end", "") if isinstance(period, dict) else "",
+        "chart": "",
+    }
+    if spec and spec.chart and len(m.data) >= 2:
+        from agent.charts import bar_chart
+
+        view["chart"] = bar_chart([d["row"] for d in m.data], spec.chart, title=spec.title)
+    return view
+
+
+# --- inline SVG icons (no emoji: they render as boxes where no emoji font exists) ----------
+
+_ICONS = {
+    "menu": '<path d="M3 6h18M3 12h18M3 18h18"/>',
+    "chats": '<path d="M4 5h16v10H8l-4 4z"/>',
+    "plus": '<path d="M12 5v14M5 12h14"/>',
+    "send": '<path d="M4 12l16-8-6 16-2-7z"/>',
+    "up": '<path d="M7 11v9H4v-9zM7 11l4-7c1.5 0 2.5 1 2.2 2.6L12.5 10H19c1.2 0 2 1 1.8 2.2l-1.3 6.3c-.2 1-1 1.5-2 1.5H7"/>',
+    "down": '<path d="M7 13V4H4v9zM7 13l4 7c1.5 0 2.5-1 2.2-2.6L12.5 14H19c1.2 0 2-1 1.8-2.2l-1.3-6.3c-.2-1-1-1.5-2-1.5H7"/>',
+    "edit": '<path d="M4 20h4L19 9l-4-4L4 16zM14 6l4 4"/>',
+    "trash": '<path d="M4 7h16M9 7V4h6v3M6 7l1 13h10l1-13"/>',
+    "logout": '<path d="M10 4H5v16h5M14 8l4 4-4 4M18 12H9"/>',
+    "close": '<path d="M6 6l12 12M18 6L6 18"/>',
+}
+
+
+@register.simple_tag
+def icon(name: str, label: str = "") -> str:
+    """An inline SVG icon; decorative (aria-hidden) because a text label always goes with it."""
+    return mark_safe(
+        f'<svg class="icon" viewBox="0 0 24 24" width="18" height="18" fill="none" stroke="currentColor" stroke-width="2" '
+        f'stroke-linecap="round" stroke-linejoin="round" aria-hidden="true">{_ICONS[name]}</svg>'
+        + (f'<span class="icon-label">{escape(label)}</span>' if label else "")
+    )
+
+
+@register.filter
+def relative_time(value) -> str:
+    """刚刚 / 5 分钟前 / 3 小时前 / 昨天 14:02 / 11-20 (local time)."""
+    from django.utils import timezone
+
+    if not value:
+        return ""
+    now = timezone.localtime()
+    local = timezone.localtime(value)
+    seconds = (now - local).total_seconds()
+    if seconds < 60:
+        return "刚刚"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} 分钟前"
+    if local.date() == now.date():
+        return f"{int(seconds // 3600)} 小时前"
+    if (now.date() - local.date()).days == 1:
+        return f"昨天 {local:%H:%M}"
+    if local.year == now.year:
+        return f"{local.month}月{local.day}日"
+    return f"{local:%Y-%m-%d}"

@@ -13,6 +13,9 @@ from django.conf import settings
 pytestmark = pytest.mark.browser
 CHROMIUM = os.environ.get("SM_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("SM_ARTIFACTS_DIR", Path(settings.BASE_DIR) / "artifacts")) / "browser"
+# `make screenshots` sets this: the README's pictures come from these same scenarios.
+DOC_SHOTS = os.environ.get("SM_SCREENSHOTS_DIR")
+VIEWPORTS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 PASSWORD = "browser-pass-123"
 
 try:
@@ -101,8 +104,32 @@ def ask(page, question: str):
     return page.locator("#turns .answer").last
 
 
-def shot(page, name):
+def shot(page, name, doc: str | None = None):
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    if doc and DOC_SHOTS:
+        Path(DOC_SHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(DOC_SHOTS) / f"{doc}.png"))  # the viewport, as a person sees it
+
+
+@pytest.fixture(params=list(VIEWPORTS))
+def sized(request, browser):
+    """A page at 1280 × 800 (desktop) or 390 × 844 (phone)."""
+    context = browser.new_context(viewport=VIEWPORTS[request.param], locale="zh-CN",
+                                  is_mobile=request.param == "phone", has_touch=request.param == "phone")
+    pg = context.new_page()
+    pg.set_default_timeout(30_000)
+    pg.viewport_label = request.param
+    yield pg
+    context.close()
+
+
+def assert_fits(page):
+    """Nothing wider than the screen; the composer one compact line; the header one line."""
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= page.viewport_size["width"], f"page is {width}px wide at {page.viewport_size['width']}px"
+    composer = page.locator("#ask-form").bounding_box()
+    assert composer["height"] <= 64, f"composer is {composer['height']}px high"
+    assert page.locator("header.topbar").bounding_box()["height"] <= 56
 
 
 def db_store_sales(store_code: str, start: str, end: str) -> tuple[int, str]:
@@ -131,7 +158,7 @@ def test_1_policy_answer_with_clickable_citation(page, live):
     card = page.locator(f"#{link.get_attribute('data-target')}")
     expect(card).to_have_class("source highlight")
     expect(card).to_have_attribute("open", "")
-    expect(card.locator(".section-path")).to_contain_text(" > ")
+    expect(card.locator(".section-path")).to_contain_text(" › ")
     shot(page, "1-policy-citation")
 
 
@@ -139,14 +166,13 @@ def test_2_data_answer_matches_the_database_and_3_follow_up(page, live, django_d
     login(page, live, "browser_staff")
     answer = ask(page, "上周天河店卖了多少")
     expect(answer.locator(".badge")).to_have_attribute("data-intent", "data")
-    params = answer.locator(".data-table .muted").inner_text()
-    start = params.split('"start": "')[1][:10]
-    end = params.split('"end": "')[1][:10]
+    figure = answer.locator("figure.data-table")
+    start, end = figure.get_attribute("data-start"), figure.get_attribute("data-end")
     with django_db_blocker.unblock():
         orders, revenue = db_store_sales("GZ-TH", start, end)
     row = answer.locator("tr[id$='-D1']")
-    expect(row).to_contain_text(str(orders))
-    expect(row).to_contain_text(revenue)
+    expect(row).to_contain_text(f"{orders:,}单")
+    expect(row).to_contain_text(f"¥{float(revenue):,.2f}")
     expect(answer.locator(".answer-text")).to_contain_text(f"{orders} 单")
     shot(page, "2-data-table")
 
@@ -155,8 +181,8 @@ def test_2_data_answer_matches_the_database_and_3_follow_up(page, live, django_d
     with django_db_blocker.unblock():
         orders_ft, revenue_ft = db_store_sales("SZ-FT", start, end)
     expect(follow.locator("tr[id$='-D1']")).to_contain_text("深圳福田店")
-    expect(follow.locator("tr[id$='-D1']")).to_contain_text(str(orders_ft))
-    expect(follow.locator(".data-table .muted")).to_contain_text(f'"start": "{start}"')
+    expect(follow.locator("tr[id$='-D1']")).to_contain_text(f"{orders_ft:,}单")
+    expect(follow.locator("figure.data-table")).to_have_attribute("data-start", start)
     shot(page, "3-follow-up")
 
 
@@ -172,7 +198,7 @@ def test_4_restock_proposal_confirmed_by_the_manager_in_place(page, live):
     proposal_id = card.get_attribute("id")
     shot(page, "4a-staff-sees-no-confirm")
 
-    page.click("header form button[type=submit]")  # logout
+    page.click("#logout")
     login(page, live, "browser_manager")
     page.goto(f"{live}/proposals/")
     page.evaluate("window.__noReload = true")
@@ -191,3 +217,77 @@ def test_5_out_of_domain_question_is_refused(page, live):
     expect(answer.locator(".answer-text")).to_contain_text("与门店运营无关")  # declined in one line by the router
     expect(answer.locator(".badge")).to_have_attribute("data-intent", "out_of_scope")
     shot(page, "5-refusal")
+
+
+def test_6_staff_answers_read_in_plain_chinese_at_desktop_and_phone(sized, live):
+    from ops.tools import TOOLS
+
+    page = sized
+    login(page, live, "browser_staff")
+    assert_fits(page)
+    ask(page, "客人说酒有异味怎么办")
+    ask(page, "上周天河店热销前五")
+    data = ask(page, "上周天河店卖了多少")
+    expect(data.locator("figure.data-table")).to_be_visible()
+    headers = [h.strip() for h in page.locator("#turns th").all_inner_texts() if h.strip()]
+    assert headers and not [h for h in headers if h.isascii()], headers
+    text = page.locator("#turns").inner_text()
+    assert not [name for name in TOOLS if name in text], "tool names are shown to staff"
+    assert "¥" in data.inner_text() and "执行过程" not in text
+    # product names stay whole: no table cell wraps onto a second line
+    for cell in page.locator("#turns td").all()[:40]:
+        box = cell.bounding_box()
+        assert box is None or box["height"] < 40, cell.inner_text()
+    assert_fits(page)
+    shot(page, f"6-staff-{page.viewport_label}", doc=f"chat-{page.viewport_label}")
+    if page.viewport_label == "phone":
+        drawer = page.locator("#threads")
+        assert drawer.bounding_box()["x"] + drawer.bounding_box()["width"] <= 0  # off-screen until asked for
+        page.click(".drawer-toggle")
+        expect(drawer.locator(".thread").first).to_be_in_viewport()
+        shot(page, "6-phone-drawer", doc="threads-phone")
+        page.click(".drawer-backdrop", position={"x": 370, "y": 400})
+        page.click(".menu-toggle")
+    page.click("#logout")
+    page.wait_for_url("**/accounts/login/**")
+    expect(page.locator("h2")).to_have_text("登录 StoreMind 门店助手")
+    expect(page.locator("body")).not_to_contain_text("感谢您")
+
+
+def test_7_trend_question_draws_bars_that_match_the_tool_rows(sized, live, django_db_blocker):
+    from ops.tools import local_today, run_tool
+
+    page = sized
+    login(page, live, "browser_staff")
+    answer = ask(page, "上周天河店每天卖了多少")
+    expect(answer.locator("figure.data-table")).to_have_attribute("data-tool", "daily_trend")
+    with django_db_blocker.unblock():
+        rows = run_tool("daily_trend", {"store": "天河店", "period": "上周"}, today=local_today()).rows
+    bars = answer.locator("svg.chart rect.bar")
+    expect(bars).to_have_count(len(rows))
+    drawn = [(b.get_attribute("data-label"), float(b.get_attribute("data-value")), b.bounding_box()["height"]) for b in bars.all()]
+    assert [(label, value) for label, value, _ in drawn] == [(r["date"], r["revenue"]) for r in rows]
+    tallest = max(drawn, key=lambda d: d[1])
+    for _, value, height in drawn:  # bar heights are proportional to the figures
+        assert abs(height - tallest[2] * value / tallest[1]) <= 1.5
+    label = answer.locator("svg.chart").get_attribute("aria-label")
+    assert all(f"¥{r['revenue']:,.2f}" in label for r in rows)  # the numbers as text alternative
+    assert_fits(page)
+    shot(page, f"7-trend-{page.viewport_label}", doc=f"trend-{page.viewport_label}")
+
+
+def test_8_typing_indicator_shows_as_soon_as_the_question_is_sent(page, live):
+    login(page, live, "browser_staff")
+    held = []
+    page.route("**/", lambda route: held.append(route) if route.request.method == "POST" else route.continue_())
+    page.fill("textarea[name=query]", "会员卡能跨店用吗")
+    page.click("#ask-form button[type=submit]")
+    page.wait_for_function("document.querySelector('#thinking').classList.contains('htmx-request')")
+    expect(page.locator("#thinking")).to_be_visible()
+    expect(page.locator("#thinking .pending-question")).to_have_text("会员卡能跨店用吗")
+    while not held:
+        page.wait_for_timeout(50)
+    held[0].continue_()
+    page.unroute("**/")
+    page.wait_for_selector("#turns .answer")
+    expect(page.locator("#thinking")).to_be_hidden()
