@@ -138,3 +138,11 @@ def test_every_tool_has_a_label_for_every_column_it_returns():
         shown = set(spec.columns) | {"unit", "sku"}
         assert set(result.rows[0]) <= shown | {"category"}, name
         assert set(result.as_dict()["column_labels"]) == set(result.columns)
+
+
+def test_every_router_signal_reads_as_a_phrase_for_staff():
+    from agent import vocabulary
+    from agent.templatetags.storemind import _REASON_PHRASES
+
+    missing = {s.name for s in vocabulary.SIGNALS if not s.topic and s.name != "时间范围"} - set(_REASON_PHRASES)
+    assert not missing, f"add a staff-facing phrase for {missing} in agent/templatetags/storemind.py"
