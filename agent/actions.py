@@ -1,8 +1,14 @@
 """Agent → workflow hand-over: requests become pending proposals; nothing is written to the
-business records until a person with the right role confirms."""
+business records until a person with the right role confirms. A request may take several
+turns: the pending action and its slots travel in the thread's context (agent/slots.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from . import slots
+from .router import ACTION, BOTH, DATA, OUT_OF_SCOPE, POLICY
+
+SLOT_NAMES = {"store": "门店", "product": "商品", "qty": "数量", "description": "投诉经过"}
 
 
 @dataclass
@@ -11,12 +17,59 @@ class ActionOutcome:
     proposal: dict | None = None
     tool_result: object | None = None
     detail: dict = field(default_factory=dict)
+    pending: dict | None = None  # the action still waiting for slots, kept for the next turn
+
+
+def _suggest(state):
+    """Suggested quantities from the low-stock tool, for a request that names no quantity."""
+    def suggest(store_name: str) -> dict[str, int]:
+        from ops.tools import run_tool
+
+        rows = run_tool("low_stock", {"store": store_name}, today=state.today).rows
+        return {r["sku"]: r["suggested_qty"] for r in rows if r["suggested_qty"] > 0}
+    return suggest
+
+
+def _outcome(step: slots.Step, state, **detail) -> ActionOutcome:
+    from workflow.chat import proposal_dict
+
+    pending = step.pending.as_dict() if step.pending else None
+    proposal = proposal_dict(step.proposal, state.user) if step.proposal is not None else None
+    return ActionOutcome(step.message, proposal, None, {**detail, **step.detail, "pending": pending}, pending)
 
 
 def propose_from_question(state) -> ActionOutcome:
-    from workflow.chat import proposal_from_chat
+    """A new request: fill what its first sentence says, then ask for the rest or propose."""
+    pending, parsed = slots.start(state.question, user=state.user, history=state.history)
+    if parsed.store_problem:
+        return ActionOutcome(parsed.store_problem, detail={"kind": pending.kind, "pending": pending.as_dict()}, pending=pending.as_dict())
+    changed = slots.merge(pending, parsed, "")
+    step = slots.advance(pending, user=state.user, today=state.today, suggest=_suggest(state))
+    return _outcome(step, state, kind=pending.kind, filled=changed)
 
-    return proposal_from_chat(state)
+
+def continue_pending(state) -> tuple[ActionOutcome | None, str]:
+    """A follow-up to a pending action: fill or change a slot, or cancel. Returns (None, why)
+    when the message is about something else: the pending action then expires."""
+    pending = slots.PendingAction.from_dict(state.previous.get("pending_action"))
+    if pending is None:
+        return None, "没有待办动作"
+    parsed = slots.parse(state.question)
+    if parsed.cancel:
+        return _outcome(slots.cancelled(pending), state, kind=pending.kind), "取消"
+    route = state.route
+    if route.intent == ACTION:
+        return None, "新的请求取代了它"
+    if route.decided and route.intent in (DATA, BOTH, POLICY, OUT_OF_SCOPE) and not (parsed.qty or parsed.yes):
+        return None, f"与它无关的问题（{route.intent}），待办动作过期"
+    if parsed.store_problem:
+        return ActionOutcome(parsed.store_problem, detail={"kind": pending.kind}, pending=pending.as_dict()), "门店不认识"
+    changed = slots.merge(pending, parsed, state.question)
+    if not changed:
+        return None, "没有补上任何一项，待办动作过期"
+    # No suggested quantity here: in a conversation we ask, so the person says how much.
+    step = slots.advance(pending, user=state.user, today=state.today)
+    return _outcome(step, state, kind=pending.kind, filled=changed), "补上了" + "、".join(SLOT_NAMES[c] for c in changed)
 
 
 def offer_restock(state):

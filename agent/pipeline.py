@@ -96,6 +96,7 @@ class AgentState:
     answer: str = ""
     sources: compose.Sources = field(default_factory=compose.Sources)
     proposal: dict | None = None
+    pending_action: dict | None = None  # an action still waiting for slots (agent/slots.py)
     clarify: bool = False
     audiences: list[str] = field(default_factory=list)
     refusal_threshold: float = 0.0
@@ -404,11 +405,29 @@ def action_node(state: AgentState) -> None:
         from .actions import propose_from_question
 
         outcome = propose_from_question(state)
-        state.proposal, state.answer = outcome.proposal, outcome.message
+        state.proposal, state.answer, state.pending_action = outcome.proposal, outcome.message, outcome.pending
         if outcome.tool_result is not None:
             state.tool_result = outcome.tool_result
             state.sources = compose.number_sources([], outcome.tool_result)
         detail.update(outcome.detail)
+
+
+def pending_action_node(state: AgentState) -> bool:
+    """A pending action from the previous turn: this message may fill a slot, change one or
+    cancel; anything else lets it expire. True when this turn was about the action."""
+    with state.trace.step("pending_action") as detail:
+        from .actions import continue_pending
+
+        outcome, why = continue_pending(state)
+        detail["outcome"] = why
+        if outcome is None:
+            detail["expired"] = True
+            return False
+        kind = "补货申请" if outcome.detail.get("kind") == "restock" else "客诉工单"
+        state.route = Route(ACTION, f"接着上一轮的{kind}：{why}", state.route.scores if state.route else {})
+        state.proposal, state.answer, state.pending_action = outcome.proposal, outcome.message, outcome.pending
+        detail.update(outcome.detail)
+        return True
 
 
 # --- the graph -----------------------------------------------------------------------------
@@ -417,6 +436,8 @@ def action_node(state: AgentState) -> None:
 def run(state: AgentState) -> AgentState:
     resolve_follow_up(state)
     route_node(state)
+    if state.previous.get("pending_action") and pending_action_node(state):
+        return state
     if state.route.intent == OUT_OF_SCOPE:
         refuse(state, "router", state.route.reason)
         if state.route.decline:  # declined in one line, not answered from the nearest SOP
@@ -471,6 +492,8 @@ def context_for_next_turn(state: AgentState) -> dict:
         ctx["tool"], ctx["params"] = state.plan.tool, state.plan.params
     elif state.previous.get("tool") and state.route and state.route.intent in (DATA, BOTH):
         ctx["tool"], ctx["params"] = state.previous["tool"], state.previous.get("params")
+    if state.pending_action:
+        ctx["pending_action"] = state.pending_action
     if state.chosen and state.chosen.hits:
         ctx["top_document"] = state.chosen.hits[0].document
         ctx["top_section"] = state.chosen.hits[0].section_path

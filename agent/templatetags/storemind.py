@@ -39,6 +39,7 @@ def step_label(step: str) -> str:
     return {
         "route": "意图路由", "guards": "并行检索/查数", "retrieval_gate": "检索分闸门", "judge": "证据判定", "rewrite": "改写检索词",
         "retrieve_again": "重新检索", "select_round": "选用轮次", "answer": "生成回答", "refuse": "拒答", "propose": "生成提案",
+        "pending_action": "接续待办操作",
         "offer_restock": "补货建议",
     }.get(step, step)
 

@@ -192,7 +192,7 @@ def test_4_restock_proposal_confirmed_by_the_manager_in_place(page, live):
     answer = ask(page, f"天河店的青岛啤酒快没了，帮我补 {qty} 箱")
     expect(answer.locator(".badge")).to_have_attribute("data-intent", "action")
     card = answer.locator(".proposal")
-    expect(card).to_contain_text(f"{qty}箱")
+    expect(card).to_contain_text(f"{qty * 24}瓶")  # 箱 × case_size (24 bottles)
     expect(card).to_have_attribute("data-status", "pending")
     expect(card.locator("button", has_text="确认")).to_have_count(0)
     proposal_id = card.get_attribute("id")
@@ -209,6 +209,42 @@ def test_4_restock_proposal_confirmed_by_the_manager_in_place(page, live):
     assert page.evaluate("window.__noReload") is True  # the page was not reloaded
     expect(page.locator("#audit-list")).to_contain_text("browser_manager 确认")
     shot(page, "4b-manager-confirmed")
+
+
+def test_6_two_turn_restock_then_the_manager_confirms(page, live, django_db_blocker):
+    """Staff asks for another store: told at once and offered their own; the reply fills the
+    product and quantity; the manager confirms on /proposals/; the audit log has both rows."""
+    login(page, live, "browser_staff")
+    first = ask(page, "福田店啤酒快没了，帮我申请补货")
+    expect(first.locator(".badge")).to_have_attribute("data-intent", "action")
+    expect(first.locator(".answer-text")).to_contain_text("没有被分配到深圳福田店")
+    expect(first.locator(".answer-text")).to_contain_text("广州天河店")
+    expect(first.locator(".proposal")).to_have_count(0)
+    qty = random.randint(2, 9)
+    second = ask(page, f"好的，科罗娜，补{qty}箱")
+    expect(second.locator(".badge")).to_have_attribute("data-intent", "action")
+    card = second.locator(".proposal")
+    expect(card).to_have_attribute("data-status", "pending")
+    expect(card).to_contain_text("科罗娜啤酒")
+    expect(card).to_contain_text(f"{qty * 24}瓶")
+    expect(card).to_contain_text("广州天河店")
+    proposal_id = card.get_attribute("id")
+    shot(page, "6a-two-turn-restock")
+
+    page.click("header form button[type=submit]")  # logout
+    login(page, live, "browser_manager")
+    page.goto(f"{live}/proposals/")
+    page.locator(f"#{proposal_id}").locator("button", has_text="确认").click()
+    expect(page.locator(f"#{proposal_id}")).to_have_attribute("data-status", "confirmed")
+    expect(page.locator("#audit-list")).to_contain_text("browser_manager 确认")
+    shot(page, "6b-manager-confirmed")
+    with django_db_blocker.unblock():
+        from workflow.models import AuditLog
+
+        pk = int(proposal_id.split("-")[1])
+        actions = list(AuditLog.objects.filter(target_id=pk, target_type__model="proposal").order_by("id")
+                       .values_list("action", "actor_username"))
+    assert actions[0] == ("proposed", "browser_staff") and ("confirmed", "browser_manager") in actions
 
 
 def test_5_out_of_domain_question_is_refused(page, live):

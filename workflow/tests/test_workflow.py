@@ -197,7 +197,9 @@ def test_chat_action_creates_a_pending_proposal_only(people):
     before = RestockRequest.objects.count()
     result, _ = answer_question("天河店的青岛啤酒快没了，帮我补 20 箱", user=people["staff"])
     assert result.intent == "action" and result.proposal["status"] == "pending"
-    assert result.proposal["payload"]["lines"] == [{"sku": "B001", "product": "青岛啤酒", "quantity": 20, "unit": "箱", "reason": result.proposal["payload"]["lines"][0]["reason"]}]
+    # 20 箱 × 24 瓶 a case: the proposal is in the unit the bar sells.
+    assert result.proposal["payload"]["lines"] == [{"sku": "B001", "product": "青岛啤酒", "quantity": 480, "unit": "瓶", "reason": result.proposal["payload"]["lines"][0]["reason"]}]
+    assert "20箱" in result.proposal["payload"]["lines"][0]["reason"] and "480瓶" in result.answer
     assert result.proposal["can_confirm"] is False  # staff can't confirm restocks
     assert RestockRequest.objects.count() == before
     assert Proposal.objects.get(pk=result.proposal["id"]).source == "chat"

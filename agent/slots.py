@@ -1,0 +1,273 @@
+"""Actions over several turns: a pending action with slots, filled by follow-ups.
+
+A restock request or a complaint ticket rarely arrives in one sentence. The thread keeps a
+pending action (kind, store, product, quantity, reason / description) in the assistant
+message's context; the next turn may fill or change a slot (「青岛啤酒，补20箱」「就补两箱吧」
+「换成科罗娜」), accept the store offered (「好」), or cancel (「算了」). When the slots are
+complete the workflow service creates a *pending proposal*; nothing is written to business
+records until a person with the right role confirms. A question that fills nothing lets the
+pending action expire. Permission comes first: a store the user may not propose for is said
+so in the first reply, with the user's own store offered instead.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass, field
+
+from django.core.exceptions import PermissionDenied, ValidationError
+
+from ops.models import Product, Store
+from ops.periods import cn_number
+from ops.selectors import UnknownStore, find_store_in_text, stores_for_user, user_role
+
+RESTOCK, TICKET = "restock", "ticket"
+_QTY = re.compile(r"(\d+|[一二两三四五六七八九十百]+)\s*(箱|瓶|杯|份|件|桶|个)")
+_CANCEL = re.compile(r"^(算了|不用了|不要了|取消|撤销|不补了|别补了|先不补|先不用|先不要|不建了|先不建)|算了[吧啊]?[。！!]?$|(取消|撤销)(这个|这次)?(申请|补货|工单|提案)")
+_YES = re.compile(r"^(好|好的|行|可以|嗯|对|是|是的|要|ok|okay|就这样|没问题|改吧|那就)", re.IGNORECASE)
+_TICKET_WORDS = re.compile(r"工单|投诉单|客诉单")
+_REQUEST_WORDS = re.compile(r"(帮我|给我|请|麻烦|替我)?[^，。？！]{0,4}(建|开|提|创建|登记|提交)(一?个|一?张|一下)?[^，。？！]{0,4}(工单|投诉单|客诉单)|帮我|麻烦|请")
+_ORDER_REF = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}-[A-Z]{2}-\d{8}-\d{5}(?!\d)")
+_MEMBER = re.compile(r"(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
+
+
+@dataclass
+class PendingAction:
+    kind: str
+    store: str | None = None  # store name
+    skus: list[str] = field(default_factory=list)
+    qty: int | None = None
+    unit: str | None = None  # as said: 箱 or the product's own unit
+    reason: str = ""
+    description: str = ""  # tickets
+    offer_store: str | None = None  # the user's own store, offered after a denial
+    started_with: str = ""
+
+    def missing(self) -> list[str]:
+        if self.kind == TICKET:
+            return [s for s, ok in (("store", self.store), ("description", self.description)) if not ok]
+        return [s for s, ok in (("store", self.store), ("product", self.skus), ("qty", self.qty)) if not ok]
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "missing": self.missing()}
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> PendingAction | None:
+        if not data or data.get("kind") not in (RESTOCK, TICKET):
+            return None
+        fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        return cls(**fields)
+
+
+@dataclass
+class Parsed:
+    """What one message says about an action's slots."""
+    cancel: bool = False
+    yes: bool = False
+    store: Store | None = None
+    store_problem: str = ""
+    products: list[Product] = field(default_factory=list)
+    qty: int | None = None
+    unit: str | None = None
+
+    @property
+    def fills_anything(self) -> bool:
+        return bool(self.cancel or self.yes or self.store or self.store_problem or self.products or self.qty)
+
+
+def products_in(text: str) -> list[Product]:
+    """Products named by name or alias (青岛、科罗娜、生啤); the longest name wins at a spot."""
+    names = sorted(((n, p) for p in Product.objects.filter(active=True) for n in [p.name, *p.aliases] if n),
+                   key=lambda pair: len(pair[0]), reverse=True)
+    upper, taken, found = text.upper(), [], []
+    for name, product in names:
+        start = upper.find(name.upper())
+        while start >= 0:
+            end = start + len(name)
+            if not any(s < end and start < e for s, e in taken):
+                taken.append((start, end))
+                if product not in found:
+                    found.append(product)
+            start = upper.find(name.upper(), end)
+    return found
+
+
+def parse(text: str) -> Parsed:
+    text = (text or "").strip()
+    parsed = Parsed(cancel=bool(_CANCEL.search(text)), yes=bool(_YES.search(text)))
+    try:
+        match = find_store_in_text(text)
+        parsed.store = match.store if match else None
+    except UnknownStore as exc:
+        parsed.store_problem = exc.messages[0]
+    parsed.products = products_in(text)
+    if (m := _QTY.search(text)):
+        parsed.qty, parsed.unit = cn_number(m.group(1)), m.group(2)
+    return parsed
+
+
+def start(question: str, *, user, history: list[tuple[str, str]]) -> tuple[PendingAction, Parsed]:
+    """A new action request: the slots its first sentence already fills."""
+    kind = TICKET if _TICKET_WORDS.search(question) else RESTOCK
+    parsed = parse(question)
+    pending = PendingAction(kind=kind, started_with=question[:200])
+    if kind == TICKET:
+        description = _REQUEST_WORDS.sub("", question).strip(" ，,。")
+        if len(description) < 5 and history:
+            description = f"{history[-1][0]} {description}".strip()  # 「帮我建个工单」 after the complaint itself
+        pending.description = description if len(description) >= 5 else ""
+    return pending, parsed
+
+
+def merge(pending: PendingAction, parsed: Parsed, text: str) -> list[str]:
+    """Fill or change slots from one message; returns what changed, for the trace."""
+    changed = []
+    if parsed.store is not None:
+        pending.store, pending.offer_store = parsed.store.name, None
+        changed.append("store")
+    elif parsed.yes and pending.offer_store and not pending.store:
+        pending.store, pending.offer_store = pending.offer_store, None
+        changed.append("store")
+    if pending.kind == RESTOCK:
+        if parsed.products:
+            pending.skus = [p.sku for p in parsed.products]
+            changed.append("product")
+        if parsed.qty:
+            pending.qty, pending.unit = parsed.qty, parsed.unit
+            changed.append("qty")
+    elif not pending.description and text and not parsed.cancel and not (parsed.yes and len(text) <= 4):
+        description = _REQUEST_WORDS.sub("", text).strip(" ，,。")
+        if len(description) >= 5:
+            pending.description = description
+            changed.append("description")
+    return changed
+
+
+def _may_propose(user, store: Store) -> tuple[bool, str]:
+    """Read-only pre-check for the first reply; proposal_create checks again and audits."""
+    if user_role(user) not in ("staff", "manager"):
+        return False, "只有店员或店长可以提交提案。"
+    if user.is_superuser or store in stores_for_user(user):
+        return True, ""
+    return False, f"你没有被分配到{store.name}。"
+
+
+def _what(kind: str) -> str:
+    return "申请补货" if kind == RESTOCK else "建客诉工单"
+
+
+def _lines(pending: PendingAction, products: dict[str, Product]) -> tuple[list[dict], str]:
+    lines, said = [], []
+    for sku in pending.skus:
+        product = products[sku]
+        if pending.unit == "箱" and product.unit != "箱":
+            quantity = pending.qty * product.case_size  # 箱 × case_size, in the unit the bar sells
+            said.append(f"{product.name} {pending.qty}箱 × {product.case_size}{product.unit} = {quantity}{product.unit}")
+        else:
+            quantity = pending.qty
+            said.append(f"{product.name} {quantity}{product.unit}")
+        reason = f"聊天申请：{pending.started_with[:60]}" + (f"（{pending.qty}箱×{product.case_size}{product.unit}）" if pending.unit == "箱" else "")
+        lines.append({"sku": product.sku, "quantity": quantity, "unit": product.unit, "reason": reason})
+    return lines, "、".join(said)
+
+
+def _key(user, pending: PendingAction, today) -> str:
+    slots = f"{pending.kind}|{pending.store}|{','.join(pending.skus)}|{pending.qty}|{pending.unit}|{pending.description}|{pending.started_with}|{today}"
+    return f"chat:{user.pk}:{pending.kind}:{hashlib.sha256(slots.encode()).hexdigest()[:16]}"
+
+
+@dataclass
+class Step:
+    """The outcome of one turn of an action: a reply, maybe a proposal, maybe still pending."""
+    message: str
+    pending: PendingAction | None = None
+    proposal: object | None = None  # workflow Proposal
+    detail: dict = field(default_factory=dict)
+
+
+def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
+    """Check permission, ask for the next missing slot, or create the proposal."""
+    from workflow.models import Proposal
+    from workflow.services import proposal_create
+
+    mine = stores_for_user(user)
+    if pending.store is None and not pending.offer_store and len(mine) == 1:
+        pending.store = mine[0].name  # a person working at one store means that store
+    if pending.store is not None:
+        store = Store.objects.get(name=pending.store)
+        allowed, why = _may_propose(user, store)
+        if not allowed:
+            pending.store = None
+            if user_role(user) not in ("staff", "manager"):
+                return Step(why, None, detail={"denied": why})
+            own = [s.name for s in mine]
+            pending.offer_store = own[0] if len(own) == 1 else None
+            offer = (f"可以为你所在的{own[0]}{_what(pending.kind)}，要改成{own[0]}吗？（回复「好」，或说门店名）" if len(own) == 1
+                     else f"你可以为这些门店{_what(pending.kind)}：{'、'.join(own)}，要哪一家？" if own else "你还没有被分配到任何门店，请联系管理员。")
+            return Step(f"你没有被分配到{store.name}，不能为这家店{_what(pending.kind)}。{offer}", pending if own else None,
+                        detail={"denied": why, "offered": own})
+    missing = pending.missing()
+    if "store" in missing:
+        own = "、".join(s.name for s in mine)
+        return Step(f"要为哪家门店{_what(pending.kind)}？" + (f"你所在的门店：{own}。" if own else ""), pending)
+    if pending.kind == TICKET:
+        if "description" in missing:
+            return Step("请说一下客人投诉的情况：发生了什么、哪张单或哪位会员（如有），我再生成客诉工单提案。", pending)
+        return _create_ticket(pending, user=user, today=today)
+    if "product" in missing:
+        return Step("要补哪个商品？请说商品名和数量，例如「青岛啤酒，补20箱」。", pending)
+    products = {p.sku: p for p in Product.objects.filter(sku__in=pending.skus)}
+    if "qty" in missing and suggest is not None:
+        figures = suggest(pending.store)
+        known = {sku: figures[sku] for sku in pending.skus if figures.get(sku)}
+        if len(known) == len(pending.skus) and len(set(known.values())) == 1:
+            pending.qty, pending.unit = next(iter(known.values())), None  # the low-stock suggestion
+            missing = pending.missing()
+    if "qty" in missing:
+        names = "、".join(products[s].name for s in pending.skus)
+        units = "、".join(sorted({products[s].unit for s in pending.skus}))
+        return Step(f"{names}要补多少？可以说「补20箱」或「补二十{units}」（一箱按每箱数量折算）。", pending)
+    lines, said = _lines(pending, products)
+    try:
+        proposal, created = proposal_create(user=user, kind=Proposal.Kind.RESTOCK, store=pending.store, payload={"lines": lines},
+                                            source=Proposal.Source.CHAT, idempotency_key=_key(user, pending, today))
+    except PermissionDenied as exc:
+        return Step(f"不能提交这个提案：{exc}", None, detail={"denied": str(exc)})
+    except ValidationError as exc:
+        messages = [m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms]
+        return Step("提案内容有误：" + "；".join(messages), pending)
+    return Step(f"已为{proposal.store.name}生成补货提案 #{proposal.pk}：{said}。提案目前是「待确认」，店长确认之前不会下单。",
+                None, proposal, detail={"proposal_id": proposal.pk, "created": created})
+
+
+def _create_ticket(pending: PendingAction, *, user, today) -> Step:
+    from workflow.models import Proposal
+    from workflow.services import proposal_create
+
+    text = pending.description
+    category = ("食品安全" if re.search(r"吃|食物|菜|变质|拉肚子", text) else "酒水品质" if re.search(r"酒|异味|饮料", text)
+                else "服务态度" if "态度" in text else "收银结账" if re.search(r"结账|收银|多收", text)
+                else "会员储值" if re.search(r"会员|储值", text) else "其他")
+    severity = "严重" if re.search(r"不舒服|身体不适|就医|医院|受伤|过敏", text) else "较重" if re.search(r"投诉|赔|曝光", text) else "一般"
+    payload = {"category": category, "severity": severity, "description": text[:2000]}
+    if (ref := _ORDER_REF.search(text)):
+        payload["order"] = ref.group(0)
+    if (mem := _MEMBER.search(text)):
+        payload["member"] = mem.group(0).upper()
+    try:
+        proposal, created = proposal_create(user=user, kind=Proposal.Kind.TICKET, store=pending.store, payload=payload,
+                                            source=Proposal.Source.CHAT, idempotency_key=_key(user, pending, today))
+    except PermissionDenied as exc:
+        return Step(f"不能提交这个提案：{exc}", None, detail={"denied": str(exc)})
+    except ValidationError as exc:
+        messages = [m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms]
+        return Step("提案内容有误：" + "；".join(messages), pending)
+    return Step(f"已为{proposal.store.name}生成客诉工单提案 #{proposal.pk}（{category}，{severity}）。确认后才会建立工单；店员和店长都可以确认。",
+                None, proposal, detail={"proposal_id": proposal.pk, "created": created})
+
+
+CANCELLED = "好的，已取消这次{what}，没有提交任何提案。"
+
+
+def cancelled(pending: PendingAction) -> Step:
+    return Step(CANCELLED.format(what=_what(pending.kind)), None, detail={"cancelled": pending.kind})

@@ -1,0 +1,137 @@
+"""Actions over several turns through the real chat path (chat_ask: the pending action travels
+in the stored context): each slot order, cancellation, changing one slot, permission first,
+tickets, and a pending action that expires with an unrelated question."""
+import itertools
+import uuid
+
+import pytest
+
+from agent.services import chat_ask
+from ops.tests.factories import make_user
+from workflow.models import AuditLog, Proposal
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def staff():
+    return make_user("slots_staff", role="staff", stores=["GZ-TH"])
+
+
+@pytest.fixture
+def manager_two_stores():
+    return make_user("slots_manager", role="manager", stores=["GZ-TH", "SZ-FT"])
+
+
+class Thread:
+    def __init__(self, user):
+        self.user, self.id = user, uuid.uuid4().hex
+
+    def ask(self, text):
+        result, conv, reply = chat_ask(user=self.user, query=text, thread_id=self.id)
+        return result, reply
+
+
+def proposals(user):
+    return list(Proposal.objects.filter(proposed_by=user).order_by("id"))
+
+
+def test_the_issue_two_turn_restock_says_permission_first(staff):
+    t = Thread(staff)
+    first, reply = t.ask("福田店啤酒快没了，帮我申请补货")
+    assert first.intent == "action" and first.proposal is None
+    assert "没有被分配到深圳福田店" in first.answer and "广州天河店" in first.answer  # said at once, own store offered
+    assert reply.context["pending_action"]["offer_store"] == "广州天河店"
+    second, reply = t.ask("好的，青岛啤酒，补20箱")
+    assert second.intent == "action" and second.proposal["status"] == "pending" and second.proposal["store"] == "广州天河店"
+    assert [(line["sku"], line["quantity"], line["unit"]) for line in second.proposal["payload"]["lines"]] == [("B001", 480, "瓶")]
+    assert "pending_action" not in reply.context
+    assert AuditLog.objects.filter(action="proposed", target_id=second.proposal["id"]).count() == 1
+
+
+def test_the_pending_action_survives_a_reply_that_only_names_the_product(staff):
+    t = Thread(staff)
+    first, _ = t.ask("帮我申请补货")
+    assert "哪个商品" in first.answer and first.proposal is None
+    second, _ = t.ask("青岛啤酒，补20箱")  # treated as a new policy question before
+    assert second.intent == "action" and second.proposal["payload"]["lines"][0]["quantity"] == 480
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(["天河店", "科罗娜", "补两箱"])), ids=lambda o: "→".join(o))
+def test_each_slot_order_completes_the_restock(manager_two_stores, order):
+    t = Thread(manager_two_stores)
+    first, _ = t.ask("帮我申请补货")
+    assert first.proposal is None and "哪家门店" in first.answer  # two stores: it must ask
+    for i, text in enumerate(order):
+        result, reply = t.ask(text)
+        assert result.intent == "action", (text, result.route_reason)
+        if i < 2:
+            assert result.proposal is None and reply.context["pending_action"]
+    assert result.proposal["store"] == "广州天河店"
+    assert [(line["sku"], line["quantity"], line["unit"]) for line in result.proposal["payload"]["lines"]] == [("B003", 48, "瓶")]
+
+
+def test_chinese_numerals_and_units(staff):
+    t = Thread(staff)
+    t.ask("帮我申请补货")
+    t.ask("要补生啤")
+    result, _ = t.ask("就补二十杯吧")
+    assert [(line["sku"], line["quantity"], line["unit"]) for line in result.proposal["payload"]["lines"]] == [("B006", 20, "杯")]
+
+
+def test_cancelling_leaves_nothing_behind(staff):
+    t = Thread(staff)
+    before = len(proposals(staff))
+    t.ask("帮我申请补货")
+    t.ask("青岛啤酒")
+    cancelled, reply = t.ask("算了")
+    assert cancelled.intent == "action" and "已取消" in cancelled.answer and cancelled.proposal is None
+    assert "pending_action" not in reply.context
+    after, _ = t.ask("补20箱")  # nothing pending any more: no proposal appears
+    assert after.proposal is None and len(proposals(staff)) == before
+
+
+def test_changing_one_slot_keeps_the_others(manager_two_stores):
+    t = Thread(manager_two_stores)
+    first, reply = t.ask("帮我补20箱青岛啤酒")
+    assert first.proposal is None and reply.context["pending_action"]["skus"] == ["B001"]
+    second, reply = t.ask("换成科罗娜")
+    assert second.proposal is None and reply.context["pending_action"]["skus"] == ["B003"]
+    assert reply.context["pending_action"]["qty"] == 20
+    third, _ = t.ask("改成30箱")
+    assert third.proposal is None
+    done, _ = t.ask("福田店")
+    assert done.proposal["store"] == "深圳福田店"
+    assert [(line["sku"], line["quantity"]) for line in done.proposal["payload"]["lines"]] == [("B003", 720)]
+
+
+def test_a_stale_pending_action_expires_with_an_unrelated_question(staff):
+    t = Thread(staff)
+    t.ask("帮我申请补货")
+    data, reply = t.ask("天河店上周卖了多少")
+    assert data.intent == "data" and data.data and "pending_action" not in reply.context
+    expired = next(s for s in data.trace if s["step"] == "pending_action")["detail"]
+    assert expired["expired"] is True
+    later, _ = t.ask("青岛啤酒，补20箱")
+    assert later.proposal is None and later.intent != "action"
+
+
+def test_a_ticket_over_two_turns_and_permission_first(staff):
+    t = Thread(staff)
+    first, _ = t.ask("帮我建个工单")
+    assert first.proposal is None and "投诉的情况" in first.answer
+    second, _ = t.ask("客人说黑牌有异味，喝完身体不适")
+    assert second.proposal["kind"] == "ticket" and second.proposal["store"] == "广州天河店"
+    assert (second.proposal["payload"]["category"], second.proposal["payload"]["severity"]) == ("酒水品质", "严重")
+
+    other = Thread(staff)
+    denied, _ = other.ask("福田店客人投诉服务态度差，帮我建个工单")
+    assert denied.proposal is None and "没有被分配到深圳福田店" in denied.answer and "广州天河店" in denied.answer
+    accepted, _ = other.ask("好")
+    assert accepted.proposal["kind"] == "ticket" and accepted.proposal["store"] == "广州天河店"
+    assert accepted.proposal["payload"]["category"] == "服务态度"
+
+    cancel = Thread(staff)
+    cancel.ask("麻烦开一张客诉工单")
+    gone, _ = cancel.ask("不用了")
+    assert "已取消" in gone.answer and gone.proposal is None
