@@ -133,5 +133,5 @@ def plan_data(question: str, *, today: date, previous: dict | None = None, data_
                 params["category"] = category
                 break
     if tool == COMPARE_STORES:
-        params["metric"] = "avg_ticket" if "客单价" in question else "orders" if re.search(r"订单|单数|多少单|单子|单量", question) else "revenue"
+        params["metric"] = "avg_ticket" if "客单价" in question else "orders" if re.search(r"订单|单数|多少单|单子|单量|最忙|人最多|客人最多|客流", question) else "revenue"
     return DataPlan(tool, params, reason=reason + ("（追问）" if inherited else ""))

@@ -190,6 +190,8 @@ def test_phrases_before_store_words_are_not_taken_for_store_names(text):
 def test_an_unknown_store_name_is_questioned_not_read_as_zero():
     with pytest.raises(UnknownStore, match="北京三里屯店"):
         find_store_in_text("上周北京三里屯店卖了多少")
+    with pytest.raises(UnknownStore, match="天和店"):  # a typo for 天河店 is asked about, never read as all stores
+        find_store_in_text("天和店上周卖了多少")
 
 
 
