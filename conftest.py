@@ -69,6 +69,15 @@ def django_db_setup(django_db_setup, django_db_blocker):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _llm_circuit_closed():
+    """The LLM circuit breaker is process-wide: each test starts with it closed."""
+    from agent.llm import breaker
+
+    breaker.reset()
+    yield
+
+
 def pytest_configure(config):
     from django.conf import settings
 

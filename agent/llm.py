@@ -4,10 +4,19 @@ All over httpx with timeouts; `trust_env=False` for local endpoints (a system pr
 would otherwise hijack localhost); temperature 0.2; reasoning text (<think>…</think>,
 `reasoning_content`) is stripped. A failure raises LLMUnavailable, and callers degrade
 to extractive answers rather than return an error to the user.
+
+Time is bounded twice: every call connects within 2 s and waits no longer than what is
+left of the question's budget (`llm_budget`, SM_LLM_BUDGET, default 8 s, shared by
+judge, rewrite and answer); and a process-wide circuit breaker skips the LLM for
+SM_LLM_BREAKER_SECONDS after SM_LLM_BREAKER_FAILURES failures or timeouts in a row.
 """
 from __future__ import annotations
 
+import contextvars
 import re
+import threading
+import time
+from contextlib import contextmanager
 from functools import lru_cache
 
 import httpx
@@ -21,6 +30,84 @@ _LEAD_NOISE = re.compile(r"^\s*(好的[，,。]?|根据(提供的)?(参考)?资�
 
 class LLMUnavailable(RuntimeError):
     pass
+
+
+CONNECT_TIMEOUT = 2.0
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("llm_deadline", default=None)
+
+
+@contextmanager
+def llm_budget(seconds: float | None = None):
+    """All LLM calls inside share one deadline (one question: judge, rewrite, answer)."""
+    token = _deadline.set(time.monotonic() + (settings.SM_LLM_BUDGET if seconds is None else seconds))
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def _call_timeout(configured: float) -> httpx.Timeout:
+    deadline = _deadline.get()
+    left = configured if deadline is None else min(configured, deadline - time.monotonic())
+    if deadline is None:
+        left = min(left, settings.SM_LLM_BUDGET)
+    if left <= 0.05:
+        raise LLMUnavailable(f"本题的 LLM 时间预算（{settings.SM_LLM_BUDGET:g} 秒）已用完")
+    return httpx.Timeout(left, connect=min(CONNECT_TIMEOUT, left))
+
+
+class CircuitBreaker:
+    """Consecutive failures open the circuit; while open, calls fail at once (no waiting on
+    a hung endpoint); after the cool-down one call is let through to probe it."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.failures = 0
+        self.open_until = 0.0
+        self.last_error = ""
+
+    def check(self) -> None:
+        with self._lock:
+            left = self.open_until - time.monotonic()
+            if left > 0:
+                raise LLMUnavailable(f"LLM 熔断中（连续 {self.failures} 次失败或超时），{left:.0f} 秒内跳过 LLM")
+
+    def success(self) -> None:
+        with self._lock:
+            self.failures, self.open_until, self.last_error = 0, 0.0, ""
+
+    def failure(self, error: str) -> None:
+        with self._lock:
+            self.failures += 1
+            self.last_error = error[:200]
+            if self.failures >= settings.SM_LLM_BREAKER_FAILURES:
+                self.open_until = time.monotonic() + settings.SM_LLM_BREAKER_SECONDS
+
+    def state(self) -> dict:
+        with self._lock:
+            left = max(0.0, self.open_until - time.monotonic())
+            return {"state": "open" if left else "closed", "consecutive_failures": self.failures,
+                    "open_for_seconds": round(left, 1), "last_error": self.last_error}
+
+    def reset(self) -> None:
+        self.success()
+
+
+breaker = CircuitBreaker()
+
+
+def _guarded(backend: str, base_url: str, send):
+    """Run one HTTP call under the breaker and the budget; `send(timeout)` returns text."""
+    breaker.check()
+    timeout = _call_timeout(getattr(send, "configured_timeout", 30.0))
+    try:
+        text = send(timeout)
+    except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError) as exc:
+        message = f"{backend} at {base_url}: {type(exc).__name__}: {exc}"
+        breaker.failure(message)
+        raise LLMUnavailable(message) from exc
+    breaker.success()
+    return text
 
 
 def strip_reasoning(text: str) -> str:
@@ -45,7 +132,7 @@ class OllamaLLM:
     available = True
 
     def __init__(self, base_url: str, model: str, timeout: float = 30.0):
-        self.base_url, self.model = base_url, model
+        self.base_url, self.model, self.timeout = base_url, model, timeout
         self._client = http_client(base_url, timeout)
 
     def chat(self, messages, *, max_tokens: int = 512) -> str:
@@ -57,12 +144,14 @@ class OllamaLLM:
             "keep_alive": "30m",
             "options": {"temperature": 0.2, "num_predict": max_tokens},
         }
-        try:
-            r = self._client.post("/api/chat", json=payload)
+
+        def send(timeout):
+            r = self._client.post("/api/chat", json=payload, timeout=timeout)
             r.raise_for_status()
             return strip_reasoning(r.json()["message"]["content"])
-        except (httpx.HTTPError, KeyError, ValueError, TypeError) as exc:
-            raise LLMUnavailable(f"ollama at {self.base_url}: {type(exc).__name__}: {exc}") from exc
+
+        send.configured_timeout = self.timeout
+        return _guarded("ollama", self.base_url, send)
 
 
 class OpenAICompatibleLLM:
@@ -70,18 +159,20 @@ class OpenAICompatibleLLM:
     available = True
 
     def __init__(self, base_url: str, model: str, api_key: str = "", timeout: float = 30.0):
-        self.base_url, self.model, self.api_key = base_url, model, api_key
+        self.base_url, self.model, self.api_key, self.timeout = base_url, model, api_key, timeout
         self._client = http_client(base_url, timeout)
 
     def chat(self, messages, *, max_tokens: int = 512) -> str:
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         payload = {"model": self.model, "messages": messages, "temperature": 0.2, "max_tokens": max_tokens, "stream": False}
-        try:
-            r = self._client.post("/chat/completions", json=payload, headers=headers)
+
+        def send(timeout):
+            r = self._client.post("/chat/completions", json=payload, headers=headers, timeout=timeout)
             r.raise_for_status()
             return strip_reasoning(r.json()["choices"][0]["message"]["content"] or "")
-        except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError) as exc:
-            raise LLMUnavailable(f"openai-compatible at {self.base_url}: {type(exc).__name__}: {exc}") from exc
+
+        send.configured_timeout = self.timeout
+        return _guarded("openai-compatible", self.base_url, send)
 
 
 @lru_cache(maxsize=4)

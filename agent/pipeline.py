@@ -31,7 +31,7 @@ from ops.tools import ToolResult, local_today, run_tool
 
 from . import compose
 from .data_guard import DataPlan, plan_data
-from .llm import LLMUnavailable, get_llm, trim_history
+from .llm import LLMUnavailable, get_llm, llm_budget, trim_history
 from .router import ACTION, BOTH, DATA, OUT_OF_SCOPE, POLICY, Route, route
 
 ENOUGH_OVERLAP = 0.55
@@ -507,7 +507,8 @@ def answer_question(question: str, *, user, previous: dict | None = None, histor
         question=question, user=user, today=today or local_today(), previous=previous or {}, history=history or [],
         max_attempts=settings.SM_AGENT_MAX_ATTEMPTS if max_attempts is None else max_attempts,
     )
-    run(state)
+    with llm_budget():  # one deadline for every LLM call of this question
+        run(state)
     intent = state.route.intent if state.route else POLICY
     result = AgentResult(
         answer=state.answer, intent=intent, route_reason=state.route.reason if state.route else "",

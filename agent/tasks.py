@@ -1,5 +1,54 @@
 """The agent as a Celery task: the same service as the request path."""
+import logging
+
 from celery import shared_task
+
+log = logging.getLogger(__name__)
+
+
+class QueueUnavailable(RuntimeError):
+    """The broker (or the result backend) cannot be reached: answer synchronously or 503."""
+
+
+def _queue_errors() -> tuple[type[BaseException], ...]:
+    from kombu.exceptions import OperationalError as KombuOperationalError
+
+    # RuntimeError: Celery's "retry limit exceeded ... result store" once its retries are spent.
+    errors: list[type[BaseException]] = [KombuOperationalError, ConnectionError, TimeoutError, OSError, RuntimeError]
+    try:
+        from redis.exceptions import RedisError
+
+        errors.append(RedisError)
+    except ImportError:  # pragma: no cover - redis is a pinned dependency
+        pass
+    return tuple(errors)
+
+
+def submit_ask(user_id: int, query: str, thread_id: str | None):
+    """Queue a question; raises QueueUnavailable at once (no publish retries) when the
+    broker does not answer, so the caller can fall back or say 503."""
+    try:
+        return ask_task.apply_async((user_id, query, thread_id), retry=False)
+    except _queue_errors() as exc:
+        log.warning("broker unavailable, question not queued: %s: %s", type(exc).__name__, exc)
+        raise QueueUnavailable(str(exc)) from exc
+
+
+def task_state(task_id: str):
+    """(status, payload) of a queued question: pending | done | failed; QueueUnavailable
+    when the result backend cannot be read."""
+    from celery.result import AsyncResult
+
+    res = AsyncResult(task_id)
+    try:
+        if res.successful():
+            return "done", res.result
+        if res.failed():
+            return "failed", None
+        return "pending", None
+    except _queue_errors() as exc:
+        log.warning("result backend unavailable: %s: %s", type(exc).__name__, exc)
+        raise QueueUnavailable(str(exc)) from exc
 
 
 @shared_task(name="agent.ask")

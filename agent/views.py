@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 
-from celery.result import AsyncResult
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
@@ -12,6 +11,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
+
+from storemind.throttling import throttle_web
 
 from .models import Conversation, Message
 from .services import (
@@ -23,7 +24,7 @@ from .services import (
     thread_for,
     validate_query,
 )
-from .tasks import ask_task
+from .tasks import QueueUnavailable, submit_ask, task_state
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,12 @@ def _turns(conv: Conversation | None) -> list[dict]:
     return turns
 
 
+def _throttled(request, wait: float):
+    response = _error(request, f"操作太频繁，请 {int(wait) + 1} 秒后再试。", 429)
+    response["Retry-After"] = str(int(wait) + 1)
+    return response
+
+
 def _error(request, message: str, status: int):
     if request.htmx:
         return render(request, "htmx/error.html", {"error": message})  # 200 so htmx swaps it in
@@ -56,15 +63,20 @@ def _error(request, message: str, status: int):
 def chat(request):
     user = request.user
     if request.method == "POST":
+        if (wait := throttle_web(request, "chat")) is not None:
+            return _throttled(request, wait)
         query = request.POST.get("query", "")
         thread_id = request.POST.get("thread_id") or None
         try:
             if request.POST.get("async") == "1":
                 validate_query(query)
                 thread = thread_for(user=user, thread_id=thread_id)
-                task = ask_task.delay(user.pk, query, thread)
-                return render(request, "htmx/pending.html", {"task_id": task.id, "query": query, "thread_id": thread,
-                                                             "oob_thread": thread_id != thread})
+                try:
+                    task = submit_ask(user.pk, query, thread)
+                    return render(request, "htmx/pending.html", {"task_id": task.id, "query": query, "thread_id": thread,
+                                                                 "oob_thread": thread_id != thread})
+                except QueueUnavailable:
+                    pass  # no broker: answer right here instead (the same service)
             result, conv, reply = chat_ask(user=user, query=query, thread_id=thread_id)
         except (ValidationError, PermissionDenied) as exc:
             return _error(request, _message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
@@ -95,12 +107,14 @@ def chat(request):
 @login_required
 def chat_task(request, task_id: str):
     """Polled by the page in async mode: the pending placeholder until the task is done."""
-    res = AsyncResult(task_id)
-    if res.failed():
+    try:
+        state, payload = task_state(task_id)
+    except QueueUnavailable:
+        return _error(request, "后台队列暂时不可用，请关闭「后台处理」后重新提问。", 503)
+    if state == "failed":
         return _error(request, "后台处理失败，请重新提问。", 500)
-    if not res.successful():
+    if state == "pending":
         return render(request, "htmx/pending.html", {"task_id": task_id, "query": request.GET.get("q", "")})
-    payload = res.result
     if payload.get("user_id") != request.user.pk:
         raise Http404
     reply = get_object_or_404(Message, pk=payload["message_id"], conversation__user=request.user)
@@ -111,6 +125,8 @@ def chat_task(request, task_id: str):
 @login_required
 @require_POST
 def feedback(request, message_id: int):
+    if (wait := throttle_web(request, "feedback")) is not None:
+        return _throttled(request, wait)
     message = get_object_or_404(Message, pk=message_id)
     try:
         fb = feedback_submit(message=message, user=request.user, helpful=request.POST.get("helpful") == "1",

@@ -157,7 +157,7 @@ def _is_local(url: str) -> bool:
 
 
 def http_client(base_url: str, timeout: float) -> httpx.Client:
-    return httpx.Client(base_url=base_url.rstrip("/"), timeout=httpx.Timeout(timeout, connect=5.0), trust_env=not _is_local(base_url))
+    return httpx.Client(base_url=base_url.rstrip("/"), timeout=httpx.Timeout(timeout, connect=min(2.0, timeout)), trust_env=not _is_local(base_url))
 
 
 class _HttpEmbedder(Embedder):

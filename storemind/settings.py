@@ -130,13 +130,24 @@ if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL
     CELERY_TASK_ALWAYS_EAGER = False
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    # Short socket timeouts: a cache that does not answer is skipped (throttles fail open), not waited on.
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1}}}
 else:
     CELERY_BROKER_URL = "memory://"
     CELERY_RESULT_BACKEND = "cache+memory://"
     CELERY_TASK_ALWAYS_EAGER = True
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 CELERY_TASK_EAGER_PROPAGATES = True
+# An unreachable broker must fail a publish in about a second (the API answers 503 and the
+# chat page answers synchronously), not after kombu's retries.
+CELERY_TASK_PUBLISH_RETRY = False
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout": 5, "max_retries": 1}
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2
+CELERY_REDIS_SOCKET_TIMEOUT = 5
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"retry_policy": {"max_retries": 1, "interval_start": 0, "interval_step": 0.2,
+                                                            "interval_max": 0.5}}
 CELERY_TASK_STORE_EAGER_RESULT = True  # async chat polls the result even when eager
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
@@ -172,9 +183,14 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["storemind.parsers.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "storemind.api.exception_handler",
+    # Views name a throttle_scope; counters live in the cache and the throttle fails open.
+    "DEFAULT_THROTTLE_CLASSES": ["storemind.throttling.FailOpenScopedRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "pos_write": env("SM_POS_WRITE_RATE", "600/min"),
-        "api_write": env("SM_API_WRITE_RATE", "120/min"),
+        "api_write": env("SM_API_WRITE_RATE", "120/min"),  # proposal creation, per user
+        "chat": env("SM_CHAT_RATE", "30/min"),
+        "feedback": env("SM_FEEDBACK_RATE", "30/min"),
+        "decide": env("SM_DECIDE_RATE", "30/min"),  # confirm / reject, per user
     },
 }
 SPECTACULAR_SETTINGS = {
@@ -206,7 +222,10 @@ SM_EMBED_MODEL = env("SM_EMBED_MODEL", "bge-m3")  # ollama / openai backends
 SM_EMBED_QUERY_CACHE = env_int("SM_EMBED_QUERY_CACHE", 2048)  # query vectors kept per process (LRU); 0 turns it off
 SM_LLM_BACKEND = env("SM_LLM_BACKEND", "none")  # none | ollama | openai
 SM_LLM_MODEL = env("SM_LLM_MODEL", "qwen2.5:7b")
-SM_LLM_TIMEOUT = env_float("SM_LLM_TIMEOUT", 30.0)
+SM_LLM_TIMEOUT = env_float("SM_LLM_TIMEOUT", 30.0)  # one call, capped by what is left of the budget
+SM_LLM_BUDGET = env_float("SM_LLM_BUDGET", 8.0)  # seconds of LLM time per question (judge + rewrite + answer)
+SM_LLM_BREAKER_FAILURES = env_int("SM_LLM_BREAKER_FAILURES", 3)
+SM_LLM_BREAKER_SECONDS = env_float("SM_LLM_BREAKER_SECONDS", 30.0)
 SM_OLLAMA_BASE = env("SM_OLLAMA_BASE", "http://127.0.0.1:11434")
 SM_OPENAI_BASE = env("SM_OPENAI_BASE", "https://api.deepseek.com/v1")
 SM_OPENAI_KEY = env("SM_OPENAI_KEY", "")

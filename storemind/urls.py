@@ -4,11 +4,12 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from .views import health
+from .views import health, ready
 
 urlpatterns = [
     path("health", health, name="health"),
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
+    path("ready", ready, name="ready"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("agent.urls_web")),

@@ -7,6 +7,7 @@ from django.views.decorators.http import require_POST
 
 from ops.errors import Conflict, NotFound
 from ops.selectors import stores_for_user
+from storemind.throttling import throttle_web
 
 from .chat import proposal_dict
 from .models import AuditLog, Proposal
@@ -29,6 +30,11 @@ def proposals(request):
 @login_required
 @require_POST
 def decide(request, pk: int, action: str):
+    if (wait := throttle_web(request, "decide")) is not None:
+        response = render(request, "htmx/error.html", {"error": f"操作太频繁，请 {int(wait) + 1} 秒后再试。"},
+                          status=200 if request.htmx else 429)
+        response["Retry-After"] = str(int(wait) + 1)
+        return response
     proposal = Proposal.objects.select_related("store", "proposed_by").filter(pk=pk).first()
     if proposal is None or proposal not in proposals_visible(request.user):
         error, current = "没有这个提案，或者它不属于你的门店。", None

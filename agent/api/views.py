@@ -1,7 +1,6 @@
 """Chat API: thin views over agent.services (and the Celery task for async)."""
 import re
 
-from celery.result import AsyncResult
 from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -11,9 +10,10 @@ from rest_framework.views import APIView
 from ops.validation import reject_unknown
 
 from ..services import chat_ask, validate_query, validate_thread_id
-from ..tasks import ask_task
+from ..tasks import QueueUnavailable, submit_ask, task_state
 
 _TASK_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+QUEUE_RETRY_AFTER = 10
 CHAT_FIELDS = frozenset({"query", "thread_id", "async"})
 ChatIn = inline_serializer("ChatRequest", {
     "query": serializers.CharField(max_length=2000),
@@ -29,6 +29,8 @@ ChatOut = inline_serializer("ChatResponse", {
 
 
 class ChatView(APIView):
+    throttle_scope = "chat"
+
     @extend_schema(summary="向门店助手提问（同步，或 async=true 时返回任务 ID）", request=ChatIn, responses={200: ChatOut, 202: dict})
     def post(self, request):
         body = request.data
@@ -41,7 +43,11 @@ class ChatView(APIView):
         if not isinstance(run_async, bool):
             raise ValidationError({"async": ["async 必须是 true 或 false。"]})
         if run_async:
-            task = ask_task.delay(request.user.pk, query, thread_id)
+            try:
+                task = submit_ask(request.user.pk, query, thread_id)
+            except QueueUnavailable:
+                return Response({"detail": "后台队列暂时不可用：请稍后重试，或不带 async 直接提问。"},
+                                status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": str(QUEUE_RETRY_AFTER)})
             return Response({"task_id": task.id, "status_url": f"/api/v1/chat/tasks/{task.id}"}, status=status.HTTP_202_ACCEPTED)
         result, conv, _ = chat_ask(user=request.user, query=query, thread_id=thread_id)
         return Response({**result.as_dict(), "thread_id": conv.thread_id})
@@ -52,12 +58,15 @@ class ChatTaskView(APIView):
     def get(self, request, task_id: str):
         if not _TASK_ID.fullmatch(task_id):
             return Response({"detail": "没有这个任务。"}, status=status.HTTP_404_NOT_FOUND)
-        res = AsyncResult(task_id)
-        if res.successful():
-            payload = res.result
+        try:
+            state, payload = task_state(task_id)
+        except QueueUnavailable:
+            return Response({"detail": "后台队列暂时不可用，请稍后再查询。"}, status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                            headers={"Retry-After": str(QUEUE_RETRY_AFTER)})
+        if state == "done":
             if payload.get("user_id") != request.user.pk:
                 return Response({"detail": "没有这个任务。"}, status=status.HTTP_404_NOT_FOUND)
             return Response({"status": "done", "result": {k: v for k, v in payload.items() if k not in ("user_id", "message_id")}})
-        if res.failed():
+        if state == "failed":
             return Response({"status": "failed", "detail": "回答时出错，请重试。"}, status=status.HTTP_200_OK)
         return Response({"status": "pending"})

@@ -5,7 +5,6 @@ from django.core.exceptions import ValidationError
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from .. import services, tools
@@ -27,7 +26,6 @@ def _token(request):
 
 
 class OrdersView(APIView):
-    throttle_classes = [ScopedRateThrottle]
     throttle_scope = "pos_write"
 
     @extend_schema(
@@ -55,7 +53,6 @@ class OrdersView(APIView):
 
 
 class InventoryAdjustmentsView(APIView):
-    throttle_classes = [ScopedRateThrottle]
     throttle_scope = "pos_write"
 
     @extend_schema(summary="库存调整（入库、盘点差异、报损、调拨）", request=AdjustmentInSerializer, responses={201: AdjustmentResultSerializer, 200: AdjustmentResultSerializer})

@@ -35,8 +35,14 @@ def test_every_app_env_var_is_read_by_settings():
         assert not unknown, f"{app} sets variables settings never reads: {unknown}"
 
 
-def test_health_endpoint(client, db):
-    assert client.get("/health").json() == {"status": "ok", "database": "postgresql"}
+def test_health_is_liveness_and_ready_reports_each_dependency(client, db):
+    assert client.get("/health").json() == {"status": "ok"}
+    r = client.get("/ready")
+    assert r.status_code == 200, r.json()
+    checks = r.json()["checks"]
+    assert checks["database"]["status"] == checks["index"]["status"] == "ok"
+    assert checks["index"]["chunks"] > 0
+    assert checks["llm"]["circuit"]["state"] == "closed"
 
 
 def test_openapi_schema_generates_without_errors_or_warnings(db):

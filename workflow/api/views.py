@@ -3,7 +3,6 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from ops.errors import NotFound
@@ -36,7 +35,6 @@ def _proposal_or_404(user, pk: int) -> Proposal:
 
 
 class ProposalsView(APIView):
-    throttle_classes = [ScopedRateThrottle]
     throttle_scope = "api_write"
 
     def get_throttles(self):
@@ -68,6 +66,8 @@ class ProposalsView(APIView):
 
 
 class ProposalConfirmView(APIView):
+    throttle_scope = "decide"
+
     @extend_schema(summary="确认提案（执行写入）", request=None, responses=dict)
     def post(self, request, pk: int):
         reject_unknown(_body(request), set())
@@ -75,6 +75,8 @@ class ProposalConfirmView(APIView):
 
 
 class ProposalRejectView(APIView):
+    throttle_scope = "decide"
+
     @extend_schema(summary="拒绝提案", request=inline_serializer("Reject", {"reason": serializers.CharField()}), responses=dict)
     def post(self, request, pk: int):
         body = _body(request)
