@@ -67,6 +67,20 @@ _INTENT_HEADS = {
 }
 
 
+def _signal_phrase(name: str) -> str:
+    """A signal without its own phrase reads by the tool it points to (or its own Chinese name)."""
+    from ops.tools import TOOLS
+
+    from .. import vocabulary
+
+    signal = next((s for s in vocabulary.SIGNALS if s.name == name), None)
+    if signal is None or signal.topic or name == "时间范围":
+        return ""
+    if signal.tool in TOOLS:
+        return f"问的是{TOOLS[signal.tool].title}"
+    return f"涉及「{name}」"
+
+
 @register.simple_tag
 def answer_badge(m) -> dict:
     """The badge and the one-line reason a store employee reads (the raw routing reason is
@@ -80,7 +94,7 @@ def answer_badge(m) -> dict:
         return {"label": "未能回答", "css": "refused", "reason": why}
     phrases = []
     for name in _SIGNAL_NAME.findall(reason):
-        phrase = _REASON_PHRASES.get(name)
+        phrase = _REASON_PHRASES.get(name) or _signal_phrase(name)
         if phrase and phrase not in phrases:
             phrases.append(phrase)
     if "追问" in reason:

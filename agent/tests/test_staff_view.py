@@ -141,8 +141,14 @@ def test_every_tool_has_a_label_for_every_column_it_returns():
 
 
 def test_every_router_signal_reads_as_a_phrase_for_staff():
-    from agent import vocabulary
-    from agent.templatetags.storemind import _REASON_PHRASES
+    from types import SimpleNamespace
 
-    missing = {s.name for s in vocabulary.SIGNALS if not s.topic and s.name != "时间范围"} - set(_REASON_PHRASES)
-    assert not missing, f"add a staff-facing phrase for {missing} in agent/templatetags/storemind.py"
+    from agent import vocabulary
+    from agent.templatetags.storemind import answer_badge
+
+    for signal in vocabulary.SIGNALS:
+        if signal.topic or signal.name == "时间范围":
+            continue
+        m = SimpleNamespace(refused=False, intent=signal.intent, route_reason=f"x — {signal.intent}：{signal.name}×1（3 分）")
+        reason = answer_badge(m)["reason"]
+        assert "：" in reason and "×" not in reason and not any(c.isascii() and c.isalpha() for c in reason), (signal.name, reason)
