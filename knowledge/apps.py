@@ -3,3 +3,4 @@ from django.apps import AppConfig
 
 class KnowledgeConfig(AppConfig):
     name = "knowledge"
+    verbose_name = "制度知识库"

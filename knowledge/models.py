@@ -65,12 +65,13 @@ class Chunk(models.Model):
 class Term(models.Model):
     """Inverted index for BM25: one row per (chunk, term) with the term frequency."""
 
-    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="terms")
-    term = models.CharField(max_length=64)
-    tf = models.PositiveIntegerField()
-    n_terms = models.PositiveIntegerField(default=0, help_text="the chunk's length, copied so scoring needs no join")
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="terms", verbose_name="切片")
+    term = models.CharField("词", max_length=64)
+    tf = models.PositiveIntegerField("词频")
+    n_terms = models.PositiveIntegerField("切片词数", default=0, help_text="the chunk's length, copied so scoring needs no join")
 
     class Meta:
+        verbose_name = verbose_name_plural = "词项索引"
         indexes = [models.Index(fields=["term"], name="term_term_idx", include=["chunk", "tf", "n_terms"])]
         constraints = [models.UniqueConstraint(fields=["chunk", "term"], name="term_unique_per_chunk")]
 
@@ -81,8 +82,11 @@ class Term(models.Model):
 class TermStat(models.Model):
     """Document frequency per term, refreshed with every ingest (BM25's idf without a COUNT per query)."""
 
-    term = models.CharField(max_length=64, primary_key=True)
-    df = models.PositiveIntegerField()
+    term = models.CharField("词", max_length=64, primary_key=True)
+    df = models.PositiveIntegerField("文档频率")
+
+    class Meta:
+        verbose_name = verbose_name_plural = "词项统计"
 
     def __str__(self) -> str:
         return f"{self.term}: {self.df}"
@@ -92,15 +96,15 @@ class IndexMeta(models.Model):
     """One row: what the index was built with, and the corpus statistics BM25 needs."""
 
     signature = models.CharField("嵌入器签名", max_length=255)
-    backend = models.CharField(max_length=32)
-    model = models.CharField(max_length=128)
-    dimension = models.PositiveIntegerField()
-    n_chunks = models.PositiveIntegerField(default=0)
-    avg_terms = models.FloatField(default=0)
-    avg_idf = models.FloatField(default=0)
+    backend = models.CharField("嵌入后端", max_length=32)
+    model = models.CharField("嵌入模型", max_length=128)
+    dimension = models.PositiveIntegerField("向量维度")
+    n_chunks = models.PositiveIntegerField("切片数", default=0)
+    avg_terms = models.FloatField("平均词数", default=0)
+    avg_idf = models.FloatField("平均 IDF", default=0)
     refusal_threshold = models.FloatField("拒答阈值", null=True, blank=True, help_text="eval calibrate 写入")
     judge_threshold = models.FloatField("判定阈值", null=True, blank=True, help_text="eval calibrate 写入")
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = models.DateTimeField("更新时间", auto_now=True)
 
     class Meta:
         verbose_name = verbose_name_plural = "索引元数据"

@@ -1,4 +1,7 @@
+from django.apps import apps as django_apps
 from django.contrib import admin, messages
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group, User
 
 from storemind.admin_base import ReadOnlyAdmin, ReadOnlyInline
 
@@ -121,3 +124,52 @@ class OrderLineAdmin(ReadOnlyAdmin):
     search_fields = ["order__external_id", "product__name", "product__sku"]
     list_select_related = ["order__store", "product"]
     show_full_result_count = False
+
+
+# --- users, roles and permissions read in Chinese ------------------------------------------
+# Permission names are stored in English by Django ("Can add group"); the forms show them as
+# 「门店经营 | 商品 | 可修改商品」 from the models' own verbose names. Role groups keep their code
+# names (the services check them) and show their Chinese role next to it.
+
+ROLE_LABELS = {"staff": "店员", "manager": "店长"}
+PERMISSION_VERBS = {"add": "添加", "change": "修改", "delete": "删除", "view": "查看"}
+
+
+def permission_label(permission) -> str:
+    ct = permission.content_type
+    model = ct.model_class()
+    model_name = str(model._meta.verbose_name) if model else ct.model
+    try:
+        app_name = str(django_apps.get_app_config(ct.app_label).verbose_name)
+    except LookupError:
+        app_name = ct.app_label
+    verb = PERMISSION_VERBS.get(permission.codename.partition("_")[0])
+    return f"{app_name} | {model_name} | " + (f"可{verb}{model_name}" if verb else permission.name)
+
+
+def role_label(group) -> str:
+    return f"{ROLE_LABELS[group.name]}（{group.name}）" if group.name in ROLE_LABELS else group.name
+
+
+class ChineseAuthLabels:
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        field = super().formfield_for_manytomany(db_field, request, **kwargs)
+        if db_field.name in ("permissions", "user_permissions"):
+            field.label_from_instance = permission_label
+        elif db_field.name == "groups":
+            field.label_from_instance = role_label
+        return field
+
+
+admin.site.unregister(User)
+admin.site.unregister(Group)
+
+
+@admin.register(User)
+class StoreMindUserAdmin(ChineseAuthLabels, UserAdmin):
+    pass
+
+
+@admin.register(Group)
+class StoreMindGroupAdmin(ChineseAuthLabels, GroupAdmin):
+    pass

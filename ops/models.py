@@ -43,7 +43,7 @@ class Product(models.Model):
         GLASS = "杯", "杯"
         PORTION = "份", "份"
 
-    sku = models.CharField("SKU", max_length=32, unique=True)
+    sku = models.CharField("商品编码（SKU）", max_length=32, unique=True)
     name = models.CharField("名称", max_length=64, unique=True)
     category = models.CharField("品类", max_length=16, choices=Category.choices)
     unit = models.CharField("单位", max_length=4, choices=Unit.choices)
@@ -223,7 +223,7 @@ class ApiToken(models.Model):
     store = models.ForeignKey(Store, on_delete=models.CASCADE, null=True, blank=True, related_name="tokens", verbose_name="POS 门店")
     name = models.CharField("名称", max_length=64)
     prefix = models.CharField("前缀", max_length=8, editable=False)
-    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    key_hash = models.CharField("密钥摘要", max_length=64, unique=True, editable=False)
     created_at = models.DateTimeField("创建时间", auto_now_add=True)
     last_used_at = models.DateTimeField("最近使用", null=True, blank=True)
     revoked = models.BooleanField("已吊销", default=False)

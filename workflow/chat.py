@@ -7,6 +7,7 @@ import hashlib
 
 from django.core.exceptions import PermissionDenied, ValidationError
 
+from ops.localtime import local_time
 from ops.selectors import stores_for_user
 
 from .models import Proposal
@@ -18,7 +19,7 @@ def proposal_dict(p: Proposal, user) -> dict:
     return {
         "id": p.pk, "kind": p.kind, "kind_display": p.get_kind_display(), "store": p.store.name, "status": p.status,
         "status_display": p.get_status_display(), "payload": p.payload, "source": p.source,
-        "proposed_by": p.proposed_by.username, "created_at": p.created_at.isoformat(),
+        "proposed_by": p.proposed_by.username, "created_at": local_time(p.created_at, p.store).isoformat(),
         "can_confirm": allowed and p.status == Proposal.Status.PENDING, "why_not": "" if allowed else why,
     }
 

@@ -40,8 +40,8 @@ class Proposal(models.Model):
     )
     decided_at = models.DateTimeField("处理时间", null=True, blank=True)
     decision_note = models.CharField("处理说明", max_length=255, blank=True)
-    result_type = models.ForeignKey(ContentType, on_delete=models.PROTECT, null=True, blank=True)
-    result_id = models.PositiveBigIntegerField(null=True, blank=True)
+    result_type = models.ForeignKey(ContentType, on_delete=models.PROTECT, null=True, blank=True, verbose_name="结果类型")
+    result_id = models.PositiveBigIntegerField("结果 ID", null=True, blank=True)
     result = GenericForeignKey("result_type", "result_id")
 
     class Meta:
@@ -74,7 +74,7 @@ class RestockRequest(models.Model):
 
 
 class RestockLine(models.Model):
-    request = models.ForeignKey(RestockRequest, on_delete=models.CASCADE, related_name="lines")
+    request = models.ForeignKey(RestockRequest, on_delete=models.CASCADE, related_name="lines", verbose_name="补货单")
     product = models.ForeignKey(Product, on_delete=models.PROTECT, verbose_name="商品")
     quantity = models.PositiveIntegerField("数量")
     unit = models.CharField("单位", max_length=4)
@@ -131,8 +131,8 @@ class AuditLog(models.Model):
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, verbose_name="操作人")
     actor_username = models.CharField("操作人用户名", max_length=150)
     action = models.CharField("动作", max_length=32, choices=Action.choices, db_index=True)
-    target_type = models.ForeignKey(ContentType, on_delete=models.PROTECT, null=True, blank=True)
-    target_id = models.PositiveBigIntegerField(null=True, blank=True)
+    target_type = models.ForeignKey(ContentType, on_delete=models.PROTECT, null=True, blank=True, verbose_name="对象类型")
+    target_id = models.PositiveBigIntegerField("对象 ID", null=True, blank=True)
     target = GenericForeignKey("target_type", "target_id")
     target_repr = models.CharField("对象", max_length=200, blank=True)
     store = models.ForeignKey(Store, on_delete=models.PROTECT, null=True, blank=True, verbose_name="门店")
@@ -147,7 +147,10 @@ class AuditLog(models.Model):
         verbose_name = verbose_name_plural = "审计日志"
 
     def __str__(self) -> str:
-        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_username} {self.get_action_display()} {self.target_repr}"
+        from ops.localtime import local_time
+
+        when = local_time(self.created_at, self.store) if self.created_at else None  # never the UTC wall clock
+        return f"{when:%Y-%m-%d %H:%M} {self.actor_username} {self.get_action_display()} {self.target_repr}" if when else self.target_repr
 
     def save(self, *args, **kwargs):
         if self.pk is not None:

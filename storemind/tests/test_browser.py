@@ -43,9 +43,9 @@ def live(django_db_setup, django_db_blocker):
         from django.contrib.auth import get_user_model
 
         User = get_user_model()
-        for name, role in (("browser_staff", "staff"), ("browser_manager", "manager")):
+        for name, role in (("browser_staff", "staff"), ("browser_manager", "manager"), ("browser_admin", None)):
             if not User.objects.filter(username=name).exists():
-                make_user(name, role=role, stores=["GZ-TH"], is_staff=True)
+                make_user(name, role=role, stores=["GZ-TH"], is_staff=True, is_superuser=role is None)
             user = User.objects.get(username=name)
             user.set_password(PASSWORD)
             user.save()
@@ -327,3 +327,29 @@ def test_8_typing_indicator_shows_as_soon_as_the_question_is_sent(page, live):
     page.unroute("**/")
     page.wait_for_selector("#turns .answer")
     expect(page.locator("#thinking")).to_be_hidden()
+
+
+def test_9_admin_is_branded_and_chinese_on_every_page(sized, live):
+    from django.contrib import admin
+
+    from storemind.tests.test_admin import untranslated
+
+    page = sized
+    login(page, live, "browser_admin")
+    page.goto(f"{live}/admin/")
+    expect(page.locator("#site-name")).to_have_text("StoreMind 门店运营后台")
+    expect(page.locator("#dashboard")).to_be_visible()
+    assert not untranslated(page.content())
+    shot(page, f"9-admin-{page.viewport_label}", doc=f"admin-{page.viewport_label}")
+    if page.viewport_label == "desktop":
+        bad = {}
+        for model in admin.site._registry:
+            url = f"{live}/admin/{model._meta.app_label}/{model._meta.model_name}/"
+            page.goto(url)
+            found = untranslated(page.content())
+            if found:
+                bad[url] = found
+        assert not bad, bad
+    page.locator("#logout-form button").click()
+    page.wait_for_url("**/accounts/login/**")
+    expect(page.locator("h2")).to_have_text("登录 StoreMind 门店助手")

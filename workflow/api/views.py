@@ -6,6 +6,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ops.errors import NotFound
+from ops.localtime import local_time
 from ops.selectors import stores_for_user, user_role
 from ops.validation import reject_unknown
 
@@ -105,7 +106,7 @@ class AuditView(APIView):
         if request.query_params.get("actor"):
             qs = qs.filter(actor_username=request.query_params["actor"])
         return Response([
-            {"id": a.pk, "at": a.created_at.isoformat(), "actor": a.actor_username, "action": a.action, "target": a.target_repr,
+            {"id": a.pk, "at": local_time(a.created_at, a.store).isoformat(), "actor": a.actor_username, "action": a.action, "target": a.target_repr,
              "store": a.store.name if a.store else None, "before": a.before, "after": a.after, "request_id": a.request_id}
             for a in qs[:500]
         ])
