@@ -107,7 +107,7 @@ def bench_retrieval(cmd, opts) -> dict:
     real = _real_corpus_figures(cmd)
     vocabulary = real.pop("_vocabulary")
     embedder = get_embedder()
-    db = use_bench_database()
+    db = use_bench_database("retrieval")
     cmd.stdout.write(f"bench retrieval: database {db}, {n_chunks:,} synthetic chunks")
     existing = Chunk.objects.count()
     load_s = None

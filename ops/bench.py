@@ -19,7 +19,7 @@ def bench_ops(cmd, opts) -> dict:
     from ops.services import orders_ingest
     from ops.tools import _paid_orders, local_today, run_tool
 
-    db = use_bench_database()
+    db = use_bench_database("ops")
     cmd.stdout.write(f"bench ops: database {db}")
     n_orders = Order.objects.count()
     if abs(n_orders - opts["orders"]) > opts["orders"] * 0.1:

@@ -21,7 +21,7 @@ def bench_workflow(cmd, opts) -> dict:
     from .models import AuditLog, Proposal, RestockRequest
     from .services import proposal_confirm, proposal_create
 
-    db = use_bench_database()
+    db = use_bench_database("workflow")
     roles_ensure()
     store = Store.objects.first()
     if store is None:

@@ -1,6 +1,7 @@
-"""Benchmark helpers shared by `manage.py bench …`: a separate database and percentiles."""
+"""Benchmark helpers shared by `manage.py bench …`: a database per bench and percentiles."""
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from contextlib import contextmanager
@@ -10,13 +11,19 @@ from django.core.management import call_command
 from django.db import connection
 
 
-def use_bench_database(suffix: str = "bench") -> str:
-    """Point the default connection at `<name>_<suffix>`, created and migrated on demand.
+def bench_database_name(base: str, target: str) -> str:
+    """`<name>_bench_<target>`: every bench owns its database, so one bench's rows (a
+    workflow bench's proposals) can never stop another's reset (`bench ops` re-seeding)."""
+    base = re.sub(r"_bench(_[a-z0-9]+)?$", "", base)
+    return f"{base}_bench_{target}"
+
+
+def use_bench_database(target: str) -> str:
+    """Point the default connection at this bench's own database, created and migrated on demand.
 
     Benchmarks load hundreds of thousands of rows; they never touch the real database.
     """
-    base = connection.settings_dict["NAME"]
-    name = base if base.endswith("_" + suffix) else f"{base}_{suffix}"
+    name = bench_database_name(connection.settings_dict["NAME"], target)
     with connection._nodb_cursor() as cur:
         cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
         if not cur.fetchone():

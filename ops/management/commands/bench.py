@@ -1,7 +1,8 @@
 """`manage.py bench <target>`: speed and scale figures, printed and optionally written as JSON.
 
-Each target lives in its app (`ops/bench.py`, …) and runs against a separate database
-(<name>_bench) so benchmarks never pollute real data.
+Each target lives in its app (`ops/bench.py`, …) and runs against its own database
+(<name>_bench_<target>) so benchmarks never pollute real data or each other; `chat` runs
+against the current database through a real gunicorn and removes what it wrote.
 """
 from storemind.commands import TargetCommand
 
