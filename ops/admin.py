@@ -14,6 +14,7 @@ from .models import (
     OrderLine,
     Product,
     Store,
+    StoreDaySales,
     StoredValueAccount,
     StoredValueTxn,
 )
@@ -49,6 +50,17 @@ class OrderAdmin(ReadOnlyAdmin):
     list_select_related = ["store", "member"]
     inlines = [OrderLineInline]
     show_full_result_count = False
+
+
+@admin.register(StoreDaySales)
+class StoreDaySalesAdmin(ReadOnlyAdmin):
+    """The daily rollup the sales tools read; kept by database triggers, never edited."""
+
+    list_display = ["day", "store", "revenue", "orders"]
+    list_filter = ["store"]
+    date_hierarchy = "day"
+    list_select_related = ["store"]
+    ordering = ["-day", "store"]
 
 
 @admin.register(Inventory)

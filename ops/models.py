@@ -151,6 +151,28 @@ class Order(models.Model):
         return f"{self.store.code}/{self.external_id}"
 
 
+class StoreDaySales(models.Model):
+    """Paid revenue and order count per store and local day (Asia/Shanghai, as ops.tools.TZ).
+
+    Maintained by PostgreSQL triggers on ops_order (INSERT, UPDATE, DELETE, COPY and
+    TRUNCATE; migration 0002), so every write path, the ORM's, the seeder's COPY and a
+    manual fix in psql, keeps it exact. store_sales and compare_stores read about 30 rows
+    per store instead of aggregating every order of the period. Never written by Python.
+    """
+
+    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="day_sales", verbose_name="门店")
+    day = models.DateField("日期")
+    revenue = models.DecimalField("营业额", max_digits=16, decimal_places=2, default=0)
+    orders = models.IntegerField("已支付订单数", default=0)
+
+    class Meta:
+        verbose_name = verbose_name_plural = "门店日销售汇总"
+        constraints = [models.UniqueConstraint(fields=["day", "store"], name="storedaysales_day_store_uniq")]
+
+    def __str__(self) -> str:
+        return f"{self.store_id} {self.day} {self.revenue}"
+
+
 class OrderLine(models.Model):
     order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="lines", verbose_name="订单")
     product = models.ForeignKey(Product, on_delete=models.PROTECT, related_name="order_lines", verbose_name="商品")

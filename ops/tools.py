@@ -16,11 +16,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.core.exceptions import ValidationError
-from django.db.models import Count, F, Q, Sum
-from django.db.models.functions import ExtractHour, TruncDate
+from django.db.models import Count, F, FilteredRelation, Q, Sum
+from django.db.models.functions import ExtractHour
 from django.utils import timezone
 
-from .models import Inventory, Member, Order, OrderLine, Product, Store
+from .models import Inventory, Member, Order, OrderLine, Product, Store, StoreDaySales
 from .periods import Period, PeriodError, parse_period
 from .selectors import UnknownStore, resolve_store
 
@@ -160,19 +160,23 @@ def _paid_orders(period: Period, store: Store | None):
 # --- tools ---------------------------------------------------------------------------------
 
 
+def paid_sales(period: Period, store: Store | None) -> list[tuple[Store, Decimal | None, int | None]]:
+    """(store, revenue, paid orders) over the period's local days, in one query on the
+    trigger-maintained daily rollup (~30 rows a store for a month, not every order)."""
+    if store:
+        agg = StoreDaySales.objects.filter(store=store, day__gte=period.start, day__lte=period.end).aggregate(
+            revenue=Sum("revenue"), orders=Sum("orders"))
+        return [(store, agg["revenue"], agg["orders"])]
+    in_period = FilteredRelation("day_sales", condition=Q(day_sales__day__gte=period.start, day_sales__day__lte=period.end))
+    stores = Store.objects.annotate(in_period=in_period).annotate(
+        paid_revenue=Sum("in_period__revenue"), paid_orders=Sum("in_period__orders")).order_by(*Store._meta.ordering)
+    return [(s, s.paid_revenue, s.paid_orders) for s in stores]
+
+
 def store_sales(*, store: Store | None, period: Period) -> ToolResult:
-    per_store = {
-        row["store_id"]: row
-        for row in _paid_orders(period, store)
-        .values("store_id")
-        .annotate(revenue=Sum("total"), orders=Count("*"))
-        .order_by()
-    }
-    stores = [store] if store else list(Store.objects.all())
     rows = []
-    for s in stores:
-        agg = per_store.get(s.id, {})
-        revenue, orders = _money(agg.get("revenue")), agg.get("orders", 0)
+    for s, revenue, orders in paid_sales(period, store):
+        revenue, orders = _money(revenue), orders or 0
         rows.append(
             {
                 "store": s.name,
@@ -265,14 +269,10 @@ MAX_TREND_DAYS = 92
 
 def daily_trend(*, store: Store | None, period: Period) -> ToolResult:
     """Revenue and orders per day; days without sales are rows with zeros, not gaps."""
-    agg = {
-        a["day"]: a
-        for a in _paid_orders(period, store)
-        .annotate(day=TruncDate("created_at", tzinfo=TZ))
-        .values("day")
-        .annotate(orders=Count("*"), revenue=Sum("total"))
-        .order_by()
-    }
+    days = StoreDaySales.objects.filter(day__gte=period.start, day__lte=period.end)  # the daily rollup
+    if store:
+        days = days.filter(store=store)
+    agg = {a["day"]: a for a in days.values("day").annotate(orders=Sum("orders"), revenue=Sum("revenue")).order_by()}
     rows = []
     for i in range(period.days):
         day = period.start + timedelta(days=i)
