@@ -155,7 +155,7 @@ class StoreDaySales(models.Model):
     """Paid revenue and order count per store and local day (Asia/Shanghai, as ops.tools.TZ).
 
     Maintained by PostgreSQL triggers on ops_order (INSERT, UPDATE, DELETE, COPY and
-    TRUNCATE; migration 0002), so every write path, the ORM's, the seeder's COPY and a
+    TRUNCATE; migration 0003), so every write path, the ORM's, the seeder's COPY and a
     manual fix in psql, keeps it exact. store_sales and compare_stores read about 30 rows
     per store instead of aggregating every order of the period. Never written by Python.
     """

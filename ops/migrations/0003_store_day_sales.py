@@ -70,7 +70,7 @@ DROP FUNCTION IF EXISTS ops_storedaysales_truncate();
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ops', '0001_initial'),
+        ('ops', '0002_chinese_labels'),
     ]
 
     operations = [
