@@ -149,6 +149,7 @@ def find_period(text: str, today: date) -> Period | None:
     so_far = next((w for w in _SO_FAR if w in t), None)
     period = _match(t.replace(so_far, "，") if so_far else t, today, text)
     if period is not None:
+        _one_period_only(t, today)
         if period.start == period.end and (hours := _HOURS_OF_DAY.search(t)):
             # The tools count whole days: say so rather than pass a day off as an evening.
             period = Period(period.start, period.end, f"{period.label}（{hours.group(0)}按全天统计）")
@@ -162,6 +163,21 @@ def find_period(text: str, today: date) -> Period | None:
         if word in t:
             raise PeriodError(f"「{word}」指的是哪段时间？请说具体一些，比如 最近7天、上周、本月。")
     return None
+
+
+def _one_period_only(t: str, today: date) -> None:
+    """「上周营业额多少，跟上上周比呢」 names two periods; answering one of them would be a
+    silently wrong figure for the question asked."""
+    found = []
+    for clause in re.split(r"[，,。；;？?！!]+", t):
+        try:
+            p = _match(clause, today, clause) if clause else None
+        except PeriodError:
+            p = None
+        if p is not None and all((p.start, p.end) != (q.start, q.end) for q in found):
+            found.append(p)
+    if len(found) > 1:
+        raise PeriodError(f"这句话里有两段时间：{'、'.join(p.label for p in found)}；一次只能查一段，请分开问。")
 
 
 def _match(t: str, today: date, original: str) -> Period | None:  # noqa: C901 - a flat table of cases

@@ -146,6 +146,7 @@ def test_a_range_past_today_is_bounded_and_says_so():
     ("到目前为止", "从哪天算起"),
     ("春节", "具体日期"),
     ("上上上个月", "请直接说日期"),
+    ("上周营业额多少，跟上上周比呢", "两段时间"),
 ])
 def test_unparseable_parts_are_named_in_the_question_back(text, fragment):
     with pytest.raises(PeriodError) as exc:
