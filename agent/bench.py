@@ -135,6 +135,9 @@ class Server:
             "SM_DEBUG": "0", "SM_SECRET_KEY": secrets.token_urlsafe(32), "DATABASE_URL": database_url(),
             "SM_ALLOWED_HOSTS": "127.0.0.1,localhost", "SM_EMBED_BACKEND": settings.SM_EMBED_BACKEND,
             "SM_EMBED_DIM": str(settings.SM_EMBED_DIM), "DJANGO_SETTINGS_MODULE": "storemind.settings",
+            # One bench user asks hundreds of questions a minute: the per-user chat throttle is
+            # not what this measures (its cost, a cache lookup, still is).
+            "SM_CHAT_RATE": "1000000/min",
         })
         cmd = [sys.executable, "-m", "gunicorn", "storemind.wsgi:application", "--bind", f"127.0.0.1:{port}"]
         if workers:
@@ -374,7 +377,22 @@ def profile_chats(cmd, key: str, mix: QuestionMix, top: int = 15) -> dict:
     return out
 
 
+def _check_database_ready() -> None:
+    from django.core.management.base import CommandError
+    from django.db.migrations.executor import MigrationExecutor
+
+    from knowledge.models import IndexMeta
+
+    executor = MigrationExecutor(connection)
+    if executor.migration_plan(executor.loader.graph.leaf_nodes()):
+        raise CommandError("the database has unapplied migrations: run `python manage.py migrate` first")
+    meta = IndexMeta.objects.first()
+    if meta is None or not meta.n_chunks or meta.backend != settings.SM_EMBED_BACKEND:
+        raise CommandError(f"no knowledge index for the {settings.SM_EMBED_BACKEND} embedder: run `python manage.py ingest` first")
+
+
 def bench_chat(cmd, opts) -> dict:
+    _check_database_ready()
     levels = [int(x) for x in str(opts.get("levels") or "1,4,16").split(",")]
     n_requests = opts["queries"]
     mix = QuestionMix()
@@ -398,7 +416,8 @@ def bench_chat(cmd, opts) -> dict:
             level = run_level(port, key, mix, c, n_requests)
             figures["levels"].append(level)
             cmd.stdout.write(f"  {c:>2} concurrent: {level['chats_per_s']} chats/s · p50 {level['p50_ms']} ms · "
-                             f"p95 {level['p95_ms']} ms · errors {level['errors']} · {level['new_questions']}/{level['requests']} new")
+                             f"p95 {level['p95_ms']} ms · errors {level['errors']} · {level['new_questions']}/{level['requests']} new"
+                             + (f" · first errors: {level['error_samples']}" if level["errors"] else ""))
     finally:
         server.stop()
         cmd.stdout.write(bench_user_delete(user))

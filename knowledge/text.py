@@ -6,6 +6,7 @@ import logging
 import re
 import threading
 from collections import Counter
+from functools import lru_cache
 
 from django.conf import settings
 
@@ -41,15 +42,31 @@ def tokenize(text: str) -> list[str]:
     """Search-mode tokens: 「青岛啤酒」 yields 青岛, 啤酒 and 青岛啤酒, so colloquial
     queries still meet the documents' wording."""
     _ensure_jieba()
+    return list(_tokens((text or "").lower()))
+
+
+# A chat tokenises the same chunk texts and sentences over and over (the judge's overlap, the
+# extractive answer's key sentences): jieba is deterministic once its dictionary is loaded,
+# so the tokens of a text are computed once per process. Short texts only: no corpus-sized keys.
+@lru_cache(maxsize=8192)
+def _tokens_cached(text: str) -> tuple[str, ...]:
+    return _tokens_uncached(text)
+
+
+def _tokens(text: str) -> tuple[str, ...]:
+    return _tokens_cached(text) if len(text) <= 4000 else _tokens_uncached(text)
+
+
+def _tokens_uncached(text: str) -> tuple[str, ...]:
     import jieba
 
     tokens = []
-    for tok in jieba.cut_for_search((text or "").lower()):
+    for tok in jieba.cut_for_search(text):
         tok = tok.strip()
         if not tok or tok in STOPWORDS or not _TOKEN_OK.search(tok) or len(tok) > 64:
             continue
         tokens.append(tok)
-    return tokens
+    return tuple(tokens)
 
 
 _synonyms: list[tuple[list[str], list[str]]] | None = None

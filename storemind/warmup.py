@@ -4,7 +4,8 @@ synonym list, the URL resolver), so the first user's answer costs the same as th
 
 Called after the fork (gunicorn `post_worker_init`, Celery `worker_process_init`), never in a
 parent that forks: a native thread pool or a database connection made before a fork would be
-shared by every child. Never raises: a process that cannot warm up still serves, cold.
+shared by every child. Never raises and never writes: a process that cannot warm up (no
+database yet, no index) still serves, cold.
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import time
 logger = logging.getLogger(__name__)
 
 WARM_QUESTION = "客人说酒有异味怎么办"
+# Policy, data, both. Never a low-stock or action question: those offer or make proposals.
+WARM_PIPELINE_QUESTIONS = ("客人说酒有异味怎么办", "上周天河店卖了多少", "上周天河店卖了多少，满减券和折扣券能一起用吗")
 IN_PROCESS_EMBEDDERS = ("e5", "hashing")  # HTTP embedders are not called at start: a down endpoint must not stop a boot
 
 
@@ -51,7 +54,17 @@ def warm_process() -> dict[str, float]:
         resolve("/api/v1/chat")
         route(WARM_QUESTION, get_llm())
 
+    def pipeline():
+        # One question of each kind through the whole pipeline, nothing persisted: opens this
+        # process's database connections (request thread and guard threads), compiles the ORM
+        # queries and fills the per-process caches the first user would otherwise pay for.
+        from agent.pipeline import answer_question
+
+        for question in WARM_PIPELINE_QUESTIONS:
+            answer_question(question, user=None)
+
     step("embedder", embedder)
     step("tokenizer", tokenizer)
     step("code", code_paths)
+    step("pipeline", pipeline)
     return timings

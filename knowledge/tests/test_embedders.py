@@ -109,3 +109,14 @@ def test_e5_runtime_runs_one_thread_in_a_guard_thread():
     out = subprocess.run([sys.executable, "-c", code], cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "1"
+
+
+def test_tokenize_is_memoised_but_hands_out_fresh_lists():
+    from knowledge import text
+
+    first = text.tokenize("客人说酒有异味怎么办")
+    hits_before = text._tokens_cached.cache_info().hits
+    first.append("被调用方改掉")
+    again = text.tokenize("客人说酒有异味怎么办")
+    assert text._tokens_cached.cache_info().hits == hits_before + 1
+    assert "被调用方改掉" not in again and again == first[:-1]

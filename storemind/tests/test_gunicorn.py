@@ -56,7 +56,7 @@ def test_real_gunicorn_worker_is_warm_before_its_first_request(chat_user, django
     try:
         server.wait_ready(timeout=90)
         log = (tmp_path / "gunicorn.log").read_text()
-        assert re.search(r"worker \d+ warm: embedder [\d.]+ ms, tokenizer [\d.]+ ms, code [\d.]+ ms", log), log
+        assert re.search(r"worker \d+ warm: embedder [\d.]+ ms, tokenizer [\d.]+ ms, code [\d.]+ ms, pipeline [\d.]+ ms", log), log
         ms, status, body = chat(server.port, chat_user, "上周天河店卖了多少")
         assert status == 200 and body["intent"] == "data" and body["data"], body
         ms, status, body = chat(server.port, chat_user, "会员卡能跨店用吗")
@@ -64,3 +64,33 @@ def test_real_gunicorn_worker_is_warm_before_its_first_request(chat_user, django
     finally:
         server.stop()
     assert re.search(r'"POST /api/v1/chat HTTP/1.1" 200 \d+ \d+ms', (tmp_path / "gunicorn.log").read_text())
+
+
+@pytest.mark.django_db
+def test_warm_process_loads_everything_and_writes_nothing(caplog):
+    from agent.models import Conversation, Message, UnansweredQuestion
+    from knowledge import text
+    from knowledge.embedders import get_embedder
+    from storemind.warmup import WARM_QUESTION, warm_process
+    from workflow.models import AuditLog, Proposal
+
+    models = (Conversation, Message, UnansweredQuestion, Proposal, AuditLog)
+    before = [m.objects.count() for m in models]
+    timings = warm_process()
+    assert set(timings) == {"embedder", "tokenizer", "code", "pipeline"}
+    assert not [r for r in caplog.records if "warm-up step" in r.getMessage()], caplog.text
+    assert text._ready and get_embedder().query_cache.get(WARM_QUESTION) is not None
+    assert [m.objects.count() for m in models] == before
+
+
+def test_a_failing_warm_up_step_is_logged_not_raised(monkeypatch, caplog):
+    import knowledge.embedders
+    from storemind.warmup import warm_process
+
+    def broken():
+        raise RuntimeError("model file missing")
+
+    monkeypatch.setattr(knowledge.embedders, "get_embedder", broken)
+    monkeypatch.setattr("storemind.warmup.WARM_PIPELINE_QUESTIONS", ())
+    assert "embedder" in warm_process()
+    assert "warm-up step embedder failed: model file missing" in caplog.text
