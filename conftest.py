@@ -32,9 +32,9 @@ def django_db_setup(django_db_setup, django_db_blocker):
     from django.core.management import call_command
     from django.db.models import Max
 
+    from core.roles import sync_roles
     from ops.models import Order
     from ops.seed import TZ
-    from ops.services import roles_ensure
     from ops.tools import local_today
 
     with django_db_blocker.unblock():
@@ -62,7 +62,7 @@ def django_db_setup(django_db_setup, django_db_blocker):
                     "ops_order, ops_inventory, ops_member, ops_product, ops_store_members, ops_store CASCADE"
                 )
             call_command("seed_ops", verbosity=0)
-        roles_ensure()
+        sync_roles()
         from knowledge.services import corpus_ingest
 
         corpus_ingest()  # incremental: a no-op when the corpus and embedder are unchanged

@@ -25,7 +25,7 @@ def _suggest(state):
     def suggest(store_name: str) -> dict[str, int]:
         from ops.tools import run_tool
 
-        rows = run_tool("low_stock", {"store": store_name}, today=state.today).rows
+        rows = run_tool("low_stock", {"store": store_name}, user=state.user, today=state.today).rows
         return {r["sku"]: r["suggested_qty"] for r in rows if r["suggested_qty"] > 0}
     return suggest
 

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.utils import timezone
 
-from storemind.admin_base import ReadOnlyInline
+from core.admin_base import ReadOnlyInline
 
 from .models import Conversation, Feedback, Message, UnansweredQuestion
 

@@ -34,7 +34,7 @@ from urllib.parse import quote
 from django.conf import settings
 from django.db import connection
 
-from storemind.bench import percentile
+from core.bench import percentile
 
 KINDS = ("policy", "data", "both", "refused")
 # Requests per cycle of ten: 4 policy, 3 data, 2 both, 1 refused.

@@ -18,13 +18,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from tqdm import tqdm
 
+from core.bench import percentile
 from knowledge.evaluation import load_golden
 from knowledge.models import IndexMeta
 from knowledge.selectors import search
 from ops.models import Store
 from ops.periods import parse_period
 from ops.tools import local_today, run_tool
-from storemind.bench import percentile
 
 from .pipeline import answer_question
 
@@ -127,7 +127,7 @@ def eval_agent(cmd, opts) -> dict:
                 if tool != turn["expect_tool"] or got != want:
                     misses.append({"id": item["id"], "query": turn["query"], "what": "tool/params", "expected": [turn["expect_tool"], want], "got": [tool, got]})
                 # The figures: the expected tool run independently must give the rows the answer cites.
-                expected_rows = run_tool(turn["expect_tool"], turn["expect_params"], today=today).rows
+                expected_rows = run_tool(turn["expect_tool"], turn["expect_params"], user=None, today=today).rows
                 cited_rows = [d["row"] for d in result.data]
                 figures_ok = cited_rows == expected_rows
                 counts["figures"][0] += figures_ok

@@ -52,6 +52,7 @@ class Message(models.Model):
     class Meta:
         ordering = ["conversation", "id"]
         verbose_name = verbose_name_plural = "消息"
+        permissions = [("view_trace", "查看回答的执行过程和工具参数")]
 
     def __str__(self) -> str:
         return f"{self.get_role_display()}: {self.content[:30]}"

@@ -25,6 +25,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import close_old_connections
 
+from core.scoping import warm
 from knowledge.selectors import IndexNotReady, SearchResult, nearest_section_titles, search, visible_audiences
 from knowledge.text import overlap_ratio, query_terms
 from ops.tools import ToolResult, local_today, run_tool
@@ -183,7 +184,7 @@ def data_guard(state: AgentState) -> tuple[DataPlan | None, ToolResult | None, s
     if plan.clarify or not plan.tool:
         return plan, None, plan.clarify
     try:
-        return plan, run_tool(plan.tool, plan.params, today=state.today), None
+        return plan, run_tool(plan.tool, plan.params, user=state.user, today=state.today), None
     except ValidationError as exc:
         messages = [m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms]
         return plan, None, "；".join(messages)
@@ -503,6 +504,7 @@ def context_for_next_turn(state: AgentState) -> dict:
 def answer_question(question: str, *, user, previous: dict | None = None, history: list[tuple[str, str]] | None = None,
                     today: date | None = None, max_attempts: int | None = None) -> tuple[AgentResult, AgentState]:
     """Run the whole pipeline for one question (no persistence: see agent.services)."""
+    warm(user)  # permissions and stores read here: the guard threads' connections may not see the user
     state = AgentState(
         question=question, user=user, today=today or local_today(), previous=previous or {}, history=history or [],
         max_attempts=settings.SM_AGENT_MAX_ATTEMPTS if max_attempts is None else max_attempts,

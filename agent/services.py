@@ -8,6 +8,8 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
+from core.audit import audit_record
+from core.roles import USE_ASSISTANT, require
 from ops.validation import text_problem
 
 from .models import Conversation, Message, UnansweredQuestion, UserPreference
@@ -70,6 +72,11 @@ def _conversation_get_or_create(*, user, thread_id: str, title: str) -> tuple[Co
     return conv, created
 
 
+def assistant_require(user) -> None:
+    """The assistant (chat page, chat API, MCP) needs a store role: PermissionDenied, audited."""
+    require(user, USE_ASSISTANT, attempt="ask", message="这个账号没有店员、店长或总部角色，不能使用门店助手；请联系店长分配角色。")
+
+
 def _history(conv: Conversation) -> tuple[dict, list[tuple[str, str]]]:
     messages = list(conv.messages.order_by("-id")[: HISTORY_TURNS * 2])[::-1]
     previous = next((m.context for m in reversed(messages) if m.role == Message.Role.ASSISTANT), {}) or {}
@@ -87,7 +94,9 @@ def chat_ask(*, user, query, thread_id: str | None = None) -> tuple[AgentResult,
     """Answer one question in a thread and store both turns with the trace.
 
     Few round trips: a new thread has no history to read and is created with its title;
-    both messages are one INSERT; an existing thread gets one UPDATE (updated_at, title)."""
+    both messages are one INSERT; an existing thread gets one UPDATE (updated_at, title).
+    The assistant needs a store role (a device or a role-less account gets a 403, audited)."""
+    assistant_require(user)
     query = validate_query(query)
     conv = conversation_for(user=user, thread_id=thread_id)
     requested = validate_thread_id(thread_id)
@@ -123,8 +132,10 @@ def chat_ask(*, user, query, thread_id: str | None = None) -> tuple[AgentResult,
 def unanswered_resolve(*, item: UnansweredQuestion, user, note: str = "") -> UnansweredQuestion:
     from django.utils import timezone
 
-    item.resolved, item.resolved_by, item.resolved_at, item.note = True, user, timezone.now(), note[:255]
-    item.save(update_fields=["resolved", "resolved_by", "resolved_at", "note"])
+    with transaction.atomic():
+        item.resolved, item.resolved_by, item.resolved_at, item.note = True, user, timezone.now(), note[:255]
+        item.save(update_fields=["resolved", "resolved_by", "resolved_at", "note"])
+        audit_record(actor=user, action="unanswered_resolved", target=item, after={"note": item.note})
     return item
 
 
@@ -151,9 +162,7 @@ def feedback_submit(*, message: Message, user, helpful: bool, reason: str = ""):
 
 def can_see_details(user) -> bool:
     """The execution trace is for managers and developers, not for store staff."""
-    from ops.selectors import user_role
-
-    return bool(user and user.is_authenticated and (user.is_superuser or user_role(user) == "manager"))
+    return bool(user and user.is_authenticated and user.has_perm("agent.view_trace"))
 
 
 def preference_set(*, user, show_details: bool) -> UserPreference:

@@ -17,9 +17,10 @@ from dataclasses import asdict, dataclass, field
 
 from django.core.exceptions import PermissionDenied, ValidationError
 
+from core.roles import require
 from ops.models import Product, Store
 from ops.periods import cn_number
-from ops.selectors import UnknownStore, find_store_in_text, stores_for_user, user_role
+from ops.selectors import UnknownStore, find_store_in_text, resolve_store_for
 
 RESTOCK, TICKET = "restock", "ticket"
 _QTY = re.compile(r"(\d+|[一二两三四五六七八九十百]+)\s*(箱|瓶|杯|份|件|桶|个)")
@@ -143,13 +144,20 @@ def merge(pending: PendingAction, parsed: Parsed, text: str) -> list[str]:
     return changed
 
 
+PROPOSE = "workflow.add_proposal"
+
+
 def _may_propose(user, store: Store) -> tuple[bool, str]:
-    """Read-only pre-check for the first reply; proposal_create checks again and audits."""
-    if user_role(user) not in ("staff", "manager"):
-        return False, "只有店员或店长可以提交提案。"
-    if user.is_superuser or store in stores_for_user(user):
-        return True, ""
-    return False, f"你没有被分配到{store.name}。"
+    """The same checks as proposal_create (which checks again), refused the same way and
+    audited: without the permission a denial; another store reads like an unknown one."""
+    try:
+        require(user, PROPOSE, attempt="propose", message="只有店员或店长可以提交提案。")
+        resolve_store_for(user, store, PROPOSE, attempt="propose")
+    except PermissionDenied as exc:
+        return False, str(exc)
+    except UnknownStore as exc:
+        return False, exc.messages[0]
+    return True, ""
 
 
 def _what(kind: str) -> str:
@@ -190,7 +198,7 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
     from workflow.models import Proposal
     from workflow.services import proposal_create
 
-    mine = stores_for_user(user)
+    mine = list(Store.objects.for_user(user, PROPOSE))
     if pending.store is None and not pending.offer_store and len(mine) == 1:
         pending.store = mine[0].name  # a person working at one store means that store
     if pending.store is not None:
@@ -198,13 +206,13 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
         allowed, why = _may_propose(user, store)
         if not allowed:
             pending.store = None
-            if user_role(user) not in ("staff", "manager"):
+            if not user.has_perm(PROPOSE):
                 return Step(why, None, detail={"denied": why})
             own = [s.name for s in mine]
             pending.offer_store = own[0] if len(own) == 1 else None
             offer = (f"可以为你所在的{own[0]}{_what(pending.kind)}，要改成{own[0]}吗？（回复「好」，或说门店名）" if len(own) == 1
                      else f"你可以为这些门店{_what(pending.kind)}：{'、'.join(own)}，要哪一家？" if own else "你还没有被分配到任何门店，请联系管理员。")
-            return Step(f"你没有被分配到{store.name}，不能为这家店{_what(pending.kind)}。{offer}", pending if own else None,
+            return Step(f"{why}{offer}", pending if own else None,
                         detail={"denied": why, "offered": own})
     missing = pending.missing()
     if "store" in missing:

@@ -12,10 +12,11 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from storemind.throttling import throttle_web
+from core.throttling import throttle_web
 
 from .models import Conversation, Message
 from .services import (
+    assistant_require,
     chat_ask,
     conversation_delete,
     conversation_rename,
@@ -69,6 +70,7 @@ def chat(request):
         thread_id = request.POST.get("thread_id") or None
         try:
             if request.POST.get("async") == "1":
+                assistant_require(user)
                 validate_query(query)
                 thread = thread_for(user=user, thread_id=thread_id)
                 try:

@@ -1,6 +1,6 @@
 from django.contrib import admin, messages
 
-from storemind.admin_base import ReadOnlyAdmin, ReadOnlyInline
+from core.admin_base import ReadOnlyAdmin, ReadOnlyInline
 
 from .models import Chunk, Document, IndexMeta
 from .tasks import ingest_corpus_task

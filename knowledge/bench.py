@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import connection
 from tqdm import tqdm
 
-from storemind.bench import percentile, use_bench_database
+from core.bench import percentile, use_bench_database
 
 from .embedders import get_embedder
 from .evaluation import load_golden

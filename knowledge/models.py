@@ -35,6 +35,7 @@ class Document(models.Model):
     class Meta:
         ordering = ["path"]
         verbose_name = verbose_name_plural = "文档"
+        permissions = [("view_manager_document", "查看仅店长可见的文档")]
 
     def __str__(self) -> str:
         return self.title

@@ -66,13 +66,12 @@ class SearchResult:
 
 
 def visible_audiences(user) -> list[str]:
-    """Managers (and superusers) see manager-only documents; everyone else sees staff ones.
+    """Holders of knowledge.view_manager_document (managers, head office, superusers) see
+    manager-only documents; everyone else sees staff ones.
     `None` is an operator at the command line and sees everything."""
     if user is None:
         return list(Document.Audience.values)
-    from ops.selectors import user_role
-
-    return ["staff", "manager"] if user_role(user) == "manager" else ["staff"]
+    return ["staff", "manager"] if user.has_perm("knowledge.view_manager_document") else ["staff"]
 
 
 def index_meta() -> IndexMeta:

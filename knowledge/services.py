@@ -19,6 +19,8 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection, transaction
 
+from core.audit import audit_record
+
 from .chunking import parse_markdown
 from .embedders import Embedder, get_embedder
 from .models import Chunk, Document, IndexMeta, Term
@@ -241,15 +243,7 @@ def corpus_ingest(
 
 
 def _audit_reindex(actor, report: IngestReport) -> None:
-    """Record who reindexed, when the workflow app's audit log is installed."""
-    from django.apps import apps
-
-    if not apps.is_installed("workflow"):
-        return
-    try:
-        from workflow.services import audit_record
-    except ImportError:
-        return
+    """Record who reindexed (in the ingestion's transaction)."""
     audit_record(actor=actor, action="reindexed", target=None, after={
         "added": report.added, "changed": report.changed, "removed": report.removed, "chunks": report.chunks,
     })

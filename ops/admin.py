@@ -1,9 +1,10 @@
+from django import forms
 from django.apps import apps as django_apps
 from django.contrib import admin, messages
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
 
-from storemind.admin_base import ReadOnlyAdmin, ReadOnlyInline
+from core.admin_base import AuditedAdmin, ReadOnlyInline, ScopedAdmin, ScopedReadOnlyAdmin
 
 from .models import (
     ApiToken,
@@ -18,11 +19,12 @@ from .models import (
     StoredValueAccount,
     StoredValueTxn,
 )
-from .services import api_token_issue
+from .services import api_token_issue, api_token_revoke, token_store_problem
+from .tools import mask_name, mask_phone
 
 
 @admin.register(Store)
-class StoreAdmin(admin.ModelAdmin):
+class StoreAdmin(ScopedAdmin):
     list_display = ["code", "name", "city", "aliases", "timezone"]
     list_filter = ["city"]
     search_fields = ["code", "name"]
@@ -30,7 +32,7 @@ class StoreAdmin(admin.ModelAdmin):
 
 
 @admin.register(Product)
-class ProductAdmin(admin.ModelAdmin):
+class ProductAdmin(AuditedAdmin):  # chain-wide: no store scope
     list_display = ["sku", "name", "category", "unit", "price", "case_size", "active"]
     list_filter = ["category", "unit", "active"]
     search_fields = ["sku", "name"]
@@ -42,10 +44,10 @@ class OrderLineInline(ReadOnlyInline):
 
 
 @admin.register(Order)
-class OrderAdmin(ReadOnlyAdmin):
+class OrderAdmin(ScopedReadOnlyAdmin):
     list_display = ["external_id", "store", "created_at", "channel", "status", "total", "member"]
     list_filter = ["store", "channel", "status", ("created_at", admin.DateFieldListFilter)]
-    search_fields = ["external_id", "member__number", "member__phone"]
+    search_fields = ["external_id", "member__number"]
     date_hierarchy = "created_at"
     list_select_related = ["store", "member"]
     inlines = [OrderLineInline]
@@ -53,7 +55,7 @@ class OrderAdmin(ReadOnlyAdmin):
 
 
 @admin.register(StoreDaySales)
-class StoreDaySalesAdmin(ReadOnlyAdmin):
+class StoreDaySalesAdmin(ScopedReadOnlyAdmin):
     """The daily rollup the sales tools read; kept by database triggers, never edited."""
 
     list_display = ["day", "store", "revenue", "orders"]
@@ -64,7 +66,7 @@ class StoreDaySalesAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Inventory)
-class InventoryAdmin(admin.ModelAdmin):
+class InventoryAdmin(ScopedAdmin):
     list_display = ["store", "product", "on_hand", "safety_stock", "below_safety", "updated_at"]
     list_filter = ["store", "product__category"]
     search_fields = ["product__name", "product__sku", "store__name"]
@@ -76,61 +78,96 @@ class InventoryAdmin(admin.ModelAdmin):
 
 
 @admin.register(InventoryAdjustment)
-class InventoryAdjustmentAdmin(ReadOnlyAdmin):
+class InventoryAdjustmentAdmin(ScopedReadOnlyAdmin):
     list_display = ["external_id", "store", "product", "delta", "reason", "created_by", "created_at"]
     list_filter = ["store", "reason"]
     search_fields = ["external_id", "product__name"]
 
 
-class AccountInline(admin.StackedInline):
+class AccountInline(ReadOnlyInline):
     model = StoredValueAccount
-    readonly_fields = ["principal_balance", "bonus_balance", "updated_at"]
-    can_delete = False
+    fields = ["principal_balance", "bonus_balance", "updated_at"]
 
 
 @admin.register(Member)
-class MemberAdmin(admin.ModelAdmin):
-    list_display = ["number", "name", "phone", "home_store", "created_at"]
+class MemberAdmin(ScopedReadOnlyAdmin):
+    """Head office only (ops.view_member); phone and name masked without ops.view_member_pii."""
+
+    list_display = ["number", "name_shown", "phone_shown", "home_store", "created_at"]
     list_filter = ["home_store"]
-    search_fields = ["number", "phone", "name"]
+    search_fields = ["number", "=phone"]
+    fields = ["number", "name_shown", "phone_shown", "home_store", "created_at"]
+    readonly_fields = fields
     inlines = [AccountInline]
+
+    def get_queryset(self, request):
+        self._pii = request.user.has_perm("ops.view_member_pii")
+        return super().get_queryset(request)
+
+    @admin.display(description="姓名")
+    def name_shown(self, obj):
+        return obj.name if getattr(self, "_pii", False) else mask_name(obj.name)
+
+    @admin.display(description="手机号")
+    def phone_shown(self, obj):
+        return obj.phone if getattr(self, "_pii", False) else mask_phone(obj.phone)
 
 
 @admin.register(StoredValueTxn)
-class StoredValueTxnAdmin(ReadOnlyAdmin):
+class StoredValueTxnAdmin(ScopedReadOnlyAdmin):
     list_display = ["account", "store", "kind", "principal_delta", "bonus_delta", "created_at", "note"]
     list_filter = ["kind", "store"]
-    search_fields = ["account__member__number", "account__member__phone"]
+    search_fields = ["account__member__number"]
+
+
+class ApiTokenForm(forms.ModelForm):
+    class Meta:
+        model = ApiToken
+        fields = ["user", "store", "name", "revoked"]
+
+    def clean(self):
+        cleaned = super().clean()
+        problem = token_store_problem(cleaned.get("user"), cleaned.get("store")) if cleaned.get("user") else None
+        if problem and not self.instance.pk:
+            self.add_error("store", problem)
+        return cleaned
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(ScopedAdmin):
+    form = ApiTokenForm
     list_display = ["name", "prefix", "user", "store", "created_at", "last_used_at", "revoked"]
     list_filter = ["revoked", "store"]
     search_fields = ["name", "user__username", "prefix"]
     fields = ["user", "store", "name", "revoked", "prefix", "created_at", "last_used_at"]
     readonly_fields = ["prefix", "created_at", "last_used_at"]
 
+    def get_readonly_fields(self, request, obj=None):
+        return self.readonly_fields + (["user", "store", "name"] if obj is not None else [])
+
     def save_model(self, request, obj, form, change):
+        # The services issue and revoke (and audit); the admin never writes a token itself.
         if change:
-            return super().save_model(request, obj, form, change)
-        token, key = api_token_issue(user=obj.user, name=obj.name, store=obj.store)
+            if obj.revoked and "revoked" in form.changed_data:
+                api_token_revoke(token=obj, revoked_by=request.user)
+            return
+        token, key = api_token_issue(user=obj.user, name=obj.name, store=obj.store, issued_by=request.user)
         obj.pk = token.pk
         messages.warning(request, f"新令牌（只显示这一次，请立即复制）：{key}")
 
 
 @admin.register(StoredValueAccount)
-class StoredValueAccountAdmin(ReadOnlyAdmin):
+class StoredValueAccountAdmin(ScopedReadOnlyAdmin):
     """Balances change only through the ledger (top-ups, spending, refunds)."""
 
     list_display = ["member", "principal_balance", "bonus_balance", "updated_at"]
     list_filter = ["member__home_store"]
-    search_fields = ["member__number", "member__phone"]
+    search_fields = ["member__number"]
     list_select_related = ["member"]
 
 
 @admin.register(OrderLine)
-class OrderLineAdmin(ReadOnlyAdmin):
+class OrderLineAdmin(ScopedReadOnlyAdmin):
     list_display = ["order", "product", "qty", "unit_price", "amount"]
     list_filter = ["product__category", "order__store"]
     search_fields = ["order__external_id", "product__name", "product__sku"]

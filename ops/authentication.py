@@ -5,7 +5,9 @@ from datetime import timedelta
 
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from rest_framework import authentication, exceptions
+from rest_framework import authentication, exceptions, permissions
+
+from core.audit import audit_denial
 
 from .models import ApiToken
 
@@ -34,6 +36,21 @@ def authenticate_key(key: str):
     if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     return token.user, token
+
+
+class PosTokenOnlyOnPosEndpoints(permissions.BasePermission):
+    """A POS device token (bound to a store) may call the POS endpoints (views with
+    `pos_endpoint = True`) and nothing else; a refusal is audited."""
+
+    message = "POS 设备令牌只能调用 POS 接口（写订单、库存调整）。"
+
+    def has_permission(self, request, view):
+        token = request.auth if isinstance(request.auth, ApiToken) else None
+        if token is None or not token.store_id or getattr(view, "pos_endpoint", False):
+            return True
+        audit_denial(actor=request.user, attempt=f"{request.method} {request.path}", reason="POS token on a non-POS endpoint",
+                     store=token.store, channel="rest")
+        return False
 
 
 class ApiTokenScheme(OpenApiAuthenticationExtension):

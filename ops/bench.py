@@ -9,7 +9,7 @@ from decimal import Decimal
 from django.db import connection
 from tqdm import tqdm
 
-from storemind.bench import percentile, stopwatch, use_bench_database
+from core.bench import percentile, stopwatch, use_bench_database
 
 
 def bench_ops(cmd, opts) -> dict:

@@ -9,6 +9,14 @@ from django.contrib.postgres.indexes import BTreeIndex
 from django.db import models
 from django.db.models import Q
 
+from core.scoping import StoreScopedQuerySet
+
+
+class StoreQuerySet(StoreScopedQuerySet):
+    def for_user(self, user, action: str = "view"):
+        """The stores `user` may exercise `action` on ('view', 'view_sales', 'workflow.add_proposal', ...)."""
+        return self.restrict(user, action)
+
 
 class Store(models.Model):
     code = models.CharField("编码", max_length=16, unique=True)
@@ -20,9 +28,16 @@ class Store(models.Model):
         settings.AUTH_USER_MODEL, blank=True, related_name="stores", verbose_name="分配的员工/店长"
     )
 
+    objects = StoreQuerySet.as_manager()
+    store_path = "pk"
+
     class Meta:
         ordering = ["code"]
         verbose_name = verbose_name_plural = "门店"
+        permissions = [
+            ("view_sales", "查看营业数据（营业额、排行、高峰、对比）"),
+            ("view_all_stores", "读取全部门店（总部）"),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -67,9 +82,16 @@ class Member(models.Model):
     home_store = models.ForeignKey(Store, on_delete=models.PROTECT, related_name="home_members", verbose_name="开卡门店")
     created_at = models.DateTimeField("开卡时间")
 
+    objects = StoreScopedQuerySet.as_manager()
+    store_path = "home_store"
+
     class Meta:
         ordering = ["number"]
         verbose_name = verbose_name_plural = "会员"
+        permissions = [
+            ("view_member_balance", "按会员号或完整手机号查询储值余额（脱敏）"),
+            ("view_member_pii", "查看会员完整手机号和姓名"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.number} {self.name}"
@@ -80,6 +102,9 @@ class StoredValueAccount(models.Model):
     principal_balance = models.DecimalField("本金余额", max_digits=12, decimal_places=2, default=0)
     bonus_balance = models.DecimalField("赠送余额", max_digits=12, decimal_places=2, default=0)
     updated_at = models.DateTimeField("更新时间", auto_now=True)
+
+    objects = StoreScopedQuerySet.as_manager()
+    store_path = "member__home_store"
 
     class Meta:
         verbose_name = verbose_name_plural = "储值账户"
@@ -105,6 +130,8 @@ class StoredValueTxn(models.Model):
     bonus_delta = models.DecimalField("赠送变动", max_digits=12, decimal_places=2)
     created_at = models.DateTimeField("时间")
     note = models.CharField("备注", max_length=128, blank=True)
+
+    objects = StoreScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -133,6 +160,8 @@ class Order(models.Model):
     member = models.ForeignKey(Member, on_delete=models.SET_NULL, null=True, blank=True, related_name="orders", verbose_name="会员")
     payload_hash = models.CharField("载荷指纹", max_length=64, editable=False)
     received_at = models.DateTimeField("接收时间", auto_now_add=True)
+
+    objects = StoreScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -165,6 +194,8 @@ class StoreDaySales(models.Model):
     revenue = models.DecimalField("营业额", max_digits=16, decimal_places=2, default=0)
     orders = models.IntegerField("已支付订单数", default=0)
 
+    objects = StoreScopedQuerySet.as_manager()
+
     class Meta:
         verbose_name = verbose_name_plural = "门店日销售汇总"
         constraints = [models.UniqueConstraint(fields=["day", "store"], name="storedaysales_day_store_uniq")]
@@ -180,6 +211,9 @@ class OrderLine(models.Model):
     unit_price = models.DecimalField("单价", max_digits=10, decimal_places=2)
     amount = models.DecimalField("金额", max_digits=12, decimal_places=2)
 
+    objects = StoreScopedQuerySet.as_manager()
+    store_path = "order__store"
+
     class Meta:
         verbose_name = verbose_name_plural = "订单明细"
         constraints = [models.CheckConstraint(condition=Q(qty__gt=0), name="orderline_qty_positive")]
@@ -194,6 +228,8 @@ class Inventory(models.Model):
     on_hand = models.IntegerField("在库")
     safety_stock = models.PositiveIntegerField("安全库存")
     updated_at = models.DateTimeField("更新时间", auto_now=True)
+
+    objects = StoreScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["store", "product"]
@@ -219,6 +255,8 @@ class InventoryAdjustment(models.Model):
     note = models.CharField("备注", max_length=200, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, verbose_name="操作人")
     created_at = models.DateTimeField("时间", auto_now_add=True)
+
+    objects = StoreScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -249,6 +287,8 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField("创建时间", auto_now_add=True)
     last_used_at = models.DateTimeField("最近使用", null=True, blank=True)
     revoked = models.BooleanField("已吊销", default=False)
+
+    objects = StoreScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]

@@ -1,7 +1,8 @@
-"""Read-side helpers for the ops domain: store whitelist resolution and user scoping.
+"""Read-side helpers for the ops domain: store whitelist resolution, in the caller's scope.
 
 Store names come from user text; they are only ever matched against the whitelist of
-stores and their aliases, never interpolated into SQL.
+stores and their aliases, never interpolated into SQL. A store outside the caller's scope
+gets exactly the answer an unknown store gets, listing the stores the caller may use.
 """
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import re
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
+
+from core.audit import audit_denial
 
 from .models import Store
 
@@ -121,22 +124,26 @@ def _name_before_store_word(raw: str) -> str:
     return name if len(name) >= 2 else ""
 
 
-def stores_for_user(user) -> list[Store]:
-    """Stores a user works in; superusers see all."""
-    if user is None:
-        return []
-    if user.is_superuser:
-        return list(Store.objects.all())
-    return list(user.stores.all())
+def unknown_store_message(value: str, allowed) -> str:
+    names = "、".join(s.name for s in allowed)
+    return f"没有叫「{value}」的门店。" + (f"你可以查询的门店：{names}。" if names else "你没有可以查询或操作的门店。")
 
 
-def user_role(user) -> str:
-    """'manager', 'staff' or '' from auth groups."""
-    if user is None or not user.is_authenticated:
-        return ""
-    names = set(user.groups.values_list("name", flat=True))
-    if user.is_superuser or "manager" in names:
-        return "manager"
-    if "staff" in names:
-        return "staff"
-    return ""
+def resolve_store_for(user, value, perm: str, *, attempt: str) -> Store:
+    """Resolve a store parameter (a Store, or code / name / alias) within the stores `user`
+    may exercise `perm` on. Unknown and out-of-scope stores raise the same UnknownStore; an
+    out-of-scope one is also audited as a denial."""
+    allowed = list(Store.objects.for_user(user, perm))
+    if isinstance(value, Store):
+        store, text = value, value.name
+    else:
+        text = str(value or "").strip()
+        try:
+            store = resolve_store(text)
+        except UnknownStore:
+            raise UnknownStore(unknown_store_message(text, allowed)) from None
+    if store not in allowed:
+        if user is not None and getattr(user, "is_authenticated", False):
+            audit_denial(actor=user, attempt=attempt, reason=f"store outside the user's scope ({perm})", store=store)
+        raise UnknownStore(unknown_store_message(text, allowed))
+    return store

@@ -19,9 +19,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from .errors import Conflict
+from core.audit import audit_denial, audit_record
+from core.errors import Conflict
+from core.roles import require, sync_roles
+
 from .models import ApiToken, Inventory, InventoryAdjustment, Member, Order, OrderLine, Product, Store
-from .selectors import stores_for_user
 from .validation import find_bad_text, money_problem, parse_timestamp, qty_problem, unknown_fields
 
 CENT = Decimal("0.01")
@@ -48,11 +50,12 @@ class _CleanOrder:
     payload_hash: str
 
 
-def writable_stores(*, user, token: ApiToken | None) -> list[Store]:
-    """A POS token writes its own store only; a person writes the stores they are assigned to."""
+def writable_stores(*, user, perm: str, token: ApiToken | None) -> list[Store]:
+    """The stores the user may exercise `perm` on; a POS token narrows that to its own store."""
+    stores = list(Store.objects.for_user(user, perm))
     if token is not None and token.store_id:
-        return [token.store]
-    return stores_for_user(user)
+        return [s for s in stores if s.id == token.store_id]
+    return stores
 
 
 ORDER_FIELDS = frozenset({"store", "external_id", "created_at", "channel", "status", "member", "lines", "total"})
@@ -90,10 +93,12 @@ def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | Non
             errors[prefix + "store"] = ["必须指明门店编码。"]
     else:
         store = ctx["stores"].get(str(store_key))
-        if store is None:
-            errors[prefix + "store"] = [f"没有编码或名称为「{store_key}」的门店。"]
-        elif store.id not in ctx["writable_ids"]:
-            errors[prefix + "store"] = [f"这个令牌只能写入 {'、'.join(s.name for s in ctx['writable']) or '（无门店）'} 的订单。"]
+        if store is None or store.id not in ctx["writable_ids"]:
+            # Another store is answered exactly like one that does not exist.
+            if store is not None:
+                ctx["denied"].append(store)
+            errors[prefix + "store"] = [f"没有编码或名称为「{store_key}」的门店。"
+                                        f"可以写入的门店：{'、'.join(s.code for s in ctx['writable']) or '（无）'}。"]
             store = None
 
     external_id = raw.get("external_id")
@@ -195,7 +200,8 @@ def orders_ingest(*, orders: list[dict], user, token: ApiToken | None = None, ba
     bad = find_bad_text(orders, "orders") if batch else find_bad_text(orders[0])
     if bad:
         raise ValidationError({bad[0]: [bad[1]]})
-    writable = writable_stores(user=user, token=token)
+    require(user, "ops.add_order", attempt="write orders", message="只有 POS 设备令牌可以写入订单。")
+    writable = writable_stores(user=user, perm="ops.add_order", token=token)
     if not writable:
         raise PermissionDenied("这个账号没有分配门店，不能写入订单。")
     all_stores = list(Store.objects.all())
@@ -209,6 +215,7 @@ def orders_ingest(*, orders: list[dict], user, token: ApiToken | None = None, ba
     ctx = {
         "writable": writable,
         "writable_ids": {s.id for s in writable},
+        "denied": [],
         "token_store": bool(token and token.store_id),
         "stores": stores,
         "products": {p.sku: p for p in Product.objects.filter(sku__in=skus)},
@@ -229,6 +236,8 @@ def orders_ingest(*, orders: list[dict], user, token: ApiToken | None = None, ba
             continue
         seen[key] = i
         clean.append(c)
+    for store in {s.id: s for s in ctx["denied"]}.values():
+        audit_denial(actor=user, attempt="write orders", reason="store outside the token's scope", store=store)
     if errors:
         raise ValidationError(errors)
     try:
@@ -296,11 +305,12 @@ class AdjustmentResult:
 
 
 def inventory_adjust(*, data: dict, user, token: ApiToken | None = None) -> AdjustmentResult:
-    """Apply one inventory adjustment, idempotent by (store, external_id).
+    """Apply one inventory adjustment, idempotent by (store, external_id), audited.
 
     Concurrent identical requests: one creates, the others return it as a replay (or a
     Conflict when the payload differs); the unique constraint decides, never a 500.
     """
+    require(user, "ops.add_inventoryadjustment", attempt="adjust inventory", message="你的账号没有调整库存的权限。")
     if not isinstance(data, dict):
         raise ValidationError({"non_field_errors": ["请求体必须是 JSON 对象。"]})
     bad = find_bad_text(data)
@@ -309,19 +319,22 @@ def inventory_adjust(*, data: dict, user, token: ApiToken | None = None) -> Adju
     errors: dict[str, list[str]] = {}
     if extra := unknown_fields(data, ADJUSTMENT_FIELDS):
         errors["non_field_errors"] = [f"不认识的字段：{'、'.join(extra)}。"]
-    writable = writable_stores(user=user, token=token)
+    writable = writable_stores(user=user, perm="ops.add_inventoryadjustment", token=token)
     key = data.get("store")
     store = None
-    if key in (None, "") and token is not None and token.store_id:
-        store = token.store
+    if key in (None, "") and token is not None and token.store_id and writable:
+        store = writable[0]
     elif not isinstance(key, (str, type(None))):
         errors["store"] = ["门店必须是字符串。"]
     else:
         store = Store.objects.filter(Q(code=key) | Q(name=key)).first() if key else None
+        if store is not None and store not in writable:
+            # Another store is answered exactly like one that does not exist.
+            audit_denial(actor=user, attempt="adjust inventory", reason="store outside the user's scope", store=store)
+            store = None
         if store is None:
-            errors["store"] = [f"没有门店「{key}」。" if key else "必须指明门店。"]
-        elif store not in writable:
-            errors["store"] = [f"这个令牌只能调整 {'、'.join(s.name for s in writable) or '（无门店）'} 的库存。"]
+            errors["store"] = [f"没有门店「{key}」。可以调整的门店：{'、'.join(s.code for s in writable) or '（无）'}。"
+                               if key else "必须指明门店。"]
     sku = data.get("sku")
     product = Product.objects.filter(sku=sku).first() if isinstance(sku, str) and sku else None
     if product is None:
@@ -371,24 +384,50 @@ def _adjust(store, product, external_id, delta, reason, note, user) -> Adjustmen
     adj = InventoryAdjustment.objects.create(
         store=store, product=product, external_id=external_id, delta=delta, reason=reason, note=note, created_by=user
     )
+    before = inv.on_hand
     inv.on_hand = F("on_hand") + delta
     inv.save(update_fields=["on_hand", "updated_at"])
     inv.refresh_from_db()
+    audit_record(actor=user, action="inventory_adjusted", target=adj, store=store, before={"on_hand": before},
+                 after={"on_hand": inv.on_hand, "sku": product.sku, "delta": delta, "reason": reason, "external_id": external_id})
     return AdjustmentResult(adj, inv, False)
 
 
-def api_token_issue(*, user, name: str, store: Store | None = None) -> tuple[ApiToken, str]:
-    """Create a token and return it with its key; the key is shown once and never stored."""
+def token_store_problem(user, store: Store | None) -> str | None:
+    """Why `store` cannot be the POS store of a token for `user` (None when it can)."""
+    if store is not None and not store.members.filter(pk=user.pk).exists():
+        return f"{user.username} 没有被分配到{store.name}，不能签发这家店的令牌。"
+    return None
+
+
+@transaction.atomic
+def api_token_issue(*, user, name: str, store: Store | None = None, issued_by=None) -> tuple[ApiToken, str]:
+    """Create a token and return it with its key; the key is shown once and never stored.
+    A POS token's store must be one its user is assigned to. Audited (issued_by: who did it;
+    None is an operator at the command line)."""
+    if (problem := token_store_problem(user, store)) is not None:
+        raise ValidationError({"store": [problem]})
     key = ApiToken.generate_key()
     token = ApiToken(user=user, store=store, name=name)
     token.set_key(key)
     token.save()
+    audit_record(actor=issued_by, action="token_issued", target=token, store=store,
+                 after={"user": user.username, "store": store.code if store else None, "name": name, "prefix": token.prefix})
     return token, key
+
+
+@transaction.atomic
+def api_token_revoke(*, token: ApiToken, revoked_by=None) -> ApiToken:
+    if not token.revoked:
+        token.revoked = True
+        token.save(update_fields=["revoked"])
+        audit_record(actor=revoked_by, action="token_revoked", target=token, store=token.store,
+                     before={"revoked": False}, after={"revoked": True})
+    return token
 
 
 # --- roles and demo users ----------------------------------------------------------------
 
-ROLE_GROUPS = ("staff", "manager")
 DEMO_PASSWORD = "storemind-demo"
 DEMO_POS_TOKEN = "sm_demo_pos_GZ-TH_do_not_use_in_production"
 
@@ -402,22 +441,8 @@ class DemoUsers:
 
 
 def roles_ensure() -> None:
-    """Create the auth groups the product's permissions are derived from."""
-    from django.contrib.auth.models import Group, Permission
-
-    staff, _ = Group.objects.get_or_create(name="staff")
-    manager, _ = Group.objects.get_or_create(name="manager")
-    perms = Permission.objects.select_related("content_type")
-    view_ops = perms.filter(content_type__app_label="ops", codename__startswith="view_").exclude(codename="view_apitoken")
-    both = perms.filter(content_type__app_label="workflow", codename__in=["view_proposal", "view_ticket", "view_restockrequest"])
-    staff.permissions.add(*view_ops, *both)
-    manager.permissions.add(
-        *view_ops, *both,
-        *perms.filter(content_type__app_label="ops", codename__in=["change_inventory", "view_apitoken"]),
-        *perms.filter(content_type__app_label="workflow", codename="view_auditlog"),
-        *perms.filter(content_type__app_label="agent", codename__in=["view_unansweredquestion", "change_unansweredquestion"]),
-        *perms.filter(content_type__app_label="knowledge", codename__in=["view_document", "view_chunk"]),
-    )
+    """The auth groups and exactly their permissions (core.roles.ROLE_PERMISSIONS)."""
+    sync_roles()
 
 
 @transaction.atomic
@@ -431,7 +456,7 @@ def demo_users_ensure() -> DemoUsers:
         raise PermissionDenied("Demo users are only created when SM_DEMO=1.")
     User = get_user_model()
     roles_ensure()
-    groups = {g.name: g for g in Group.objects.filter(name__in=ROLE_GROUPS)}
+    groups = {g.name: g for g in Group.objects.all()}
     names = []
 
     def ensure(username: str, role: str | None, store: Store | None, superuser: bool = False):
@@ -455,8 +480,9 @@ def demo_users_ensure() -> DemoUsers:
             suffix = store.code.lower().replace("-", "_")
             ensure(f"staff_{suffix}", "staff", store)
             ensure(f"manager_{suffix}", "manager", store)
+    ensure("demo_hq", "hq", None)
     ensure("demo_admin", None, None, superuser=True)
-    pos_user = ensure(f"pos_{home.code.lower().replace('-', '_')}", None, home) if home else None
+    pos_user = ensure(f"pos_{home.code.lower().replace('-', '_')}", "pos", home) if home else None
     if home and not ApiToken.lookup(DEMO_POS_TOKEN):
         token = ApiToken(user=pos_user, store=home, name=f"{home.name} 演示 POS")
         token.set_key(DEMO_POS_TOKEN)

@@ -4,6 +4,11 @@ Each tool validates its parameters (store against the whitelist, period through 
 period parser, bounded integers) and runs parameterised ORM queries only. This module
 never builds SQL from user text. Every call returns a ToolResult with the exact
 parameters used, the rows and a one-line summary.
+
+Every call is made on behalf of a caller (`run_tool(..., user=...)`): the tool's permission is
+checked (403 and an audit row otherwise), a store outside the caller's scope is answered
+exactly like an unknown store, "all stores" means the caller's stores, and each member
+balance lookup is audited.
 """
 from __future__ import annotations
 
@@ -16,13 +21,18 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.db.models import Count, F, FilteredRelation, Q, Sum
 from django.db.models.functions import ExtractHour
 from django.utils import timezone
 
+from core.audit import audit_record
+from core.roles import require
+from core.scoping import ALL, store_ids_for
+
 from .models import Inventory, Member, Order, OrderLine, Product, Store, StoreDaySales
 from .periods import Period, PeriodError, parse_period
-from .selectors import UnknownStore, resolve_store
+from .selectors import UnknownStore, resolve_store_for
 
 TZ = ZoneInfo("Asia/Shanghai")
 MAX_TOP_N = 50
@@ -124,6 +134,7 @@ class ToolSpec:
     func: Callable[..., ToolResult]
     columns: tuple[str, ...] = ()  # what a person sees, in order (unit folds into its quantity)
     chart: Chart | None = None
+    perm: str = "ops.view_sales"  # what the caller needs; stores are scoped by the same permission
 
     def column_meta(self) -> list[dict]:
         return [{"key": k, **column(k).as_dict()} for k in self.columns]
@@ -147,22 +158,29 @@ def _yuan(value: float) -> str:
     return f"¥{value:,.2f}"
 
 
-def _store_label(store: Store | None) -> str:
-    return store.name if store else "全部门店"
+def _store_label(store: Store | None, scope: list[Store] | None = None) -> str:
+    if store:
+        return store.name
+    if scope is None:
+        return "全部门店"
+    return "、".join(s.name for s in scope) if len(scope) <= 3 else f"你的 {len(scope)} 家门店"
 
 
-def _paid_orders(period: Period, store: Store | None):
+def _paid_orders(period: Period, store: Store | None, scope: list[Store] | None = None):
     start, end = _bounds(period)
     qs = Order.objects.filter(status=Order.Status.PAID, created_at__gte=start, created_at__lt=end)
-    return qs.filter(store=store) if store else qs
+    if store:
+        return qs.filter(store=store)
+    return qs if scope is None else qs.filter(store__in=scope)
 
 
 # --- tools ---------------------------------------------------------------------------------
 
 
-def paid_sales(period: Period, store: Store | None) -> list[tuple[Store, Decimal | None, int | None]]:
+def paid_sales(period: Period, store: Store | None, scope: list[Store] | None = None) -> list[tuple[Store, Decimal | None, int | None]]:
     """(store, revenue, paid orders) over the period's local days, in one query on the
-    trigger-maintained daily rollup (~30 rows a store for a month, not every order)."""
+    trigger-maintained daily rollup (~30 rows a store for a month, not every order).
+    Without a store: every store in `scope` (None: every store)."""
     if store:
         agg = StoreDaySales.objects.filter(store=store, day__gte=period.start, day__lte=period.end).aggregate(
             revenue=Sum("revenue"), orders=Sum("orders"))
@@ -170,12 +188,14 @@ def paid_sales(period: Period, store: Store | None) -> list[tuple[Store, Decimal
     in_period = FilteredRelation("day_sales", condition=Q(day_sales__day__gte=period.start, day_sales__day__lte=period.end))
     stores = Store.objects.annotate(in_period=in_period).annotate(
         paid_revenue=Sum("in_period__revenue"), paid_orders=Sum("in_period__orders")).order_by(*Store._meta.ordering)
+    if scope is not None:
+        stores = stores.filter(pk__in=[s.pk for s in scope])
     return [(s, s.paid_revenue, s.paid_orders) for s in stores]
 
 
-def store_sales(*, store: Store | None, period: Period) -> ToolResult:
+def store_sales(*, store: Store | None, period: Period, scope: list[Store] | None = None) -> ToolResult:
     rows = []
-    for s, revenue, orders in paid_sales(period, store):
+    for s, revenue, orders in paid_sales(period, store, scope):
         revenue, orders = _money(revenue), orders or 0
         rows.append(
             {
@@ -189,21 +209,24 @@ def store_sales(*, store: Store | None, period: Period) -> ToolResult:
     total_orders = sum(r["orders"] for r in rows)
     avg = round(total_revenue / total_orders, 2) if total_orders else 0.0
     summary = (
-        f"{_store_label(store)} {period.describe()}：营业额 {_yuan(total_revenue)}，"
+        f"{_store_label(store, scope)} {period.describe()}：营业额 {_yuan(total_revenue)}，"
         f"订单 {total_orders} 单，客单价 {_yuan(avg)}（只计已支付订单）。"
     )
     if total_orders == 0:
-        summary = f"{_store_label(store)} {period.describe()} 没有已支付订单（营业额 ¥0.00）。"
+        summary = f"{_store_label(store, scope)} {period.describe()} 没有已支付订单（营业额 ¥0.00）。"
     return ToolResult("store_sales", {}, rows, summary, ["store", "revenue", "orders", "avg_ticket"])
 
 
-def top_products(*, store: Store | None, period: Period, n: int = 5, category: str | None = None) -> ToolResult:
+def top_products(*, store: Store | None, period: Period, n: int = 5, category: str | None = None,
+                 scope: list[Store] | None = None) -> ToolResult:
     start, end = _bounds(period)
     qs = OrderLine.objects.filter(
         order__status=Order.Status.PAID, order__created_at__gte=start, order__created_at__lt=end
     )
     if store:
         qs = qs.filter(order__store=store)
+    elif scope is not None:
+        qs = qs.filter(order__store__in=scope)
     if category:
         qs = qs.filter(product__category=category)
     agg = list(qs.values("product_id").annotate(qty=Sum("qty"), revenue=Sum("amount")).order_by("-qty", "-revenue", "product_id")[:n])
@@ -222,14 +245,14 @@ def top_products(*, store: Store | None, period: Period, n: int = 5, category: s
     what = f"{category}类" if category else ""
     if rows:
         listing = "；".join(f"{r['rank']}. {r['product']} {r['qty']}{r['unit']}" for r in rows)
-        summary = f"{_store_label(store)} {period.describe()} {what}销量前 {n}：{listing}。"
+        summary = f"{_store_label(store, scope)} {period.describe()} {what}销量前 {n}：{listing}。"
     else:
-        summary = f"{_store_label(store)} {period.describe()} 没有{what}销售记录。"
+        summary = f"{_store_label(store, scope)} {period.describe()} 没有{what}销售记录。"
     return ToolResult("top_products", {}, rows, summary, ["rank", "product", "category", "qty", "unit", "revenue"])
 
 
-def compare_stores(*, period: Period, metric: str = "revenue") -> ToolResult:
-    base = store_sales(store=None, period=period)
+def compare_stores(*, period: Period, metric: str = "revenue", scope: list[Store] | None = None) -> ToolResult:
+    base = store_sales(store=None, period=period, scope=scope)
     rows = sorted(base.rows, key=lambda r: r[metric], reverse=True)
     total_revenue = sum(r["revenue"] for r in rows) or 0.0
     for rank, r in enumerate(rows, start=1):
@@ -245,9 +268,9 @@ def compare_stores(*, period: Period, metric: str = "revenue") -> ToolResult:
     return ToolResult("compare_stores", {}, rows, summary, ["rank", "store", "revenue", "orders", "avg_ticket", "revenue_share"])
 
 
-def hourly_peak(*, store: Store | None, period: Period) -> ToolResult:
+def hourly_peak(*, store: Store | None, period: Period, scope: list[Store] | None = None) -> ToolResult:
     agg = list(
-        _paid_orders(period, store)
+        _paid_orders(period, store, scope)
         .annotate(hour=ExtractHour("created_at", tzinfo=TZ))
         .values("hour")
         .annotate(orders=Count("*"), revenue=Sum("total"))
@@ -257,9 +280,9 @@ def hourly_peak(*, store: Store | None, period: Period) -> ToolResult:
     if rows:
         top = sorted(rows, key=lambda r: r["orders"], reverse=True)[:3]
         listing = "、".join(f"{r['hour']}（{r['orders']} 单）" for r in top)
-        summary = f"{_store_label(store)} {period.describe()} 订单最多的时段：{listing}。"
+        summary = f"{_store_label(store, scope)} {period.describe()} 订单最多的时段：{listing}。"
     else:
-        summary = f"{_store_label(store)} {period.describe()} 没有已支付订单。"
+        summary = f"{_store_label(store, scope)} {period.describe()} 没有已支付订单。"
     return ToolResult("hourly_peak", {}, rows, summary, ["hour", "orders", "revenue"])
 
 
@@ -267,11 +290,13 @@ WEEKDAY_NAMES = "一二三四五六日"
 MAX_TREND_DAYS = 92
 
 
-def daily_trend(*, store: Store | None, period: Period) -> ToolResult:
+def daily_trend(*, store: Store | None, period: Period, scope: list[Store] | None = None) -> ToolResult:
     """Revenue and orders per day; days without sales are rows with zeros, not gaps."""
     days = StoreDaySales.objects.filter(day__gte=period.start, day__lte=period.end)  # the daily rollup
     if store:
         days = days.filter(store=store)
+    elif scope is not None:
+        days = days.filter(store__in=scope)
     agg = {a["day"]: a for a in days.values("day").annotate(orders=Sum("orders"), revenue=Sum("revenue")).order_by()}
     rows = []
     for i in range(period.days):
@@ -282,10 +307,10 @@ def daily_trend(*, store: Store | None, period: Period) -> ToolResult:
     total = round(sum(r["revenue"] for r in rows), 2)
     if any(r["orders"] for r in rows):
         best = max(rows, key=lambda r: r["revenue"])
-        summary = (f"{_store_label(store)} {period.describe()} 每天的营业额：合计 {_yuan(total)}，"
+        summary = (f"{_store_label(store, scope)} {period.describe()} 每天的营业额：合计 {_yuan(total)}，"
                    f"订单 {sum(r['orders'] for r in rows)} 单；最高 {best['date']}（{best['weekday']}）{_yuan(best['revenue'])}。")
     else:
-        summary = f"{_store_label(store)} {period.describe()} 没有已支付订单（营业额 ¥0.00）。"
+        summary = f"{_store_label(store, scope)} {period.describe()} 没有已支付订单（营业额 ¥0.00）。"
     return ToolResult("daily_trend", {}, rows, summary, ["date", "weekday", "revenue", "orders"])
 
 
@@ -294,11 +319,13 @@ def restock_suggestion(on_hand: int, safety_stock: int, velocity: float, cover_d
     return max(0, math.ceil(safety_stock + velocity * cover_days - on_hand))
 
 
-def low_stock(*, store: Store | None, today: date | None = None) -> ToolResult:
+def low_stock(*, store: Store | None, today: date | None = None, scope: list[Store] | None = None) -> ToolResult:
     today = today or local_today()
     items = Inventory.objects.filter(on_hand__lt=F("safety_stock")).select_related("store", "product")
     if store:
         items = items.filter(store=store)
+    elif scope is not None:
+        items = items.filter(store__in=scope)
     items = list(items.order_by("store__code", "product__sku"))
     window = Period(today - timedelta(days=VELOCITY_DAYS), today - timedelta(days=1), f"近{VELOCITY_DAYS}天")
     start, end = _bounds(window)
@@ -309,7 +336,7 @@ def low_stock(*, store: Store | None, today: date | None = None) -> ToolResult:
             order__created_at__gte=start,
             order__created_at__lt=end,
             product_id__in={i.product_id for i in items},
-            **({"order__store": store} if store else {}),
+            **({"order__store": store} if store else {"order__store__in": scope} if scope is not None else {}),
         )
         .values("order__store_id", "product_id")
         .annotate(qty=Sum("qty"))
@@ -335,9 +362,9 @@ def low_stock(*, store: Store | None, today: date | None = None) -> ToolResult:
         )
     if rows:
         listing = "；".join(f"{r['store']} {r['product']} 在库 {r['on_hand']}{r['unit']}（安全库存 {r['safety_stock']}）" for r in rows)
-        summary = f"{_store_label(store)} 低于安全库存的商品共 {len(rows)} 项：{listing}。"
+        summary = f"{_store_label(store, scope)} 低于安全库存的商品共 {len(rows)} 项：{listing}。"
     else:
-        summary = f"{_store_label(store)} 目前没有低于安全库存的商品。"
+        summary = f"{_store_label(store, scope)} 目前没有低于安全库存的商品。"
     return ToolResult(
         "low_stock", {"velocity_window": window.as_params()}, rows, summary,
         ["store", "product", "on_hand", "safety_stock", "sold_7d", "velocity_per_day", "days_of_cover", "suggested_qty"],
@@ -404,16 +431,18 @@ TOOLS: dict[str, ToolSpec] = {
                  daily_trend, ("date", "weekday", "revenue", "orders"), Chart("date", "revenue")),
         ToolSpec("low_stock", "低库存", "在库低于安全库存的商品，附近 7 天日均销量、可售天数和建议补货量。",
                  {"type": "object", "properties": {"store": _STORE}, "additionalProperties": False},
-                 low_stock, ("store", "product", "on_hand", "safety_stock", "sold_7d", "velocity_per_day", "days_of_cover", "suggested_qty")),
+                 low_stock, ("store", "product", "on_hand", "safety_stock", "sold_7d", "velocity_per_day", "days_of_cover", "suggested_qty"),
+                 perm="ops.view_inventory"),
         ToolSpec("member_balance", "会员储值余额", "按手机号或会员号查会员储值本金和赠送余额；姓名和手机号脱敏显示。",
                  {"type": "object", "properties": {"member": {"type": "string", "description": "11 位手机号或会员号（如 M00012）"}},
                   "required": ["member"], "additionalProperties": False},
-                 member_balance, ("member", "name", "phone", "home_store", "principal_balance", "bonus_balance", "total_balance")),
+                 member_balance, ("member", "name", "phone", "home_store", "principal_balance", "bonus_balance", "total_balance"),
+                 perm="ops.view_member_balance"),
     ]
 }
 
 
-def _validate(spec: ToolSpec, params: dict[str, Any], today: date) -> tuple[dict, dict]:
+def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tuple[dict, dict]:
     """Return (kwargs for the tool, the exact parameters as recorded)."""
     if not isinstance(params, dict):
         raise ValidationError({"params": ["参数必须是对象。"]})
@@ -433,10 +462,14 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date) -> tuple[dict
             kwargs["store"], used["store"] = None, "全部门店"
         else:
             try:
-                store = resolve_store(str(raw))
+                store = resolve_store_for(user, str(raw), spec.perm, attempt=f"tool {spec.name}")
                 kwargs["store"], used["store"] = store, store.name
             except UnknownStore as exc:
                 errors["store"] = exc.messages
+    if spec.name != "member_balance":
+        # "All stores" means the caller's stores; None (every store) only for those who may read every one.
+        ids = store_ids_for(user, spec.perm)
+        kwargs["scope"] = None if ids is ALL else list(Store.objects.filter(pk__in=ids))
     if "period" in props and params.get("period") not in (None, ""):
         raw = params["period"]
         try:
@@ -466,7 +499,11 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date) -> tuple[dict
                 kwargs[name] = used[name] = raw
     if "member" in props and params.get("member") and "member" not in errors:
         key = str(params["member"]).strip()
+        # Exact member number or the full phone number only: nothing to enumerate with.
         member = Member.objects.select_related("account", "home_store").filter(Q(phone=key) | Q(number__iexact=key)).first()
+        with transaction.atomic():
+            audit_record(actor=user, action="member_lookup", target=member,
+                         after={"by": "phone" if key.isdigit() else "number", "found": member is not None})
         if member is None:
             errors["member"] = ["没有找到这个会员（请核对手机号或会员号）。"]
         else:
@@ -480,12 +517,16 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date) -> tuple[dict
     return kwargs, used
 
 
-def run_tool(name: str, params: dict[str, Any] | None = None, *, today: date | None = None) -> ToolResult:
-    """Validate parameters and run one whitelisted tool. Raises ValidationError."""
+def run_tool(name: str, params: dict[str, Any] | None = None, *, user, today: date | None = None) -> ToolResult:
+    """Validate parameters and run one whitelisted tool for `user`. Raises ValidationError, or
+    PermissionDenied when the user may not use the tool. `user=None` is an operator at the
+    command line (eval, bench): every store."""
     spec = TOOLS.get(name)
     if spec is None:
         raise ValidationError({"tool": [f"没有工具 {name}。可用工具：{'、'.join(TOOLS)}。"]})
-    kwargs, used = _validate(spec, params or {}, today or local_today())
+    if user is not None:
+        require(user, spec.perm, attempt=f"tool {name}", message=f"你的账号没有查询这类数据的权限（{spec.title}）。")
+    kwargs, used = _validate(spec, params or {}, today or local_today(), user)
     result = spec.func(**kwargs)
     result.params = {**used, **result.params}
     return result

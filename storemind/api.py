@@ -1,6 +1,6 @@
 """One place that maps exceptions to HTTP for every API view, and JSON errors for /api/.
 
-Services raise Django's ValidationError / PermissionDenied / ops.errors.Conflict;
+Services raise Django's ValidationError / PermissionDenied / core.errors.Conflict;
 views never build error responses by hand. Every API error body is JSON with a
 `detail` (or field errors), whatever SM_DEBUG says: never the HTML debug page.
 """
@@ -16,7 +16,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from ops.errors import Conflict, NotFound
+from core.errors import Conflict, NotFound
 
 log = logging.getLogger("storemind.api")
 RETRY_AFTER_SECONDS = 5

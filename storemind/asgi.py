@@ -10,7 +10,7 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "storemind.settings")
 django_app = get_asgi_application()
 
-from storemind.mcp_server import http_app  # noqa: E402  (needs Django set up first)
+from mcpserver.server import http_app  # noqa: E402  (needs Django set up first)
 
 mcp_app = http_app()
 

@@ -1,12 +1,13 @@
 def role(request):
     """The user's role and whether answers show the execution trace (managers and developers who chose so)."""
     from agent.models import UserPreference
-    from ops.selectors import user_role
+    from agent.services import can_see_details
+    from core.roles import role_label
 
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {"role": "", "can_see_details": False, "show_details": False}
-    role_name = user_role(user)
-    allowed = user.is_superuser or role_name == "manager"
+    role_name = role_label(user)  # display only; derived from permissions
+    allowed = can_see_details(user)
     shown = allowed and UserPreference.objects.filter(user=user, show_details=True).exists()
     return {"role": role_name, "can_see_details": allowed, "show_details": shown}

@@ -1,4 +1,4 @@
-"""Request-wide middleware: audit metadata, and the error contract.
+"""Request-wide middleware: the error contract (audit metadata: core.middleware).
 
 ErrorContractMiddleware is the outermost layer: anything under /api/ answers JSON (also a
 resolver 404 or a crash, with SM_DEBUG=1 or not); a database outage is a 503 with
@@ -11,14 +11,12 @@ import logging
 import sys
 import threading
 import time
-import uuid
 
 from django.conf import settings
 from django.core.signals import got_request_exception
 from django.http import HttpResponse
 
 from ops.validation import text_problem
-from workflow.services import request_meta
 
 from .api import DATABASE_DOWN, is_database_outage, json_error_response, service_unavailable
 
@@ -101,20 +99,3 @@ def _field_error(field: str, problem: str):
     from django.http import JsonResponse
 
     return JsonResponse({field[:64] or "query": [problem]}, status=400, json_dumps_params={"ensure_ascii": False})
-
-
-class AuditContextMiddleware:
-    """Request metadata for audit rows: a request id and the client address, per request."""
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        rid = (request.headers.get("X-Request-ID") or uuid.uuid4().hex)[:64]
-        token = request_meta.set({"request_id": rid, "remote_addr": request.META.get("REMOTE_ADDR")})
-        try:
-            response = self.get_response(request)
-        finally:
-            request_meta.reset(token)
-        response["X-Request-ID"] = rid
-        return response

@@ -71,10 +71,13 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    # Layers, bottom to top; a lower app never imports a higher one (core.layers checks it).
+    "core",
     "ops",
     "knowledge",
-    "agent",
     "workflow",
+    "agent",
+    "mcpserver",
 ]
 
 MIDDLEWARE = [
@@ -88,7 +91,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "storemind.middleware.AuditContextMiddleware",
+    "core.middleware.AuditContextMiddleware",
 ]
 
 ROOT_URLCONF = "storemind.urls"
@@ -178,14 +181,17 @@ REST_FRAMEWORK = {
         "ops.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticated",
+        "ops.authentication.PosTokenOnlyOnPosEndpoints",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # JSON in, JSON out: one body format to validate and to document (no form or browsable API).
     "DEFAULT_PARSER_CLASSES": ["storemind.parsers.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "storemind.api.exception_handler",
     # Views name a throttle_scope; counters live in the cache and the throttle fails open.
-    "DEFAULT_THROTTLE_CLASSES": ["storemind.throttling.FailOpenScopedRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["core.throttling.FailOpenScopedRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "pos_write": env("SM_POS_WRITE_RATE", "600/min"),
         "api_write": env("SM_API_WRITE_RATE", "120/min"),  # proposal creation, per user

@@ -4,21 +4,14 @@ from django.contrib import admin, messages
 from django.db.models import Case, IntegerField, Value, When
 from django.utils.html import format_html, format_html_join
 
-from ops.selectors import stores_for_user
-from storemind.admin_base import ReadOnlyAdmin, ReadOnlyInline
+from core.admin_base import ReadOnlyInline, ScopedAdmin
 
-from .models import AuditLog, Proposal, RestockLine, RestockRequest, Ticket
+from .models import Proposal, RestockLine, RestockRequest, Ticket
 from .services import proposals_decide_many
 
 
-class StoreScopedAdmin(admin.ModelAdmin):
-    """Managers and staff see only their stores' rows."""
-
-    def get_queryset(self, request):
-        qs = super().get_queryset(request)
-        if request.user.is_superuser:
-            return qs
-        return qs.filter(store__in=stores_for_user(request.user))
+class StoreScopedAdmin(ScopedAdmin):
+    """Rows of the user's stores only (Proposal.objects.restrict and friends)."""
 
 
 @admin.register(Proposal)
@@ -106,16 +99,3 @@ class TicketAdmin(StoreScopedAdmin):
 
     def has_add_permission(self, request):
         return False
-
-
-@admin.register(AuditLog)
-class AuditLogAdmin(ReadOnlyAdmin):
-    """Read-only for everyone, superusers included."""
-
-    list_display = ["created_at", "actor_username", "action", "target_repr", "store", "request_id"]
-    list_filter = ["action", "store", "actor_username", ("created_at", admin.DateFieldListFilter)]
-    search_fields = ["actor_username", "target_repr", "request_id"]
-
-    def get_queryset(self, request):
-        qs = super().get_queryset(request).select_related("store")
-        return qs if request.user.is_superuser else qs.filter(store__in=stores_for_user(request.user))

@@ -11,18 +11,19 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import connections
 
-from storemind.bench import percentile, use_bench_database
+from core.bench import percentile, use_bench_database
 
 
 def bench_workflow(cmd, opts) -> dict:
+    from core.models import AuditLog
+    from core.roles import sync_roles
     from ops.models import Store
-    from ops.services import roles_ensure
 
-    from .models import AuditLog, Proposal, RestockRequest
+    from .models import Proposal, RestockRequest
     from .services import proposal_confirm, proposal_create
 
     db = use_bench_database("workflow")
-    roles_ensure()
+    sync_roles()
     store = Store.objects.first()
     if store is None:
         from django.core.management import call_command

@@ -7,8 +7,8 @@ import hashlib
 
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from ops.localtime import local_time
-from ops.selectors import stores_for_user
+from core.localtime import local_time
+from ops.models import Store
 
 from .models import Proposal
 from .services import can_confirm, proposal_create
@@ -36,7 +36,7 @@ def restock_offer(state):
     stores = {r["store"] for r in rows}
     if len(stores) != 1:
         return None, ""
-    store = next((s for s in stores_for_user(state.user) if s.name in stores), None)
+    store = Store.objects.for_user(state.user, "workflow.add_proposal").filter(name__in=stores).first()
     if store is None:
         return None, ""
     lines = [

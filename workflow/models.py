@@ -7,6 +7,7 @@ from django.contrib.contenttypes.fields import GenericForeignKey
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
 
+from core.scoping import StoreScopedQuerySet
 from ops.models import Order, Product, Store
 
 
@@ -32,7 +33,7 @@ class Proposal(models.Model):
     payload = models.JSONField("内容")
     status = models.CharField("状态", max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
     source = models.CharField("来源", max_length=8, choices=Source.choices)
-    idempotency_key = models.CharField("幂等键", max_length=128, unique=True)
+    idempotency_key = models.CharField("幂等键", max_length=128)
     proposed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="proposals", verbose_name="提议人")
     created_at = models.DateTimeField("提议时间", auto_now_add=True)
     decided_by = models.ForeignKey(
@@ -44,10 +45,15 @@ class Proposal(models.Model):
     result_id = models.PositiveBigIntegerField("结果 ID", null=True, blank=True)
     result = GenericForeignKey("result_type", "result_id")
 
+    objects = StoreScopedQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
         verbose_name = verbose_name_plural = "操作提案"
         indexes = [models.Index(fields=["store", "status"], name="proposal_store_status_idx")]
+        # One user's key never finds another user's proposal.
+        constraints = [models.UniqueConstraint(fields=["proposed_by", "idempotency_key"], name="proposal_idempotency_per_user")]
+        permissions = [("confirm_restock", "确认补货申请"), ("confirm_ticket", "确认客诉工单")]
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.get_kind_display()} · {self.store} · {self.get_status_display()}"
@@ -64,6 +70,8 @@ class RestockRequest(models.Model):
     status = models.CharField("状态", max_length=16, choices=Status.choices, default=Status.APPROVED)
     approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, verbose_name="批准人")
     created_at = models.DateTimeField("创建时间", auto_now_add=True)
+
+    objects = StoreScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -108,54 +116,11 @@ class Ticket(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, verbose_name="确认人")
     created_at = models.DateTimeField("创建时间", auto_now_add=True)
 
+    objects = StoreScopedQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
         verbose_name = verbose_name_plural = "客诉工单"
 
     def __str__(self) -> str:
         return f"工单 #{self.pk} · {self.category} · {self.severity}"
-
-
-class AuditLog(models.Model):
-    """Append-only: rows are inserted, never updated or deleted (enforced in the model,
-    the admin, and the API)."""
-
-    class Action(models.TextChoices):
-        PROPOSED = "proposed", "提议"
-        CONFIRMED = "confirmed", "确认"
-        REJECTED = "rejected", "拒绝"
-        EXPIRED = "expired", "过期"
-        PERMISSION_DENIED = "permission_denied", "越权被拒"
-        REINDEXED = "reindexed", "重建索引"
-
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, verbose_name="操作人")
-    actor_username = models.CharField("操作人用户名", max_length=150)
-    action = models.CharField("动作", max_length=32, choices=Action.choices, db_index=True)
-    target_type = models.ForeignKey(ContentType, on_delete=models.PROTECT, null=True, blank=True, verbose_name="对象类型")
-    target_id = models.PositiveBigIntegerField("对象 ID", null=True, blank=True)
-    target = GenericForeignKey("target_type", "target_id")
-    target_repr = models.CharField("对象", max_length=200, blank=True)
-    store = models.ForeignKey(Store, on_delete=models.PROTECT, null=True, blank=True, verbose_name="门店")
-    before = models.JSONField("变更前", null=True, blank=True)
-    after = models.JSONField("变更后", null=True, blank=True)
-    request_id = models.CharField("请求 ID", max_length=64, blank=True)
-    remote_addr = models.GenericIPAddressField("来源地址", null=True, blank=True)
-    created_at = models.DateTimeField("时间", auto_now_add=True, db_index=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        verbose_name = verbose_name_plural = "审计日志"
-
-    def __str__(self) -> str:
-        from ops.localtime import local_time
-
-        when = local_time(self.created_at, self.store) if self.created_at else None  # never the UTC wall clock
-        return f"{when:%Y-%m-%d %H:%M} {self.actor_username} {self.get_action_display()} {self.target_repr}" if when else self.target_repr
-
-    def save(self, *args, **kwargs):
-        if self.pk is not None:
-            raise PermissionError("审计日志只能追加，不能修改。")
-        return super().save(*args, **kwargs)
-
-    def delete(self, *args, **kwargs):
-        raise PermissionError("审计日志只能追加，不能删除。")

@@ -1,13 +1,14 @@
 """Workflow services: the one code path for chat, API, admin and MCP.
 
-Permissions come from auth groups and are checked here, not in views: `staff` may propose
-both kinds and confirm tickets; `manager` may also confirm restocks, for the stores they
-are assigned to. Every transition writes its audit row in the same transaction; a denial
-writes a `permission_denied` row that survives the refused change.
+Permissions are model permissions (core.roles grants them to groups) checked here, not in
+views: `workflow.add_proposal`, `workflow.confirm_ticket`, `workflow.confirm_restock`, each for
+the stores the user is assigned to (`Proposal.objects.restrict`). Without the permission: 403;
+a proposal outside the user's stores is "not found", exactly like one that does not exist.
+Every transition writes its audit row in the same transaction; a denial writes a
+`permission_denied` row that survives the refused change.
 """
 from __future__ import annotations
 
-import contextvars
 import hashlib
 import json
 import uuid
@@ -20,15 +21,17 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from ops.errors import Conflict, NotFound
+from core.audit import audit_denial, audit_record, request_meta  # noqa: F401  (request_meta: re-exported)
+from core.errors import Conflict, NotFound
+from core.models import AuditLog
+from core.roles import require
+from core.scoping import store_ids_for
 from ops.models import Member, Order, Product, Store
-from ops.selectors import stores_for_user, user_role
+from ops.selectors import UnknownStore, resolve_store_for
 from ops.validation import reject_bad_text, reject_unknown
 
-from .models import AuditLog, Proposal, RestockLine, RestockRequest, Ticket
+from .models import Proposal, RestockLine, RestockRequest, Ticket
 
-# Request metadata for audit rows, set by the API/web layer (a contextvar, not a global).
-request_meta: contextvars.ContextVar[dict | None] = contextvars.ContextVar("request_meta", default=None)
 MAX_RESTOCK_LINES = 50
 MAX_RESTOCK_QTY = 10000
 TICKET_SEVERITIES = [s for s, _ in Ticket.Severity.choices]
@@ -36,23 +39,6 @@ TICKET_CATEGORIES = ["酒水品质", "食品安全", "服务态度", "收银结�
 RESTOCK_FIELDS = frozenset({"lines"})
 RESTOCK_LINE_FIELDS = frozenset({"sku", "product", "quantity", "unit", "reason"})
 TICKET_FIELDS = frozenset({"category", "severity", "description", "order", "member"})
-
-
-def audit_record(*, actor, action: str, target=None, store: Store | None = None, before=None, after=None) -> AuditLog:
-    meta = request_meta.get() or {}
-    return AuditLog.objects.create(
-        actor=actor if getattr(actor, "pk", None) else None,
-        actor_username=getattr(actor, "username", "") or "system",
-        action=action,
-        target_type=ContentType.objects.get_for_model(target) if target is not None else None,
-        target_id=getattr(target, "pk", None),
-        target_repr=str(target)[:200] if target is not None else "",
-        store=store,
-        before=before,
-        after=after,
-        request_id=meta.get("request_id", ""),
-        remote_addr=meta.get("remote_addr"),
-    )
 
 
 # --- validation ----------------------------------------------------------------------------
@@ -133,47 +119,29 @@ def _fingerprint(kind: str, store: Store, payload: dict) -> str:
 # --- services ------------------------------------------------------------------------------
 
 
-def _require_store_access(user, store: Store, what: str) -> None:
-    if not user.is_superuser and store not in stores_for_user(user):
-        raise PermissionDenied(f"你没有被分配到{store.name}，不能{what}。")
-
-
 def proposal_create(*, user, kind: str, store: Store | str, payload: dict, source: str,
                     idempotency_key: str | None = None) -> tuple[Proposal, bool]:
-    """Create a pending proposal (no business side effect). The same idempotency key returns
-    the existing proposal; returns (proposal, created)."""
+    """Create a pending proposal (no business side effect). The same user's same idempotency
+    key returns the existing proposal; returns (proposal, created)."""
     if kind not in Proposal.Kind.values:
         raise ValidationError({"kind": [f"类型只能是：{'、'.join(Proposal.Kind.values)}。"]})
     if source not in Proposal.Source.values:
         raise ValidationError({"source": ["来源不正确。"]})
     if isinstance(store, str):
-        from ops.selectors import UnknownStore, resolve_store
-
         reject_bad_text(store, "store")
-        try:
-            store = resolve_store(store)
-        except UnknownStore as exc:
-            raise ValidationError({"store": exc.messages}) from None
     if not isinstance(payload, dict):
         raise ValidationError({"payload": ["payload 必须是对象。"]})
     reject_bad_text(payload, "payload")
-    if user_role(user) not in ("staff", "manager"):
-        with transaction.atomic():
-            audit_record(actor=user, action=AuditLog.Action.PERMISSION_DENIED, store=store,
-                         after={"attempt": "propose", "kind": kind, "reason": "not staff or manager"})
-        raise PermissionDenied("只有店员或店长可以提交提案。")
+    require(user, "workflow.add_proposal", attempt="propose", message="只有店员或店长可以提交提案。")
     try:
-        _require_store_access(user, store, "为这家店提交提案")
-    except PermissionDenied:
-        with transaction.atomic():
-            audit_record(actor=user, action=AuditLog.Action.PERMISSION_DENIED, store=store,
-                         after={"attempt": "propose", "kind": kind, "reason": "store not assigned"})
-        raise
+        store = resolve_store_for(user, store, "workflow.add_proposal", attempt=f"propose {kind}")
+    except UnknownStore as exc:
+        raise ValidationError({"store": exc.messages}) from None
     clean = _clean_restock(payload) if kind == Proposal.Kind.RESTOCK else _clean_ticket(payload, store)
     key = (idempotency_key or "").strip() or f"auto:{user.pk}:{_fingerprint(kind, store, clean)}:{uuid.uuid4().hex[:8]}"
     if len(key) > 128:
         raise ValidationError({"idempotency_key": ["幂等键最长 128 个字符。"]})
-    existing = Proposal.objects.filter(idempotency_key=key).first()
+    existing = Proposal.objects.filter(proposed_by=user, idempotency_key=key).first()
     if existing is not None:
         return _same_or_conflict(existing, kind, store, clean), False
     try:
@@ -182,7 +150,7 @@ def proposal_create(*, user, kind: str, store: Store | str, payload: dict, sourc
             audit_record(actor=user, action=AuditLog.Action.PROPOSED, target=proposal, store=store,
                          after={"kind": kind, "payload": clean, "source": source})
     except IntegrityError:  # a concurrent request with the same key won
-        return _same_or_conflict(Proposal.objects.get(idempotency_key=key), kind, store, clean), False
+        return _same_or_conflict(Proposal.objects.get(proposed_by=user, idempotency_key=key), kind, store, clean), False
     return proposal, True
 
 
@@ -192,21 +160,41 @@ def _same_or_conflict(existing: Proposal, kind: str, store: Store, payload: dict
     return existing
 
 
+CONFIRM_PERMS = {Proposal.Kind.RESTOCK: "workflow.confirm_restock", Proposal.Kind.TICKET: "workflow.confirm_ticket"}
+
+
 def can_confirm(user, proposal: Proposal) -> tuple[bool, str]:
-    role = user_role(user)
-    if proposal.kind == Proposal.Kind.RESTOCK and role != "manager":
-        return False, "补货申请必须由店长确认，店员没有这个权限。"
-    if role not in ("staff", "manager"):
-        return False, "只有店员或店长可以处理提案。"
-    if not user.is_superuser and proposal.store not in stores_for_user(user):
+    perm = CONFIRM_PERMS[proposal.kind]
+    if user is None or not user.is_authenticated or not user.has_perm(perm):
+        if proposal.kind == Proposal.Kind.RESTOCK:
+            return False, "补货申请必须由店长确认，你没有这个权限。"
+        return False, "你没有确认客诉工单的权限。"
+    ids = store_ids_for(user, perm)
+    if ids is not None and proposal.store_id not in ids:
         return False, f"你没有被分配到{proposal.store.name}，不能处理这家店的提案。"
     return True, ""
 
 
+def _decidable(user, pk: int, attempt: str) -> None:
+    """Refuse unless the user may decide proposal `pk`: 403 without any confirm permission,
+    404 when it is outside the user's stores (the same as when it does not exist). Runs
+    before the locking transaction so that the denial's audit row survives."""
+    if not user.is_authenticated or not any(user.has_perm(p) for p in CONFIRM_PERMS.values()):
+        if user.is_authenticated:
+            target = Proposal.objects.filter(pk=pk).select_related("store").first()
+            audit_denial(actor=user, attempt=attempt, reason="no confirm permission", proposal=pk, target=target,
+                         store=target.store if target else None)
+        raise PermissionDenied("你没有处理提案的权限。")
+    scope = Proposal.objects.restrict(user, "confirm_restock") | Proposal.objects.restrict(user, "confirm_ticket")
+    if not scope.filter(pk=pk).exists():
+        hidden = Proposal.objects.filter(pk=pk).select_related("store").first()
+        if hidden is not None:
+            audit_denial(actor=user, attempt=attempt, reason="proposal outside the user's stores", target=hidden, store=hidden.store)
+        raise NotFound(f"没有提案 #{pk}。")
+
+
 def _deny(user, proposal: Proposal, attempt: str, reason: str):
-    with transaction.atomic():
-        audit_record(actor=user, action=AuditLog.Action.PERMISSION_DENIED, target=proposal, store=proposal.store,
-                     after={"attempt": attempt, "reason": reason})
+    audit_denial(actor=user, attempt=attempt, reason=reason, target=proposal, store=proposal.store)
     raise PermissionDenied(reason)
 
 
@@ -214,10 +202,9 @@ def proposal_confirm(*, proposal: Proposal | int, user) -> Proposal:
     """Confirm and perform the write. Row-locked: confirming twice returns the first result
     and creates nothing new; a rejected or expired proposal is a Conflict."""
     pk = proposal.pk if isinstance(proposal, Proposal) else proposal
+    _decidable(user, pk, "confirm")
     with transaction.atomic():
-        locked = Proposal.objects.select_for_update().select_related("store").filter(pk=pk).first()
-        if locked is None:
-            raise NotFound(f"没有提案 #{pk}。")
+        locked = Proposal.objects.select_for_update().select_related("store").get(pk=pk)
         allowed, reason = can_confirm(user, locked)
         if not allowed:
             # Leave the lock's transaction; the denial is recorded in its own.
@@ -262,10 +249,9 @@ def proposal_reject(*, proposal: Proposal | int, user, reason: str) -> Proposal:
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": ["拒绝时请写明原因。"]})
+    _decidable(user, pk, "reject")
     with transaction.atomic():
-        locked = Proposal.objects.select_for_update().select_related("store").filter(pk=pk).first()
-        if locked is None:
-            raise NotFound(f"没有提案 #{pk}。")
+        locked = Proposal.objects.select_for_update().select_related("store").get(pk=pk)
         allowed, why = can_confirm(user, locked)
         if allowed:
             if locked.status == Proposal.Status.REJECTED:
@@ -324,7 +310,4 @@ def proposals_decide_many(*, proposals, user, action: str, reason: str = "") -> 
 
 
 def proposals_visible(user):
-    qs = Proposal.objects.select_related("store", "proposed_by", "decided_by")
-    if user.is_superuser:
-        return qs
-    return qs.filter(store__in=stores_for_user(user))
+    return Proposal.objects.restrict(user, "view").select_related("store", "proposed_by", "decided_by")

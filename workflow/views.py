@@ -5,26 +5,38 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from ops.errors import Conflict, NotFound
-from ops.selectors import stores_for_user
-from storemind.throttling import throttle_web
+from core.errors import Conflict, NotFound
+from core.selectors import audit_entries
+from core.throttling import throttle_web
 
 from .chat import proposal_dict
-from .models import AuditLog, Proposal
+from .models import Proposal
 from .services import proposal_confirm, proposal_reject, proposals_visible
 
 
 def _audit(user):
-    qs = AuditLog.objects.select_related("store").order_by("-created_at", "-id")
-    if not user.is_superuser:
-        qs = qs.filter(store__in=stores_for_user(user))
-    return qs[:20]
+    """The recent audit section, for those who may read the audit log (none for the others)."""
+    if not user.has_perm("core.view_auditlog"):
+        return None
+    return audit_entries(user).order_by("-created_at", "-id")[:20]
 
 
 @login_required
 def proposals(request):
     pending = [proposal_dict(p, request.user) for p in proposals_visible(request.user).filter(status=Proposal.Status.PENDING)[:100]]
     return render(request, "workflow/proposals.html", {"proposals": pending, "audit": _audit(request.user)})
+
+
+@login_required
+def audit(request):
+    """The audit log (core.view_auditlog): the full page, or on an HTMX request the list only."""
+    try:
+        entries = audit_entries(request.user).order_by("-created_at", "-id")[:100]
+    except PermissionDenied as exc:
+        return render(request, "htmx/error.html", {"error": str(exc)}, status=403)
+    if request.htmx:
+        return render(request, "htmx/audit_list.html", {"audit": entries})
+    return render(request, "workflow/audit.html", {"audit": entries})
 
 
 @login_required
@@ -35,27 +47,28 @@ def decide(request, pk: int, action: str):
                           status=200 if request.htmx else 429)
         response["Retry-After"] = str(int(wait) + 1)
         return response
-    proposal = Proposal.objects.select_related("store", "proposed_by").filter(pk=pk).first()
-    if proposal is None or proposal not in proposals_visible(request.user):
-        error, current = "没有这个提案，或者它不属于你的门店。", None
-    else:
-        error = ""
-        try:
-            if action == "confirm":
-                current = proposal_confirm(proposal=proposal, user=request.user)
-            elif action == "reject":
-                current = proposal_reject(proposal=proposal, user=request.user, reason=request.POST.get("reason", ""))
-            else:
-                raise NotFound("不支持的操作。")
-        except (PermissionDenied, ValidationError) as exc:
-            error = str(exc) if isinstance(exc, PermissionDenied) else "；".join(m for ms in exc.message_dict.values() for m in ms)
-            current = proposal
-        except (Conflict, NotFound) as exc:
-            error, current = exc.message, proposal
-        current.refresh_from_db()
+    # The services decide: 403 without the permission, "not found" outside the user's stores.
+    error, status, current = "", 200, None
+    try:
+        if action == "confirm":
+            current = proposal_confirm(proposal=pk, user=request.user)
+        elif action == "reject":
+            current = proposal_reject(proposal=pk, user=request.user, reason=request.POST.get("reason", ""))
+        else:
+            raise NotFound("不支持的操作。")
+    except PermissionDenied as exc:
+        error, status = str(exc), 403
+    except ValidationError as exc:
+        error, status = "；".join(m for ms in exc.message_dict.values() for m in ms), 400
+    except Conflict as exc:
+        error, status = exc.message, 409
+    except NotFound:
+        error, status = "没有这个提案，或者它不属于你的门店。", 404
+    if current is None and status in (400, 403, 409):
+        current = proposals_visible(request.user).filter(pk=pk).first()
     if not request.htmx:
-        return redirect("workflow:proposals")
+        return redirect("workflow:proposals") if not error else render(request, "htmx/error.html", {"error": error}, status=status)
     if current is None:
-        return render(request, "htmx/error.html", {"error": error})
+        return render(request, "htmx/error.html", {"error": error})  # 200 so htmx swaps the message in
     return render(request, "htmx/proposal_decided.html",
                   {"p": proposal_dict(current, request.user), "card_error": error, "audit": _audit(request.user), "oob": True})

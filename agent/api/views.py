@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from ops.validation import reject_unknown
 
-from ..services import chat_ask, validate_query, validate_thread_id
+from ..services import assistant_require, chat_ask, validate_query, validate_thread_id
 from ..tasks import QueueUnavailable, submit_ask, task_state
 
 _TASK_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -43,6 +43,7 @@ class ChatView(APIView):
         if not isinstance(run_async, bool):
             raise ValidationError({"async": ["async 必须是 true 或 false。"]})
         if run_async:
+            assistant_require(request.user)
             try:
                 task = submit_ask(request.user.pk, query, thread_id)
             except QueueUnavailable:

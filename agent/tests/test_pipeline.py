@@ -48,7 +48,7 @@ def test_policy_answer_is_cited_and_traced(staff):
 
 def test_data_answer_states_the_database_figures(staff):
     result, _ = answer_question("上周天河店卖了多少", user=staff)
-    expected = run_tool("store_sales", {"store": "天河店", "period": "上周"})
+    expected = run_tool("store_sales", {"store": "天河店", "period": "上周"}, user=None)
     assert result.intent == "data" and result.data[0]["row"] == expected.rows[0]
     assert f"{expected.rows[0]['orders']} 单" in result.answer and "[D1]" in result.answer
     assert result.data[0]["params"]["period"]["label"] == "上周"
@@ -185,7 +185,7 @@ def test_refusal_layer_two_judge_and_unanswered_list(staff, settings):
 
 def _sources():
     hits = [_hit("满减券和折扣券不能叠加使用。", cid=11), _hit("单品券可以和满减券叠加。", cid=12)]
-    tool = run_tool("low_stock", {"store": "天河店"})
+    tool = run_tool("low_stock", {"store": "天河店"}, user=None)
     return compose.number_sources(hits, tool), tool
 
 
@@ -257,7 +257,8 @@ def test_policy_follow_up_resolves_against_the_previous_turn(staff):
     assert any(c["section_path"].endswith("退卡与退款") for c in result.citations)
 
 
-def test_data_follow_up_keeps_the_period(staff):
+def test_data_follow_up_keeps_the_period():
+    staff = make_user("agent_two_stores", role="staff", stores=["GZ-TH", "SZ-FT"])
     first, conv, _ = chat_ask(user=staff, query="天河店上周卖了多少")
     second, _, _ = chat_ask(user=staff, query="那福田店呢", thread_id=conv.thread_id)
     assert second.intent == "data"

@@ -26,6 +26,7 @@ def _token(request):
 
 
 class OrdersView(APIView):
+    pos_endpoint = True
     throttle_scope = "pos_write"
 
     @extend_schema(
@@ -53,6 +54,7 @@ class OrdersView(APIView):
 
 
 class InventoryAdjustmentsView(APIView):
+    pos_endpoint = True
     throttle_scope = "pos_write"
 
     @extend_schema(summary="库存调整（入库、盘点差异、报损、调拨）", request=AdjustmentInSerializer, responses={201: AdjustmentResultSerializer, 200: AdjustmentResultSerializer})
@@ -68,9 +70,9 @@ class InventoryAdjustmentsView(APIView):
 
 
 class StoresView(APIView):
-    @extend_schema(summary="门店列表", responses=StoreSerializer(many=True))
+    @extend_schema(summary="门店列表（你能查看的门店）", responses=StoreSerializer(many=True))
     def get(self, request):
-        return Response(StoreSerializer(Store.objects.all(), many=True).data)
+        return Response(StoreSerializer(Store.objects.for_user(request.user, "view"), many=True).data)
 
 
 class SalesSummaryView(APIView):
@@ -86,7 +88,7 @@ class SalesSummaryView(APIView):
         params = {"period": request.query_params.get("period")}
         if request.query_params.get("store"):
             params["store"] = request.query_params["store"]
-        return Response(tools.run_tool("store_sales", params).as_dict())
+        return Response(tools.run_tool("store_sales", params, user=request.user).as_dict())
 
 
 class SalesDailyView(APIView):

@@ -19,7 +19,7 @@ def make_user(username: str, role: str | None = "staff", stores: list[str] = ("G
 
 def pos_token(store_code: str = "GZ-TH", username: str | None = None) -> str:
     store = Store.objects.get(code=store_code)
-    user = make_user(username or f"pos_{store_code}", role=None, stores=[store_code])
+    user = make_user(username or f"pos_{store_code}", role="pos", stores=[store_code])
     _, key = api_token_issue(user=user, name="test POS", store=store)
     return key
 

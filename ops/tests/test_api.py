@@ -2,7 +2,7 @@
 import pytest
 from rest_framework.test import APIClient
 
-from ops.models import ApiToken, Inventory, InventoryAdjustment, Order, OrderLine, Product, Store
+from ops.models import ApiToken, Inventory, InventoryAdjustment, Order, OrderLine, Product
 
 from .factories import make_user, order_payload, pos_token
 
@@ -127,7 +127,8 @@ def test_bad_order_gives_400_with_field_errors_and_writes_nothing(pos, override,
 def test_pos_token_cannot_write_another_store(pos):
     r = pos.post("/api/v1/orders", order_payload("E-1", store="SZ-FT"), format="json")
     assert r.status_code == 400
-    assert "广州天河店" in r.json()["store"][0]
+    message = r.json()["store"][0]  # the same answer as for a store that does not exist
+    assert message.startswith("没有编码或名称为「SZ-FT」的门店") and "GZ-TH" in message
 
 
 def test_batch_size_limit_and_duplicate_ids_in_batch(pos):
@@ -137,11 +138,15 @@ def test_batch_size_limit_and_duplicate_ids_in_batch(pos):
     assert r.status_code == 400 and "orders[1].external_id" in r.json()
 
 
-def test_staff_user_token_writes_only_assigned_stores():
+def test_only_pos_writes_orders_and_only_for_its_stores():
     from ops.services import api_token_issue
 
-    user = make_user("s1", stores=["SZ-FT"])
-    _, key = api_token_issue(user=user, name="laptop")
+    staff = make_user("s1", stores=["SZ-FT"])
+    _, key = api_token_issue(user=staff, name="laptop")
+    r = client_for(key).post("/api/v1/orders", order_payload("G-0", store="SZ-FT"), format="json")
+    assert r.status_code == 403 and "POS" in r.json()["detail"]
+    device = make_user("pos_s1", role="pos", stores=["SZ-FT"])
+    _, key = api_token_issue(user=device, name="unbound device")
     c = client_for(key)
     assert c.post("/api/v1/orders", order_payload("G-1", store="SZ-FT"), format="json").status_code == 201
     assert c.post("/api/v1/orders", order_payload("G-2", store="GZ-TH"), format="json").status_code == 400
@@ -165,14 +170,20 @@ def test_inventory_adjustment_idempotent_and_validated(pos):
 
 
 def test_stores_and_sales_summary_use_the_same_tool(pos):
-    stores = pos.get("/api/v1/stores").json()
-    assert [s["name"] for s in stores] == list(Store.objects.values_list("name", flat=True))
-    r = pos.get("/api/v1/sales/summary", {"store": "天河店", "period": "上周"})
+    from ops.services import api_token_issue
+
+    assert pos.get("/api/v1/stores").status_code == 403  # a POS device reads nothing analytic
+    assert pos.get("/api/v1/sales/summary", {"store": "天河店", "period": "上周"}).status_code == 403
+    _, key = api_token_issue(user=make_user("summary_staff", stores=["GZ-TH"]), name="laptop")
+    staff = client_for(key)
+    stores = staff.get("/api/v1/stores").json()
+    assert [s["name"] for s in stores] == ["广州天河店"]
+    r = staff.get("/api/v1/sales/summary", {"store": "天河店", "period": "上周"})
     assert r.status_code == 200
     from ops.tools import run_tool
 
-    assert r.json() == run_tool("store_sales", {"store": "天河店", "period": "上周"}).as_dict()
-    bad = pos.get("/api/v1/sales/summary", {"store": "三里屯店", "period": "下周"})
+    assert r.json() == run_tool("store_sales", {"store": "天河店", "period": "上周"}, user=None).as_dict()
+    bad = staff.get("/api/v1/sales/summary", {"store": "三里屯店", "period": "下周"})
     assert bad.status_code == 400 and {"store", "period"} <= set(bad.json())
 
 

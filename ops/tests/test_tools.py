@@ -47,13 +47,13 @@ def test_unknown_store_is_a_clear_error_listing_known_stores():
     message = exc.value.messages[0]
     assert "北京三里屯店" in message and "广州天河店" in message
     with pytest.raises(ValidationError) as exc:
-        run_tool("store_sales", {"store": "三里屯店", "period": "上周"})
+        run_tool("store_sales", {"store": "三里屯店", "period": "上周"}, user=None)
     assert "store" in exc.value.message_dict
 
 
 def test_store_sales_matches_independent_sql():
     today = local_today()
-    result = run_tool("store_sales", {"store": "天河店", "period": "最近7天"}, today=today)
+    result = run_tool("store_sales", {"store": "天河店", "period": "最近7天"}, today=today, user=None)
     start, end = today - timedelta(days=7), today - timedelta(days=1)
     lo, hi = day_bounds(start, end)
     (revenue, orders), = sql_one(
@@ -70,7 +70,7 @@ def test_store_sales_matches_independent_sql():
 
 def test_store_sales_all_stores_has_a_row_per_store_and_excludes_refunds():
     today = local_today()
-    result = run_tool("store_sales", {"period": "上月"}, today=today)
+    result = run_tool("store_sales", {"period": "上月"}, today=today, user=None)
     assert [r["store"] for r in result.rows] == list(Store.objects.values_list("name", flat=True))
     p = result.params["period"]
     lo, hi = day_bounds(date.fromisoformat(p["start"]), date.fromisoformat(p["end"]))
@@ -82,7 +82,7 @@ def test_store_sales_all_stores_has_a_row_per_store_and_excludes_refunds():
 
 
 def test_top_products_matches_sql_and_caps_n():
-    result = run_tool("top_products", {"store": "福田", "period": "最近30天", "n": 3})
+    result = run_tool("top_products", {"store": "福田", "period": "最近30天", "n": 3}, user=None)
     p = result.params["period"]
     lo, hi = day_bounds(date.fromisoformat(p["start"]), date.fromisoformat(p["end"]))
     expected = sql_one(
@@ -92,21 +92,21 @@ def test_top_products_matches_sql_and_caps_n():
     assert [(r["product"], r["qty"]) for r in result.rows] == [(n, q) for n, q in expected]
     for bad in (0, 51, "five", True):
         with pytest.raises(ValidationError) as exc:
-            run_tool("top_products", {"period": "上周", "n": bad})
+            run_tool("top_products", {"period": "上周", "n": bad}, user=None)
         assert "n" in exc.value.message_dict
 
 
 def test_compare_stores_ranks_by_revenue_and_shares_sum_to_100():
-    result = run_tool("compare_stores", {"period": "上周"})
+    result = run_tool("compare_stores", {"period": "上周"}, user=None)
     revenues = [r["revenue"] for r in result.rows]
     assert revenues == sorted(revenues, reverse=True)
     assert abs(sum(r["revenue_share"] for r in result.rows) - 100) < 0.5
-    by_orders = run_tool("compare_stores", {"period": "上周", "metric": "orders"})
+    by_orders = run_tool("compare_stores", {"period": "上周", "metric": "orders"}, user=None)
     assert [r["orders"] for r in by_orders.rows] == sorted((r["orders"] for r in by_orders.rows), reverse=True)
 
 
 def test_hourly_peak_matches_sql_in_local_time():
-    result = run_tool("hourly_peak", {"store": "天河店", "period": "最近30天"})
+    result = run_tool("hourly_peak", {"store": "天河店", "period": "最近30天"}, user=None)
     p = result.params["period"]
     lo, hi = day_bounds(date.fromisoformat(p["start"]), date.fromisoformat(p["end"]))
     expected = sql_one(
@@ -119,7 +119,7 @@ def test_hourly_peak_matches_sql_in_local_time():
 
 def test_low_stock_lists_every_item_below_safety_with_velocity():
     today = local_today()
-    result = run_tool("low_stock", {"store": "天河店"}, today=today)
+    result = run_tool("low_stock", {"store": "天河店"}, today=today, user=None)
     expected = sql_one(
         "SELECT p.name FROM ops_inventory i JOIN ops_product p ON p.id=i.product_id JOIN ops_store s ON s.id=i.store_id "
         "WHERE s.code='GZ-TH' AND i.on_hand < i.safety_stock ORDER BY p.sku", [])
@@ -140,7 +140,7 @@ def test_low_stock_lists_every_item_below_safety_with_velocity():
 
 def test_member_balance_is_masked_and_matches_ledger():
     member = Member.objects.filter(account__isnull=False).order_by("number").first()
-    result = run_tool("member_balance", {"member": member.phone})
+    result = run_tool("member_balance", {"member": member.phone}, user=None)
     row = result.rows[0]
     assert member.phone not in str(result.as_dict())
     assert row["phone"] == member.phone[:3] + "****" + member.phone[-4:]
@@ -149,17 +149,17 @@ def test_member_balance_is_masked_and_matches_ledger():
     assert Decimal(str(row["principal_balance"])) == principal
     assert Decimal(str(row["bonus_balance"])) == bonus
     with pytest.raises(ValidationError):
-        run_tool("member_balance", {"member": "13000000000"})
+        run_tool("member_balance", {"member": "13000000000"}, user=None)
 
 
 def test_unknown_tool_and_unknown_params_are_rejected():
     with pytest.raises(ValidationError):
-        run_tool("drop_table", {})
+        run_tool("drop_table", {}, user=None)
     with pytest.raises(ValidationError) as exc:
-        run_tool("store_sales", {"period": "上周", "sql": "select 1"})
+        run_tool("store_sales", {"period": "上周", "sql": "select 1"}, user=None)
     assert "sql" in exc.value.message_dict
     with pytest.raises(ValidationError) as exc:
-        run_tool("store_sales", {"store": "天河店"})
+        run_tool("store_sales", {"store": "天河店"}, user=None)
     assert "period" in exc.value.message_dict
     assert set(TOOLS) == {"store_sales", "top_products", "compare_stores", "hourly_peak", "daily_trend", "low_stock", "member_balance"}
 

@@ -8,10 +8,11 @@ import pytest
 from rest_framework.test import APIClient
 
 from agent.models import Conversation, Message
+from core.models import AuditLog
 from ops.models import InventoryAdjustment, Order, OrderLine
 from ops.services import api_token_issue
 from ops.tests.factories import make_user, pos_token
-from workflow.models import AuditLog, Proposal
+from workflow.models import Proposal
 
 from .bad_inputs import CASES, RAW
 

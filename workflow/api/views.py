@@ -1,17 +1,16 @@
 """Workflow API: thin views over workflow.services."""
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ops.errors import NotFound
-from ops.localtime import local_time
-from ops.selectors import stores_for_user, user_role
+from core.localtime import local_time
+from core.selectors import audit_entries
 from ops.validation import reject_unknown
 
 from ..chat import proposal_dict
-from ..models import AuditLog, Proposal
+from ..models import Proposal
 from ..services import proposal_confirm, proposal_create, proposal_reject, proposals_visible
 
 ProposalIn = inline_serializer("ProposalCreate", {
@@ -26,13 +25,6 @@ def _body(request) -> dict:
     if not isinstance(request.data, dict):
         raise ValidationError({"non_field_errors": ["请求体必须是 JSON 对象。"]})
     return request.data
-
-
-def _proposal_or_404(user, pk: int) -> Proposal:
-    p = Proposal.objects.select_related("store", "proposed_by").filter(pk=pk).first()
-    if p is None:
-        raise NotFound(f"没有提案 #{pk}。")
-    return p
 
 
 class ProposalsView(APIView):
@@ -72,7 +64,7 @@ class ProposalConfirmView(APIView):
     @extend_schema(summary="确认提案（执行写入）", request=None, responses=dict)
     def post(self, request, pk: int):
         reject_unknown(_body(request), set())
-        return Response(proposal_dict(proposal_confirm(proposal=_proposal_or_404(request.user, pk), user=request.user), request.user))
+        return Response(proposal_dict(proposal_confirm(proposal=pk, user=request.user), request.user))
 
 
 class ProposalRejectView(APIView):
@@ -85,20 +77,16 @@ class ProposalRejectView(APIView):
         reason = body.get("reason")
         if not isinstance(reason, str) or not reason.strip():
             raise ValidationError({"reason": ["拒绝时请写明原因（字符串）。"]})
-        return Response(proposal_dict(proposal_reject(proposal=_proposal_or_404(request.user, pk), user=request.user, reason=reason or ""), request.user))
+        return Response(proposal_dict(proposal_reject(proposal=pk, user=request.user, reason=reason or ""), request.user))
 
 
 class AuditView(APIView):
     """Read-only: there is no write method, for anyone."""
 
-    @extend_schema(summary="审计日志（店长）", parameters=[OpenApiParameter("action", str), OpenApiParameter("store", str), OpenApiParameter("actor", str)],
+    @extend_schema(summary="审计日志（店长、总部；本人门店的记录）", parameters=[OpenApiParameter("action", str), OpenApiParameter("store", str), OpenApiParameter("actor", str)],
                    responses=dict)
     def get(self, request):
-        if user_role(request.user) != "manager":
-            raise PermissionDenied("只有店长可以查看审计日志。")
-        qs = AuditLog.objects.select_related("store")
-        if not request.user.is_superuser:
-            qs = qs.filter(store__in=stores_for_user(request.user))
+        qs = audit_entries(request.user)
         if request.query_params.get("action"):
             qs = qs.filter(action=request.query_params["action"])
         if request.query_params.get("store"):

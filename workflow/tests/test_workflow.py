@@ -6,16 +6,17 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, connections
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from agent.pipeline import answer_question
-from ops.errors import Conflict
+from core.errors import Conflict, NotFound
+from core.models import AuditLog
 from ops.models import Store
 from ops.tests.factories import make_user
-from workflow.models import AuditLog, Proposal, RestockRequest, Ticket
+from workflow.models import Proposal, RestockRequest, Ticket
 from workflow.services import proposal_confirm, proposal_create, proposal_reject, proposals_expire
 
 RESTOCK = {"lines": [{"sku": "B001", "quantity": 20, "unit": "箱", "reason": "周末备货"}]}
@@ -47,15 +48,24 @@ def audits(proposal, action=None):
 MATRIX = [
     ("staff", "ticket", True, ""), ("staff", "restock", False, "必须由店长确认"),
     ("manager", "ticket", True, ""), ("manager", "restock", True, ""),
-    ("other_manager", "restock", False, "没有被分配到广州天河店"), ("other_manager", "ticket", False, "没有被分配到广州天河店"),
-    ("nobody", "ticket", False, "只有店员或店长"), ("root", "restock", True, ""),
+    # Another store's proposal is "not found", exactly like a missing one (no existence leak).
+    ("other_manager", "restock", NotFound, "没有提案"), ("other_manager", "ticket", NotFound, "没有提案"),
+    ("nobody", "ticket", False, "没有处理提案的权限"), ("root", "restock", True, ""),
 ]
 
 
 @pytest.mark.parametrize("who,kind,allowed,reason", MATRIX)
 def test_role_kind_store_matrix(people, who, kind, allowed, reason):
     proposal = propose(people["staff"], kind)
-    if allowed:
+    if allowed is NotFound:
+        with pytest.raises(NotFound, match=reason):
+            proposal_confirm(proposal=proposal, user=people[who])
+        with pytest.raises(NotFound, match=reason):
+            proposal_confirm(proposal=10**12, user=people[who])  # the same answer for one that does not exist
+        proposal.refresh_from_db()
+        assert proposal.status == "pending"
+        assert audits(proposal, "permission_denied").get().actor_username == people[who].username
+    elif allowed:
         done = proposal_confirm(proposal=proposal, user=people[who])
         assert done.status == "confirmed" and done.decided_by == people[who]
         assert (RestockRequest if kind == "restock" else Ticket).objects.filter(proposal=proposal).count() == 1
@@ -66,14 +76,15 @@ def test_role_kind_store_matrix(people, who, kind, allowed, reason):
         proposal.refresh_from_db()
         assert proposal.status == "pending"
         denial = audits(proposal, "permission_denied").get()
-        assert denial.actor_username == people[who].username and reason in denial.after["reason"]
+        assert denial.actor_username == people[who].username and denial.after["attempt"] == "confirm"
 
 
 def test_proposing_needs_a_role_and_the_store(people):
     with pytest.raises(PermissionDenied):
         propose(people["nobody"])
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(ValidationError) as exc:  # another store reads like an unknown one
         propose(people["staff"], store="SZ-FT")
+    assert exc.value.message_dict["store"] == ["没有叫「深圳福田店」的门店。你可以查询的门店：广州天河店。"]
     assert AuditLog.objects.filter(action="permission_denied", actor_username__in=["wf_nobody", "wf_staff"]).count() == 2
 
 
@@ -133,9 +144,9 @@ def test_audit_log_is_append_only_everywhere(people, client):
         with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cur:
             cur.execute(sql, [row.pk])
     client.force_login(people["root"])
-    assert client.get(f"/admin/workflow/auditlog/{row.pk}/delete/").status_code == 403
-    assert client.post(f"/admin/workflow/auditlog/{row.pk}/change/", {"action": "x"}).status_code == 403
-    assert client.get("/admin/workflow/auditlog/").status_code == 200
+    assert client.get(f"/admin/core/auditlog/{row.pk}/delete/").status_code == 403
+    assert client.post(f"/admin/core/auditlog/{row.pk}/change/", {"action": "x"}).status_code == 403
+    assert client.get("/admin/core/auditlog/").status_code == 200
     api = APIClient()
     api.force_authenticate(people["root"])
     for method in ("post", "put", "patch", "delete"):

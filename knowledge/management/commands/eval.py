@@ -2,7 +2,7 @@
 
 Targets live in their apps: retrieval (knowledge), agent / equivalence / calibrate (agent).
 """
-from storemind.commands import TargetCommand
+from core.commands import TargetCommand
 
 
 class Command(TargetCommand):

@@ -4,7 +4,7 @@ Each target lives in its app (`ops/bench.py`, …) and runs against its own data
 (<name>_bench_<target>) so benchmarks never pollute real data or each other; `chat` runs
 against the current database through a real gunicorn and removes what it wrote.
 """
-from storemind.commands import TargetCommand
+from core.commands import TargetCommand
 
 
 class Command(TargetCommand):

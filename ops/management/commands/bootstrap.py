@@ -4,8 +4,9 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.urls import NoReverseMatch, reverse
 
+from core.roles import sync_roles
 from ops import seed
-from ops.services import demo_users_ensure, roles_ensure
+from ops.services import demo_users_ensure
 
 
 class Command(BaseCommand):
@@ -16,7 +17,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         call_command("migrate", interactive=False, verbosity=0)
-        roles_ensure()
+        sync_roles()
         if seed.has_ops_data():
             self.stdout.write("ops data present: not seeding again.")
         elif settings.SM_DEMO:

@@ -109,7 +109,8 @@ async def exercise(session: ClientSession, world) -> dict:
 
 
 def check(seen, world, django_db_blocker):
-    from workflow.models import AuditLog, Proposal
+    from core.models import AuditLog
+    from workflow.models import Proposal
 
     assert seen["server"] == "storemind"
     assert set(seen["tools"]) == TOOL_NAMES
@@ -231,7 +232,7 @@ def test_streamable_http_transport_with_the_sdk_client(http_server, world, djang
 
 
 def test_a_user_without_a_role_is_denied_and_audited(world, django_db_blocker):
-    from workflow.models import AuditLog
+    from core.models import AuditLog
 
     async def main():
         async with stdio_client(stdio_params(world, user="mcp_norole")) as (read, write), ClientSession(read, write) as session:

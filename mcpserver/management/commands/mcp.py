@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 
 class Command(BaseCommand):
-    help = "Run the MCP server over stdio as --user (HTTP: serve storemind.asgi with uvicorn; the endpoint is /mcp)."
+    help = "Run the MCP server over stdio as --user (HTTP: serve storemind.asgi with uvicorn; the endpoint is /mcp, a person's API token required)."
 
     def add_arguments(self, parser):
         parser.add_argument("--stdio", action="store_true", required=True)
@@ -25,7 +25,7 @@ class Command(BaseCommand):
         user = get_user_model().objects.filter(username=opts["user"], is_active=True).first()
         if user is None:
             raise CommandError(f"no active user {opts['user']!r}")
-        from storemind.mcp_server import serve_stdio
+        from mcpserver.server import serve_stdio
 
         sys.stdout = real_stdout  # stdio_server claims fd 1 itself and diverts strays to stderr
         anyio.run(serve_stdio, user)

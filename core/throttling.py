@@ -12,7 +12,7 @@ import time
 
 from rest_framework.throttling import ScopedRateThrottle
 
-log = logging.getLogger("storemind.throttling")
+log = logging.getLogger("core.throttling")
 _last_warning = [0.0]
 
 

@@ -1,8 +1,10 @@
 """StoreMind as an MCP server (official `mcp` SDK), over stdio and Streamable HTTP.
 
 Every tool calls the same services and selectors as the REST API, the chat page and the
-admin: nothing here reimplements a query or a write. Identity: stdio runs as one user
-(`--user`); HTTP requires an API token (the REST API's tokens). Failure semantics:
+admin: nothing here reimplements a query or a write, and every permission and store scope is
+the services' own (core.roles, `restrict()`). Identity: stdio runs as one user (`--user`);
+HTTP requires a person's API token (a POS device token is refused: it may call POS
+endpoints only). Failure semantics:
 an unknown tool or arguments that fail validation are JSON-RPC errors; a tool that ran
 but found nothing, or was denied, returns a result with isError=true and a clear message.
 """
@@ -24,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 
 from ops.tools import TOOLS as OPS_TOOLS  # the one whitelist of query tools
 
-log = logging.getLogger("storemind.mcp")
+log = logging.getLogger("mcpserver")
 SERVER_NAME = "storemind"
 RESOURCE_PREFIX = "storemind://corpus/"
 
@@ -84,7 +86,7 @@ def _ask(user, args):
 def _list_stores(user, args):
     from ops.models import Store
 
-    rows = [{"code": s.code, "name": s.name, "city": s.city, "aliases": s.aliases} for s in Store.objects.all()]
+    rows = [{"code": s.code, "name": s.name, "city": s.city, "aliases": s.aliases} for s in Store.objects.for_user(user, "view")]
     return "\n".join(f"{r['code']} {r['name']}（{'、'.join(r['aliases'])}）" for r in rows), {"stores": rows}
 
 
@@ -92,7 +94,7 @@ def _query_ops(user, args):
     from ops.tools import run_tool
 
     try:
-        result = run_tool(args["tool"], args.get("params") or {})
+        result = run_tool(args["tool"], args.get("params") or {}, user=user)
     except ValidationError as exc:
         raise MCPError(types.INVALID_PARAMS, f"参数不正确：{_messages(exc)}") from None
     if not result.rows:
@@ -163,7 +165,7 @@ TOOLS: list[ToolDef] = [
             {"type": "object", "properties": {"query": {"type": "string", "minLength": 1, "maxLength": 2000},
                                               "thread_id": {"type": "string", "maxLength": 64}},
              "required": ["query"], "additionalProperties": False}, _ask),
-    ToolDef("list_stores", "列出全部门店的编码、名称和别名。查询经营数据和提交提案时用这些名字指定门店。",
+    ToolDef("list_stores", "列出你能查看的门店的编码、名称和别名。查询经营数据和提交提案时用这些名字指定门店。",
             {"type": "object", "properties": {}, "additionalProperties": False}, _list_stores),
     ToolDef("query_ops",
             "运行一个白名单经营数据工具（store_sales、top_products、compare_stores、hourly_peak、daily_trend、low_stock、member_balance），参数先校验再查询，从不执行自由 SQL。返回数据行、一句话摘要和实际使用的参数。",
@@ -207,8 +209,8 @@ TOOLS_BY_NAME = {t.name: t for t in TOOLS}
 # --- identity -----------------------------------------------------------------------------
 
 
-def user_from_token(header: str | None):
-    """The user of a REST API token; None when missing or invalid."""
+def token_from_header(header: str | None):
+    """The API token of an Authorization header; None when missing or invalid."""
     from rest_framework.exceptions import AuthenticationFailed
 
     from ops.authentication import authenticate_key
@@ -216,33 +218,78 @@ def user_from_token(header: str | None):
     if not header or not header.lower().startswith(("bearer ", "token ")):
         return None
     try:
-        return authenticate_key(header.split(None, 1)[1].strip())[0]
+        return authenticate_key(header.split(None, 1)[1].strip())[1]
     except AuthenticationFailed:
         return None
 
 
-def _has_role(user, tool_name: str) -> bool:
-    """Every MCP tool needs the staff or manager role; a refusal is audited like any denial."""
-    from django.db import transaction
+def user_from_token(header: str | None):
+    """The user of a person's API token; None when missing, invalid or a POS device token."""
+    token = token_from_header(header)
+    return token.user if token is not None and not token.store_id else None
 
-    from ops.selectors import user_role
-    from workflow.services import audit_record
 
-    if user_role(user):
-        return True
-    with transaction.atomic():
-        audit_record(actor=user, action="permission_denied", after={"attempt": f"mcp:{tool_name}", "reason": "no staff/manager role"})
-    return False
+def _refuse_pos_token(token) -> None:
+    from core.audit import audit_denial
+
+    audit_denial(actor=token.user, attempt="mcp over http", reason="POS token on a non-POS endpoint", store=token.store, channel="mcp")
+
+
+def _may_use_assistant(user, tool_name: str) -> bool:
+    """The same gate as the chat: a store role (checked as a permission); a refusal is audited."""
+    from agent.services import assistant_require
+
+    try:
+        assistant_require(user)
+    except PermissionDenied:
+        return False
+    return True
+
+
+def dispatch(user, name: str, args: dict) -> types.CallToolResult:
+    """Run one validated tool call for `user` (synchronously, in the caller's connection).
+    Both transports end here; tests call it directly for the whole permission matrix."""
+    tool = TOOLS_BY_NAME[name]
+    if not _may_use_assistant(user, name):
+        return _error_result("这个账号没有店员、店长或总部角色，不能使用 StoreMind 的工具；请联系店长分配角色。", denied=True)
+    try:
+        text, structured = tool.run(user, args)
+    except MCPError:
+        raise
+    except ValidationError as exc:
+        raise MCPError(types.INVALID_PARAMS, f"{name} 的参数不正确：{_messages(exc)}") from None
+    except (ToolFailure, PermissionDenied) as exc:
+        return _error_result(str(exc) or "没有权限。", denied=isinstance(exc, PermissionDenied))
+    except Exception as exc:
+        from core.errors import Conflict, NotFound
+        from knowledge.selectors import IndexNotReady
+
+        if isinstance(exc, (Conflict, NotFound)):
+            return _error_result(exc.message)
+        if isinstance(exc, IndexNotReady):
+            return _error_result(str(exc))
+        log.exception("tool %s failed", name)
+        return _error_result(f"{name} 执行出错：{type(exc).__name__}")
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=structured if isinstance(structured, dict) else {"result": structured},
+    )
 
 
 def _sync(fn, *args):
     """Run Django ORM work in a worker thread with fresh connections."""
 
     def call():
+        import uuid
+
+        from core.audit import request_meta
+
         close_old_connections()
+        meta = request_meta.set({"request_id": uuid.uuid4().hex, "channel": "mcp"})
         try:
             return fn(*args)
         finally:
+            request_meta.reset(meta)
             connections.close_all()
 
     return anyio.to_thread.run_sync(call)
@@ -280,30 +327,7 @@ def build_server(*, fixed_user=None) -> Server:
             where = "/".join(str(p) for p in exc.absolute_path) or "arguments"
             raise MCPError(types.INVALID_PARAMS, f"{params.name} 的参数不正确（{where}）：{exc.message}") from None
         user = await identity(ctx)
-        if not await _sync(_has_role, user, params.name):
-            return _error_result("这个账号没有 staff 或 manager 角色，不能使用 StoreMind 的工具；请联系店长分配角色。", denied=True)
-        try:
-            text, structured = await _sync(tool.run, user, args)
-        except MCPError:
-            raise
-        except ValidationError as exc:
-            raise MCPError(types.INVALID_PARAMS, f"{params.name} 的参数不正确：{_messages(exc)}") from None
-        except (ToolFailure, PermissionDenied) as exc:
-            return _error_result(str(exc) or "没有权限。", denied=isinstance(exc, PermissionDenied))
-        except Exception as exc:
-            from knowledge.selectors import IndexNotReady
-            from ops.errors import Conflict, NotFound
-
-            if isinstance(exc, (Conflict, NotFound)):
-                return _error_result(exc.message)
-            if isinstance(exc, IndexNotReady):
-                return _error_result(str(exc))
-            log.exception("tool %s failed", params.name)
-            return _error_result(f"{params.name} 执行出错：{type(exc).__name__}")
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)],
-            structured_content=structured if isinstance(structured, dict) else {"result": structured},
-        )
+        return await _sync(dispatch, user, params.name, args)
 
     async def list_resources(ctx, params):
         user = await identity(ctx)
@@ -379,10 +403,14 @@ class TokenGate:
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-            user = await _sync(user_from_token, headers.get("authorization"))
-            if user is None:
-                body = json.dumps({"error": "需要有效的 API 令牌（Authorization: Bearer …）。"}, ensure_ascii=False).encode()
-                await send({"type": "http.response.start", "status": 401, "headers": [
+            token = await _sync(token_from_header, headers.get("authorization"))
+            if token is None or token.store_id:
+                if token is not None:
+                    await _sync(_refuse_pos_token, token)
+                status, message = (403, "POS 设备令牌只能调用 POS 接口（写订单、库存调整）。") if token is not None else (
+                    401, "需要有效的 API 令牌（Authorization: Bearer …）。")
+                body = json.dumps({"error": message}, ensure_ascii=False).encode()
+                await send({"type": "http.response.start", "status": status, "headers": [
                     (b"content-type", b"application/json; charset=utf-8"), (b"www-authenticate", b'Bearer realm="mcp"')]})
                 await send({"type": "http.response.body", "body": body})
                 return

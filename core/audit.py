@@ -1,0 +1,42 @@
+"""audit_record: the one way any app writes an audit row, in the caller's transaction.
+
+Request metadata (request id, client address) comes from a contextvar set by the
+request middleware or the MCP server; never from a global.
+"""
+from __future__ import annotations
+
+import contextvars
+
+from django.contrib.contenttypes.models import ContentType
+from django.db import transaction
+
+request_meta: contextvars.ContextVar[dict | None] = contextvars.ContextVar("request_meta", default=None)
+
+
+def audit_record(*, actor, action: str, target=None, store=None, before=None, after=None):
+    from .models import AuditLog
+
+    meta = request_meta.get() or {}
+    return AuditLog.objects.create(
+        actor=actor if getattr(actor, "pk", None) else None,
+        actor_username=getattr(actor, "username", "") or "system",
+        action=action,
+        target_type=ContentType.objects.get_for_model(target) if target is not None else None,
+        target_id=getattr(target, "pk", None),
+        target_repr=str(target)[:200] if target is not None else "",
+        store=store,
+        before=before,
+        after=after,
+        request_id=meta.get("request_id", ""),
+        remote_addr=meta.get("remote_addr"),
+    )
+
+
+def audit_denial(*, actor, attempt: str, reason: str, target=None, store=None, channel: str | None = None, **extra):
+    """A refused attempt, recorded in its own transaction so it survives the refusal."""
+    meta = request_meta.get() or {}
+    after = {"attempt": attempt, "reason": reason, **extra}
+    if channel or meta.get("channel"):
+        after["channel"] = channel or meta.get("channel")
+    with transaction.atomic():
+        return audit_record(actor=actor, action="permission_denied", target=target, store=store, after=after)

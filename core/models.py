@@ -1,0 +1,67 @@
+"""The append-only audit log, at the bottom of the app stack so every app can write it.
+
+The table keeps its original name (``workflow_auditlog``): the model moved here from the
+workflow app without copying a row, and the database trigger that refuses UPDATE and
+DELETE still guards it. Rows are inserted, never updated or deleted (model, admin, API,
+trigger).
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.contenttypes.fields import GenericForeignKey
+from django.contrib.contenttypes.models import ContentType
+from django.db import models
+
+from .localtime import local_time
+from .scoping import StoreScopedQuerySet
+
+
+class AuditLog(models.Model):
+    class Action(models.TextChoices):
+        PROPOSED = "proposed", "提议"
+        CONFIRMED = "confirmed", "确认"
+        REJECTED = "rejected", "拒绝"
+        EXPIRED = "expired", "过期"
+        PERMISSION_DENIED = "permission_denied", "越权被拒"
+        REINDEXED = "reindexed", "重建索引"
+        TOKEN_ISSUED = "token_issued", "签发令牌"
+        TOKEN_REVOKED = "token_revoked", "吊销令牌"
+        INVENTORY_ADJUSTED = "inventory_adjusted", "库存调整"
+        OBJECT_CHANGED = "object_changed", "后台修改"
+        MEMBER_LOOKUP = "member_lookup", "查询会员余额"
+        UNANSWERED_RESOLVED = "unanswered_resolved", "未解答问题已处理"
+        ALIAS_ADDED = "alias_added", "添加别名"
+
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, verbose_name="操作人")
+    actor_username = models.CharField("操作人用户名", max_length=150)
+    action = models.CharField("动作", max_length=32, choices=Action.choices, db_index=True)
+    target_type = models.ForeignKey(ContentType, on_delete=models.PROTECT, null=True, blank=True, verbose_name="对象类型")
+    target_id = models.PositiveBigIntegerField("对象 ID", null=True, blank=True)
+    target = GenericForeignKey("target_type", "target_id")
+    target_repr = models.CharField("对象", max_length=200, blank=True)
+    # A string reference, not an import: core sits below ops and never imports it.
+    store = models.ForeignKey("ops.Store", on_delete=models.PROTECT, null=True, blank=True, verbose_name="门店")
+    before = models.JSONField("变更前", null=True, blank=True)
+    after = models.JSONField("变更后", null=True, blank=True)
+    request_id = models.CharField("请求 ID", max_length=64, blank=True)
+    remote_addr = models.GenericIPAddressField("来源地址", null=True, blank=True)
+    created_at = models.DateTimeField("时间", auto_now_add=True, db_index=True)
+
+    objects = StoreScopedQuerySet.as_manager()
+
+    class Meta:
+        db_table = "workflow_auditlog"
+        ordering = ["-created_at", "-id"]
+        verbose_name = verbose_name_plural = "审计日志"
+
+    def __str__(self) -> str:
+        when = local_time(self.created_at, self.store) if self.created_at else None  # never the UTC wall clock
+        return f"{when:%Y-%m-%d %H:%M} {self.actor_username} {self.get_action_display()} {self.target_repr}" if when else self.target_repr
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise PermissionError("审计日志只能追加，不能修改。")
+        return super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise PermissionError("审计日志只能追加，不能删除。")
