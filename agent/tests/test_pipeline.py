@@ -289,12 +289,14 @@ def test_period_for_data_answers_uses_today(staff):
 
 
 def test_everyday_questions_from_the_issue(staff):
+    # Head office reads every store (a store's staff would see their own store only).
+    hq = make_user("agent_hq", role="hq", stores=[])
     # 「目前为止四家店」 was taken for a store name.
-    result, state = answer_question("这个月到目前为止四家店哪家卖得最好", user=staff)
+    result, state = answer_question("这个月到目前为止四家店哪家卖得最好", user=hq)
     assert result.intent == "data" and state.plan.tool == "compare_stores" and len(result.data) == 4
     assert result.data[0]["params"]["period"]["start"] == local_today().replace(day=1).isoformat()
     # Routed to policy and refused before.
-    result, state = answer_question("福田店有哪些东西快断货了", user=staff)
+    result, state = answer_question("福田店有哪些东西快断货了", user=hq)
     assert result.intent == "data" and state.plan.tool == "low_stock" and state.plan.params["store"] == "深圳福田店"
     assert {d["row"]["store"] for d in result.data} <= {"深圳福田店"}
     # A question about the rule is not answered with every store's low-stock rows.

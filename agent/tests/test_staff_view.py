@@ -34,7 +34,7 @@ def test_staff_data_answer_has_chinese_headers_money_and_units():
     c = login("sv_staff", "staff")
     body = c.post("/", {"query": "上周天河店卖了多少"}, **HX).content.decode()
     assert [h for h in headers(body) if h] == ["门店", "营业额", "订单数", "客单价"]
-    result = run_tool("store_sales", {"store": "天河店", "period": "上周"}, today=local_today())
+    result = run_tool("store_sales", {"store": "天河店", "period": "上周"}, today=local_today(), user=None)
     row = result.rows[0]
     assert f"¥{row['revenue']:,.2f}" in body and f"{row['orders']:,}单" in body
     assert "store_sales" not in visible(body) and "工具" not in visible(body) and '"start"' not in visible(body)
@@ -44,7 +44,7 @@ def test_staff_data_answer_has_chinese_headers_money_and_units():
 def test_top_products_keep_units_beside_quantities_and_draw_a_chart():
     c = login("sv_staff2", "staff")
     body = c.post("/", {"query": "上周天河店热销前五"}, **HX).content.decode()
-    result = run_tool("top_products", {"store": "天河店", "period": "上周", "n": 5}, today=local_today())
+    result = run_tool("top_products", {"store": "天河店", "period": "上周", "n": 5}, today=local_today(), user=None)
     assert "单位" not in headers(body) and "销量" in headers(body)
     for r in result.rows:
         assert f">{r['qty']:,}{r['unit']}<" in body
@@ -57,7 +57,7 @@ def test_trend_question_uses_daily_trend_with_a_bar_per_day():
     c = login("sv_staff3", "staff")
     body = c.post("/", {"query": "上周天河店每天卖了多少"}, **HX).content.decode()
     assert 'data-tool="daily_trend"' in body
-    result = run_tool("daily_trend", {"store": "天河店", "period": "上周"}, today=local_today())
+    result = run_tool("daily_trend", {"store": "天河店", "period": "上周"}, today=local_today(), user=None)
     bars = re.findall(r'data-label="([^"]*)" data-value="([^"]*)"', body)
     assert [(label, float(v)) for label, v in bars] == [(r["date"], r["revenue"]) for r in result.rows]
     assert len(bars) == 7 and headers(body)[1:] == ["日期", "星期", "营业额", "订单数"]
@@ -134,7 +134,7 @@ def test_every_tool_has_a_label_for_every_column_it_returns():
     for name, spec in TOOLS.items():
         if params[name] is None:
             continue
-        result = run_tool(name, params[name], today=today)
+        result = run_tool(name, params[name], today=today, user=None)
         shown = set(spec.columns) | {"unit", "sku"}
         assert set(result.rows[0]) <= shown | {"category"}, name
         assert set(result.as_dict()["column_labels"]) == set(result.columns)

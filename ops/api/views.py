@@ -104,7 +104,7 @@ class SalesDailyView(APIView):
         params = {"period": request.query_params.get("period")}
         if request.query_params.get("store"):
             params["store"] = request.query_params["store"]
-        return Response(tools.run_tool("daily_trend", params).as_dict())
+        return Response(tools.run_tool("daily_trend", params, user=request.user).as_dict())
 
 
 __all__ = ["OrdersView", "InventoryAdjustmentsView", "StoresView", "SalesSummaryView", "SalesDailyView", "InventorySerializer"]

@@ -198,7 +198,7 @@ def test_an_unknown_store_name_is_questioned_not_read_as_zero():
 
 def test_daily_trend_has_a_row_per_day_matching_sql_zeros_included():
     today = local_today()
-    result = run_tool("daily_trend", {"store": "天河店", "period": "最近7天"}, today=today)
+    result = run_tool("daily_trend", {"store": "天河店", "period": "最近7天"}, today=today, user=None)
     start = today - timedelta(days=7)
     assert [r["date"] for r in result.rows] == [(start + timedelta(days=i)).isoformat() for i in range(7)]
     lo, hi = day_bounds(start, today - timedelta(days=1))
@@ -218,10 +218,10 @@ def test_daily_trend_has_a_row_per_day_matching_sql_zeros_included():
 
 def test_daily_trend_is_validated_like_the_others():
     with pytest.raises(ValidationError) as exc:
-        run_tool("daily_trend", {"period": {"start": "2026-01-01", "end": "2026-06-30"}})
+        run_tool("daily_trend", {"period": {"start": "2026-01-01", "end": "2026-06-30"}}, user=None)
     assert "最多查 92 天" in exc.value.message_dict["period"][0]
     with pytest.raises(ValidationError) as exc:
-        run_tool("daily_trend", {"store": "三里屯店", "period": "上周", "metric": "x"})
+        run_tool("daily_trend", {"store": "三里屯店", "period": "上周", "metric": "x"}, user=None)
     assert set(exc.value.message_dict) == {"store", "metric"}
 
 

@@ -298,7 +298,7 @@ def test_7_trend_question_draws_bars_that_match_the_tool_rows(sized, live, djang
     answer = ask(page, "上周天河店每天卖了多少")
     expect(answer.locator("figure.data-table")).to_have_attribute("data-tool", "daily_trend")
     with django_db_blocker.unblock():
-        rows = run_tool("daily_trend", {"store": "天河店", "period": "上周"}, today=local_today()).rows
+        rows = run_tool("daily_trend", {"store": "天河店", "period": "上周"}, today=local_today(), user=None).rows
     bars = answer.locator("svg.chart rect.bar")
     expect(bars).to_have_count(len(rows))
     drawn = [(b.get_attribute("data-label"), float(b.get_attribute("data-value")), b.bounding_box()["height"]) for b in bars.all()]
