@@ -217,7 +217,7 @@ def test_6_two_turn_restock_then_the_manager_confirms(page, live, django_db_bloc
     login(page, live, "browser_staff")
     first = ask(page, "福田店啤酒快没了，帮我申请补货")
     expect(first.locator(".badge")).to_have_attribute("data-intent", "action")
-    expect(first.locator(".answer-text")).to_contain_text("没有被分配到深圳福田店")
+    expect(first.locator(".answer-text")).to_contain_text("没有叫「深圳福田店」的门店")
     expect(first.locator(".answer-text")).to_contain_text("广州天河店")
     expect(first.locator(".proposal")).to_have_count(0)
     qty = random.randint(2, 9)
@@ -239,7 +239,7 @@ def test_6_two_turn_restock_then_the_manager_confirms(page, live, django_db_bloc
     expect(page.locator("#audit-list")).to_contain_text("browser_manager 确认")
     shot(page, "6b-manager-confirmed")
     with django_db_blocker.unblock():
-        from workflow.models import AuditLog
+        from core.models import AuditLog
 
         pk = int(proposal_id.split("-")[1])
         actions = list(AuditLog.objects.filter(target_id=pk, target_type__model="proposal").order_by("id")

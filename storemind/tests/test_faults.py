@@ -273,7 +273,8 @@ def test_database_outage_is_a_json_503_and_recovery_is_quick_once_it_is_back(liv
     from storemind import middleware
 
     monkeypatch.setattr(middleware, "restart_embedded_database", lambda: False)  # like a managed database
-    key = pos_token("GZ-TH", username=f"fault_db_{uuid.uuid4().hex[:6]}")
+    # A person's token: /api/v1/stores is not a POS endpoint.
+    key = api_token_issue(user=make_user(f"fault_db_{uuid.uuid4().hex[:6]}", stores=["GZ-TH"]), name="t")[1]
     headers = {"Authorization": f"Bearer {key}"}
     assert httpx.get(live_url + "/api/v1/stores", headers=headers, timeout=10).status_code == 200
     connections.close_all()
@@ -306,7 +307,8 @@ def test_the_embedded_database_is_started_again_on_the_next_request(live_url):
 
     from storemind import middleware
 
-    key = pos_token("GZ-TH", username=f"fault_emb_{uuid.uuid4().hex[:6]}")
+    # A person's token: /api/v1/stores is not a POS endpoint.
+    key = api_token_issue(user=make_user(f"fault_emb_{uuid.uuid4().hex[:6]}", stores=["GZ-TH"]), name="t")[1]
     headers = {"Authorization": f"Bearer {key}"}
     connections.close_all()
     _pg_ctl("-w", "-m", "fast", "stop")

@@ -173,7 +173,7 @@ def _answer_outcome(action, answer: str, data, proposal) -> str:
             return ALLOW
         if "没有叫「" in answer:
             return HIDDEN
-        assert "不能提交这个提案" in answer, answer
+        assert "只有店员或店长可以提交提案" in answer, answer
         return DENY
     if data:
         return ALLOW
