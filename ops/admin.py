@@ -5,6 +5,7 @@ from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
 
 from core.admin_base import AuditedAdmin, ReadOnlyInline, ScopedAdmin, ScopedReadOnlyAdmin
+from core.roles import ROLE_LABELS
 
 from .models import (
     ApiToken,
@@ -180,7 +181,6 @@ class OrderLineAdmin(ScopedReadOnlyAdmin):
 # 「门店经营 | 商品 | 可修改商品」 from the models' own verbose names. Role groups keep their code
 # names (the services check them) and show their Chinese role next to it.
 
-ROLE_LABELS = {"staff": "店员", "manager": "店长"}
 PERMISSION_VERBS = {"add": "添加", "change": "修改", "delete": "删除", "view": "查看"}
 
 

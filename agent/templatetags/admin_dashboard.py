@@ -9,19 +9,21 @@ register = template.Library()
 @register.simple_tag(takes_context=True)
 def manager_dashboard(context) -> dict:
     from agent.models import UnansweredQuestion
-    from ops.selectors import stores_for_user
+    from ops.models import Store
     from ops.tools import run_tool
     from workflow.models import Proposal
     from workflow.services import proposals_visible
 
     user = context["request"].user
-    stores = stores_for_user(user)
+    stores = list(Store.objects.for_user(user, "ops.view_inventory"))
     pending = list(proposals_visible(user).filter(status=Proposal.Status.PENDING).order_by("-created_at")[:8])
     pending_count = proposals_visible(user).filter(status=Proposal.Status.PENDING).count()
     unanswered = UnansweredQuestion.objects.filter(resolved=False).select_related("user")
+    if not user.has_perm("agent.view_unansweredquestion"):
+        unanswered = unanswered.none()
     low = []
     for store in stores:
-        low += run_tool("low_stock", {"store": store.code}).rows
+        low += run_tool("low_stock", {"store": store.code}, user=user).rows
     return {
         "stores": stores, "pending": pending, "pending_count": pending_count,
         "unanswered": list(unanswered[:8]), "unanswered_count": unanswered.count(),

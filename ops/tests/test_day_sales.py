@@ -45,7 +45,7 @@ def test_rollup_matches_every_order_for_the_seeded_data():
 
 def test_rollup_follows_ingest_refund_move_delete_and_truncate():
     store = Store.objects.get(code="GZ-TH")
-    user = make_user("daysales_pos", role=None, stores=["GZ-TH"])
+    user = make_user("daysales_pos", role="pos", stores=["GZ-TH"])
     day = date(2026, 1, 5)  # no seeded orders on this day or the next
     day_period, next_period = Period(day, day, "那天"), Period(day + timedelta(days=1), day + timedelta(days=1), "次日")
     orders = [

@@ -5,7 +5,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
 
-from storemind.bench import bench_database_name, use_bench_database
+from core.bench import bench_database_name, use_bench_database
 
 
 def test_bench_database_names_are_per_target_and_never_the_real_one():
