@@ -69,10 +69,11 @@ def test_real_gunicorn_worker_is_warm_before_its_first_request(chat_user, django
 @pytest.mark.django_db
 def test_warm_process_loads_everything_and_writes_nothing(caplog):
     from agent.models import Conversation, Message, UnansweredQuestion
+    from core.models import AuditLog
     from knowledge import text
     from knowledge.embedders import get_embedder
     from storemind.warmup import WARM_QUESTION, warm_process
-    from workflow.models import AuditLog, Proposal
+    from workflow.models import Proposal
 
     models = (Conversation, Message, UnansweredQuestion, Proposal, AuditLog)
     before = [m.objects.count() for m in models]
