@@ -193,6 +193,13 @@ def cpu_ms(pids: list[int]) -> float:
     return total
 
 
+def _threads(pid: int) -> int | None:
+    try:
+        return int(next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("Threads:")))
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
 def request(port: int, method: str, path: str, body: dict | None, token: str | None, timeout: float = 60.0):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
@@ -418,6 +425,9 @@ def bench_chat(cmd, opts) -> dict:
             cmd.stdout.write(f"  {c:>2} concurrent: {level['chats_per_s']} chats/s · p50 {level['p50_ms']} ms · "
                              f"p95 {level['p95_ms']} ms · errors {level['errors']} · {level['new_questions']}/{level['requests']} new"
                              + (f" · first errors: {level['error_samples']}" if level["errors"] else ""))
+        # Threads per web worker after the run: the request thread and the two guard threads;
+        # an unpinned OpenMP runtime would add one per core.
+        figures["worker_threads"] = [_threads(pid) for pid in server.worker_pids()]
     finally:
         server.stop()
         cmd.stdout.write(bench_user_delete(user))
@@ -431,6 +441,7 @@ def bench_chat(cmd, opts) -> dict:
     cpu = figures["cpu_ms_per_chat"]
     cmd.stdout.write(
         f"bench chat: {figures['workers']} workers ready in {figures['ready_ms']} ms · first answer {figures['first_answer_ms']} ms · "
+        f"threads per worker {figures.get('worker_threads')} · "
         "CPU per chat (web workers) " + ", ".join(f"{k} {v} ms" for k, v in cpu.items()) + " · "
         + " · ".join(f"{lv['concurrency']}: {lv['chats_per_s']}/s p50 {lv['p50_ms']} p95 {lv['p95_ms']} err {lv['errors']}"
                      for lv in figures["levels"])
