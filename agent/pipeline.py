@@ -47,8 +47,9 @@ _FOLLOW_UP = re.compile(r"^(那|那么|那如果|如果|还有|另外|然后|再
 
 
 class Trace:
-    def __init__(self):
+    def __init__(self, on_step=None):
         self.steps: list[dict] = []
+        self.on_step = on_step  # told about each finished step (async progress); never changes the answer
 
     @contextmanager
     def step(self, name: str, **detail):
@@ -59,6 +60,8 @@ class Trace:
         finally:
             entry["ms"] = round((time.perf_counter() - started) * 1000, 2)
             self.steps.append(entry)
+            if self.on_step is not None:
+                self.on_step(entry)
 
 
 @dataclass
@@ -502,12 +505,12 @@ def context_for_next_turn(state: AgentState) -> dict:
 
 
 def answer_question(question: str, *, user, previous: dict | None = None, history: list[tuple[str, str]] | None = None,
-                    today: date | None = None, max_attempts: int | None = None) -> tuple[AgentResult, AgentState]:
+                    today: date | None = None, max_attempts: int | None = None, on_step=None) -> tuple[AgentResult, AgentState]:
     """Run the whole pipeline for one question (no persistence: see agent.services)."""
     warm(user)  # permissions and stores read here: the guard threads' connections may not see the user
     state = AgentState(
         question=question, user=user, today=today or local_today(), previous=previous or {}, history=history or [],
-        max_attempts=settings.SM_AGENT_MAX_ATTEMPTS if max_attempts is None else max_attempts,
+        max_attempts=settings.SM_AGENT_MAX_ATTEMPTS if max_attempts is None else max_attempts, trace=Trace(on_step),
     )
     with llm_budget():  # one deadline for every LLM call of this question
         run(state)

@@ -45,18 +45,38 @@ def task_state(task_id: str):
             return "done", res.result
         if res.failed():
             return "failed", None
-        return "pending", None
+        return "pending", res.info if res.state == PROGRESS and isinstance(res.info, dict) else None
     except _queue_errors() as exc:
         log.warning("result backend unavailable: %s: %s", type(exc).__name__, exc)
         raise QueueUnavailable(str(exc)) from exc
 
 
-@shared_task(name="agent.ask")
-def ask_task(user_id: int, query: str, thread_id: str | None = None) -> dict:
+PROGRESS = "PROGRESS"
+
+
+def progress_reporter(task):
+    """An on_step callback publishing the finished pipeline steps as the task's PROGRESS
+    state, so the polling page can show them; a result backend hiccup never fails the answer."""
+    done: list[str] = []
+
+    def report(entry: dict) -> None:
+        done.append(entry["step"])
+        if not task.request.id or task.request.is_eager:
+            return
+        try:
+            task.update_state(state=PROGRESS, meta={"steps": list(done)})
+        except _queue_errors() as exc:
+            log.warning("could not publish progress: %s: %s", type(exc).__name__, exc)
+
+    return report
+
+
+@shared_task(name="agent.ask", bind=True)
+def ask_task(self, user_id: int, query: str, thread_id: str | None = None) -> dict:
     from django.contrib.auth import get_user_model
 
     from .services import chat_ask
 
     user = get_user_model().objects.get(pk=user_id)
-    result, conv, reply = chat_ask(user=user, query=query, thread_id=thread_id)
+    result, conv, reply = chat_ask(user=user, query=query, thread_id=thread_id, on_step=progress_reporter(self))
     return {**result.as_dict(), "thread_id": conv.thread_id, "message_id": reply.pk, "user_id": user_id}

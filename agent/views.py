@@ -116,7 +116,8 @@ def chat_task(request, task_id: str):
     if state == "failed":
         return _error(request, "后台处理失败，请重新提问。", 500)
     if state == "pending":
-        return render(request, "htmx/pending.html", {"task_id": task_id, "query": request.GET.get("q", "")})
+        return render(request, "htmx/pending.html", {"task_id": task_id, "query": request.GET.get("q", ""),
+                                                     "steps": (payload or {}).get("steps", [])})
     if payload.get("user_id") != request.user.pk:
         raise Http404
     reply = get_object_or_404(Message, pk=payload["message_id"], conversation__user=request.user)

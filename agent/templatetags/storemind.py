@@ -44,6 +44,19 @@ def step_label(step: str) -> str:
     }.get(step, step)
 
 
+_PROGRESS = {
+    "route": "理解问题", "guards": "查资料和数据", "retrieval_gate": "检查相关度", "judge": "核对依据", "rewrite": "换个说法再查",
+    "retrieve_again": "重新查资料", "select_round": "挑选最好的依据", "answer": "写回答", "refuse": "确认无法回答",
+    "propose": "生成提案", "pending_action": "接着上一步的操作", "offer_restock": "算补货建议",
+}
+
+
+@register.filter
+def progress_label(step: str) -> str:
+    """A finished pipeline step as staff read it while an async answer is being prepared."""
+    return _PROGRESS.get(step, "处理中")
+
+
 @register.filter
 def row_cells(row: dict, columns) -> list:
     return [row.get(c, "") for c in columns] if columns else list(row.values())

@@ -152,3 +152,21 @@ def test_every_router_signal_reads_as_a_phrase_for_staff():
         m = SimpleNamespace(refused=False, intent=signal.intent, route_reason=f"x — {signal.intent}：{signal.name}×1（3 分）")
         reason = answer_badge(m)["reason"]
         assert "：" in reason and "×" not in reason and not any(c.isascii() and c.isalpha() for c in reason), (signal.name, reason)
+
+
+def test_async_progress_steps_come_from_the_pipeline_as_they_finish():
+    from agent.services import chat_ask
+    from agent.templatetags.storemind import progress_label
+
+    seen = []
+    user = make_user("sv_progress", role="staff", stores=["GZ-TH"])
+    result, _conv, _reply = chat_ask(user=user, query="上周天河店卖了多少", on_step=lambda entry: seen.append(entry["step"]))
+    assert seen == [s["step"] for s in result.trace] and seen[0] == "route"
+    assert all(progress_label(step) != "处理中" for step in seen)  # every step has a staff-facing label
+
+
+def test_pending_placeholder_lists_the_finished_steps_and_keeps_the_question():
+    from django.template.loader import render_to_string
+
+    body = render_to_string("htmx/pending.html", {"task_id": "t-1", "query": "上周天河店卖了多少", "steps": ["route", "guards"]})
+    assert "理解问题" in body and "查资料和数据" in body and "?q=%E4%B8%8A" in body
