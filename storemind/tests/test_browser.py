@@ -281,6 +281,8 @@ def test_6_staff_answers_read_in_plain_chinese_at_desktop_and_phone(sized, live)
         assert drawer.bounding_box()["x"] + drawer.bounding_box()["width"] <= 0  # off-screen until asked for
         page.click(".drawer-toggle")
         expect(drawer.locator(".thread").first).to_be_in_viewport()
+        page.wait_for_function("document.getElementById('threads').getBoundingClientRect().x === 0")
+        assert drawer.bounding_box()["height"] >= 844 - 1  # the drawer is the screen's full height
         shot(page, "6-phone-drawer", doc="threads-phone")
         page.click(".drawer-backdrop", position={"x": 370, "y": 400})
         page.click(".menu-toggle")
