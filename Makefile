@@ -1,4 +1,5 @@
-# StoreMind: two commands. `make run` serves the product; `make test` runs the whole suite.
+# StoreMind: `make run` serves the product, `make stop` stops it (and the embedded PostgreSQL),
+# `make test` runs the whole suite, `make screenshots` regenerates docs/screenshots/.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -8,7 +9,7 @@ PORT ?= 8000
 # One embedding thread per process (storemind/settings.py pins it as well).
 export SM_EMBED_THREADS ?= 1
 
-.PHONY: run test install lint bench-ops browser-deps
+.PHONY: run stop test screenshots install lint bench-ops browser-deps
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,20 +20,38 @@ install: $(STAMP)
 
 run: install
 	SM_DEMO=1 $(BIN)/python manage.py bootstrap --host http://$(HOST):$(PORT)
-	SM_DEMO=1 exec $(BIN)/python manage.py runserver --noreload $(HOST):$(PORT)
+	@# one shell: exec keeps the pid written here, so `make stop` finds the server by it
+	@mkdir -p var; echo $$$$ > var/server.pid; echo "serving on http://$(HOST):$(PORT)/ (make stop stops it)"; \
+	  SM_DEMO=1 exec $(BIN)/python manage.py runserver --noreload $(HOST):$(PORT)
+
+# Stops what `make run` and `make test` leave behind: the dev server and the embedded PostgreSQL.
+stop:
+	@if [ -f var/server.pid ] && kill -0 "$$(cat var/server.pid)" 2>/dev/null; then \
+	  kill "$$(cat var/server.pid)" && echo "stopped the server (pid $$(cat var/server.pid))"; \
+	else echo "the server was not running"; fi; rm -f var/server.pid
+	@if [ -x $(BIN)/python ]; then $(BIN)/python -m storemind.embedded_db stop; fi
 
 test: install browser-deps
 	$(BIN)/python -m pytest
 
-# Browser tests drive Debian's Chromium (no browser download). Installed when missing and
-# we can (root with apt-get); otherwise the browser tests skip and say why.
+# The README's pictures, taken by the same browser scenarios the tests run (1280×800 and 390×844).
+screenshots: install browser-deps
+	SM_SCREENSHOTS_DIR=docs/screenshots $(BIN)/python -m pytest -q -m browser storemind/tests/test_browser.py
+
+# Browser tests drive Debian's Chromium (no browser download) and need a CJK font, or every
+# screenshot is full of boxes. Each is installed when missing and we can (root with apt-get);
+# otherwise the browser tests skip (no Chromium) or the run says the font is missing.
 browser-deps:
-	@if [ ! -x /usr/bin/chromium ]; then \
+	@missing=""; \
+	[ -x /usr/bin/chromium ] || missing=" chromium"; \
+	if command -v fc-list >/dev/null; then fc-list :lang=zh family | grep -q . || missing="$$missing fonts-noto-cjk"; \
+	else dpkg -s fonts-noto-cjk >/dev/null 2>&1 || missing="$$missing fonts-noto-cjk"; fi; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing Debian chromium and fonts-noto-cjk for the browser tests"; \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk >/dev/null) \
-	      || echo "could not install chromium: browser tests will be skipped"; \
-	  else echo "no /usr/bin/chromium and no root apt-get: browser tests will be skipped"; fi; \
+	    echo "installing$$missing for the browser tests"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
+	      || echo "could not install$$missing: browser tests may be skipped or show boxes for Chinese"; \
+	  else echo "missing$$missing and no root apt-get: browser tests may be skipped or show boxes for Chinese"; fi; \
 	fi
 
 lint: install

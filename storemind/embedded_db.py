@@ -64,3 +64,35 @@ def ensure_running(base_dir: Path) -> bool:
     with server._lock:  # pgserver's own file lock: one starter across processes
         server.ensure_postgres_running()
     return True
+
+
+def stop(base_dir: Path, timeout: float = 30.0) -> bool:
+    """Stop the embedded server (`make stop`): a fast shutdown of its postmaster. Returns
+    True when one was running. Needs no Django settings (importing them would start it)."""
+    import signal
+    import time
+
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(base_dir / "var" / "run"))
+    from pgserver.utils import PostmasterInfo
+
+    pgdata = (base_dir / "var" / "pgdata").resolve()
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    if info is None or not info.is_running():
+        return False
+    os.kill(info.pid, signal.SIGINT)  # PostgreSQL's "fast" shutdown: roll back sessions, checkpoint, exit
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        info = PostmasterInfo.read_from_pgdata(pgdata)
+        if info is None or not info.is_running():
+            return True
+        time.sleep(0.2)
+    raise TimeoutError(f"the embedded PostgreSQL (pid {info.pid}) did not stop within {timeout:.0f} s")
+
+
+if __name__ == "__main__":  # python -m storemind.embedded_db stop
+    import sys
+
+    if sys.argv[1:] != ["stop"]:
+        sys.exit("usage: python -m storemind.embedded_db stop")
+    base = Path(__file__).resolve().parent.parent
+    print("stopped the embedded PostgreSQL" if stop(base) else "the embedded PostgreSQL was not running")

@@ -30,7 +30,8 @@ class Command(BaseCommand):
         lines = []
         if settings.SM_DEMO:
             demo = demo_users_ensure()
-            lines.append(f"demo users (password {demo.password}): " + ", ".join(demo.usernames))
+            lines.append(f"demo users (password {demo.password}):")
+            lines += _demo_user_table(demo.usernames)
             lines.append(f"demo POS token for {demo.pos_store}: {demo.pos_token}")
         host = opts["host"].rstrip("/")
         for label, name in (("chat", "chat:index"), ("admin", "admin:index"), ("API docs", "api-docs"), ("OpenAPI", "schema")):
@@ -39,6 +40,22 @@ class Command(BaseCommand):
             except NoReverseMatch:
                 continue
         self.stdout.write("\n".join(lines))
+
+
+def _demo_user_table(usernames: list[str]) -> list[str]:
+    """One line per demo user: name, role, store code and name (the codes the admin and API show)."""
+    from django.contrib.auth import get_user_model
+
+    from ops.selectors import user_role
+
+    users = get_user_model().objects.filter(username__in=usernames).prefetch_related("stores", "groups")
+    labels = {"manager": "店长", "staff": "店员"}
+    out = []
+    for user in sorted(users, key=lambda u: usernames.index(u.username)):
+        role = "超级管理员" if user.is_superuser else labels.get(user_role(user), "POS 设备")
+        stores = "、".join(f"{s.code} {s.name}" for s in user.stores.all()) or "全部门店"
+        out.append(f"  {user.username:16s} {role:6s} {stores}")
+    return out
 
 
 def _has_command(name: str) -> bool:
