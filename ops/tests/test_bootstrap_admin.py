@@ -33,6 +33,9 @@ def test_bootstrap_twice_adds_nothing(settings):
     assert row_counts() == first
     text = out.getvalue()
     assert "storemind-demo" in text and "/admin/" in text and "/api/docs/" in text
+    # each demo user with role and store code, so `staff_sz_ft` is visibly the SZ-FT store's 店员
+    assert any(line.split()[:4] == ["staff_sz_ft", "店员", "SZ-FT", "深圳福田店"] for line in text.splitlines())
+    assert any(line.split()[:2] == ["demo_hq", "总部"] for line in text.splitlines())
     staff = get_user_model().objects.get(username="demo_staff")
     assert list(staff.groups.values_list("name", flat=True)) == ["staff"]
     assert [s.name for s in staff.stores.all()] == ["广州天河店"]

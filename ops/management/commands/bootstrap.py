@@ -46,13 +46,13 @@ def _demo_user_table(usernames: list[str]) -> list[str]:
     """One line per demo user: name, role, store code and name (the codes the admin and API show)."""
     from django.contrib.auth import get_user_model
 
-    from ops.selectors import user_role
+    from core.roles import ROLE_LABELS
 
     users = get_user_model().objects.filter(username__in=usernames).prefetch_related("stores", "groups")
-    labels = {"manager": "店长", "staff": "店员"}
     out = []
     for user in sorted(users, key=lambda u: usernames.index(u.username)):
-        role = "超级管理员" if user.is_superuser else labels.get(user_role(user), "POS 设备")
+        groups = [g.name for g in user.groups.all()]
+        role = "超级管理员" if user.is_superuser else "、".join(ROLE_LABELS.get(g, g) for g in groups) or "无角色"
         stores = "、".join(f"{s.code} {s.name}" for s in user.stores.all()) or "全部门店"
         out.append(f"  {user.username:16s} {role:6s} {stores}")
     return out
