@@ -187,7 +187,8 @@ PERMISSION_VERBS = {"add": "添加", "change": "修改", "delete": "删除", "vi
 def permission_label(permission) -> str:
     ct = permission.content_type
     model = ct.model_class()
-    model_name = str(model._meta.verbose_name) if model else ct.model
+    # a model that was moved or removed leaves its permissions behind until remove_stale_contenttypes
+    model_name = str(model._meta.verbose_name) if model else f"已删除的模型（{ct.app_label}.{ct.model}）"
     try:
         app_name = str(django_apps.get_app_config(ct.app_label).verbose_name)
     except LookupError:
