@@ -1,4 +1,7 @@
-"""`manage.py eval agent | equivalence | calibrate` on eval/golden.jsonl.
+"""`manage.py eval retrieval | agent | equivalence | calibrate`.
+
+Every figure is computed for the tuning set (eval/golden.jsonl) and, side by side, for the
+held-out set (eval/holdout.jsonl), which is only ever reported, never tuned on.
 
 Expected figures for data questions are computed here from the database with the expected
 tool and parameters, never typed into the golden file. Evaluation never persists
@@ -19,7 +22,7 @@ from django.contrib.auth.models import Group
 from tqdm import tqdm
 
 from core.bench import percentile
-from knowledge.evaluation import load_golden
+from knowledge.evaluation import load_golden, load_sets, retrieval_figures, retrieval_items
 from knowledge.models import IndexMeta
 from knowledge.selectors import search
 from ops.models import Store
@@ -97,19 +100,151 @@ def _top1(result, turn) -> bool:
     return top == f"{turn['expect_doc']} > {turn['expect_section']}" if top else False
 
 
+ANSWER_KEYS = ("key_fact_hit", "answer_top1", "near_refusal", "far_refusal", "false_refusals")
+
+
+class AnswerTally:
+    """The answer-level figures both `eval retrieval` and `eval agent` report per set."""
+
+    def __init__(self):
+        self.facts, self.top1, self.near, self.far = [0, 0], [0, 0], [0, 0], [0, 0]
+        self.false_refusals = 0
+        self.answerable = 0
+        self.misses: list[dict] = []
+
+    def add(self, item: dict, turn: dict, result) -> None:
+        if item["kind"] == "refuse":
+            pair = self.near if item.get("scope") == "near" else self.far
+            pair[0] += result.refused
+            pair[1] += 1
+            if not result.refused:
+                self.misses.append({"id": item["id"], "query": turn["query"], "what": f"should refuse ({item.get('scope')})",
+                                    "got": _section_of(result)})
+            return
+        if turn.get("expect_section"):
+            self.answerable += 1
+            if result.refused:
+                self.false_refusals += 1
+                self.misses.append({"id": item["id"], "query": turn["query"], "what": "false refusal", "got": result.route_reason})
+            ok = _top1(result, turn)
+            self.top1[0] += ok
+            self.top1[1] += 1
+            if not ok and not result.refused:
+                self.misses.append({"id": item["id"], "query": turn["query"], "what": "first citation",
+                                    "expected": f"{turn['expect_doc']} > {turn['expect_section']}", "got": _section_of(result)})
+        if turn.get("expect_answer_contains"):
+            hit = all(s in result.answer for s in turn["expect_answer_contains"])
+            self.facts[0] += hit
+            self.facts[1] += 1
+            if not hit and not result.refused:
+                self.misses.append({"id": item["id"], "query": turn["query"], "what": "key fact missing",
+                                    "expected": [s for s in turn["expect_answer_contains"] if s not in result.answer]})
+
+    def figures(self) -> dict:
+        return {
+            "key_fact_hit": _ratio(self.facts), "answer_top1": _ratio(self.top1),
+            "near_refusal": _ratio(self.near), "far_refusal": _ratio(self.far),
+            "false_refusals": self.false_refusals, "answerable": self.answerable,
+        }
+
+
+def _ratio(pair) -> float | None:
+    return round(pair[0] / pair[1], 4) if pair[1] else None
+
+
+def _answer_items(items: list[dict]) -> list[dict]:
+    return [i for i in items if i["kind"] == "refuse" or (i["kind"] == "policy" and i.get("expect_section"))]
+
+
+def eval_retrieval(cmd, opts) -> dict:
+    """Per set: each channel's recall@1/3/5 and MRR, and the answer-level figures."""
+    users = eval_users()
+    today = local_today()
+    report = {}
+    for name, items in load_sets().items():
+        figures = retrieval_figures(retrieval_items(items), progress=lambda xs, n=name: tqdm(xs, desc=f"retrieval {n}", file=cmd.stderr))
+        tally = AnswerTally()
+        for item in tqdm(_answer_items(items), desc=f"answers {name}", file=cmd.stderr):
+            for turn, result, _, _ in _run_item(item, users, today, settings.SM_AGENT_MAX_ATTEMPTS):
+                tally.add(item, turn, result)
+        figures.update(tally.figures())
+        figures["answer_misses"] = tally.misses
+        report[name] = figures
+    w = cmd.stdout.write
+    w(f"eval retrieval · embedder {next(iter(report.values()))['embedder']} · " + " · ".join(f"{n} {r['n']} questions" for n, r in report.items()))
+    names = list(report)
+    w(f"{'':22s}" + "".join(f"{n:>36s}" for n in names))
+    w(f"{'channel':22s}" + "".join(f"{'R@1':>9s}{'R@3':>9s}{'R@5':>9s}{'MRR':>9s}" for _ in names))
+    for channel in ("vector", "lexical", "hybrid"):
+        row = "".join(f"{r[channel]['recall@1']:9.3f}{r[channel]['recall@3']:9.3f}{r[channel]['recall@5']:9.3f}{r[channel]['mrr']:9.3f}"
+                      for r in report.values())
+        w(f"{channel:22s}{row}")
+    for key in ANSWER_KEYS:
+        w(f"{key:22s}" + "".join(f"{_fmt(r[key]):>36s}" for r in report.values()))
+    _write_misses(w, report)
+    return report
+
+
+def _fmt(value) -> str:
+    return "-" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
+
+
+def _write_misses(w, report: dict) -> None:
+    """Every miss of the held-out set (the tuning set's are in the JSON)."""
+    hold = report.get("holdout")
+    if not hold:
+        return
+    for m in hold.get("misses", []):
+        w(f"  holdout retrieval miss {m['id']} 「{m['query']}」 expected {m['expected']} · hybrid #{m['hybrid_rank'] or '>10'} "
+          f"(vector #{m['vector_rank'] or '>10'}, lexical #{m['lexical_rank'] or '>10'}) · got {m['got']}")
+    for m in hold.get("answer_misses", []):
+        w(f"  holdout answer miss {m['id']} 「{m['query']}」 {m['what']}: expected {m.get('expected', '')} got {m.get('got', '')}")
+
+
 def eval_agent(cmd, opts) -> dict:
     users = eval_users()
     today = local_today()
-    items = [i for i in load_golden() if i.get("kind") in ("policy", "data", "both", "refuse", "conversation")]
     attempts_on = 0 if opts.get("agent_off") else settings.SM_AGENT_MAX_ATTEMPTS
-    counts = {k: [0, 0] for k in ("routing", "tool", "params", "refusal", "key_content", "figures")}
-    false_refusals, fabricated, latency, misses = 0, 0, {}, []
-    recall = {"on": [0, 0], "off": [0, 0]}
+    report = {}
+    for name, items in load_sets().items():
+        items = [i for i in items if i.get("kind") in ("policy", "data", "both", "refuse", "conversation")]
+        report[name] = _agent_figures(cmd, name, items, users, today, attempts_on)
+    phrasings = eval_data_phrasings()
+    report["data_phrasings"] = phrasings["accuracy"]
+    report["data_phrasings_misses"] = phrasings["misses"]
+    w = cmd.stdout.write
+    first = next(iter(report.values()))
+    w(f"eval agent · LLM {first['llm_backend']} · embedder {first['embedder']} · max attempts {attempts_on} · "
+      + " · ".join(f"{n} {r['n']} questions" for n, r in report.items()))
+    sets = {n: r for n, r in report.items() if isinstance(r, dict) and "latency_ms" in r}
+    w(f"{'':22s}" + "".join(f"{n:>12s}" for n in sets))
+    for key in ("routing_accuracy", "tool_accuracy", "param_accuracy", "figure_accuracy", "refusal_accuracy",
+                "key_content_hit", *ANSWER_KEYS, "fabricated_citations", "recall@1_agent_on", "recall@1_agent_off"):
+        w(f"{key:22s}" + "".join(f"{_fmt(r.get(key)):>12s}" for r in sets.values()))
+    w(f"  data_phrasings {report['data_phrasings']} (n={phrasings['n']}, eval/phrasings.jsonl: intent + tool + parameters exact)")
+    for name, r in report.items():
+        if not isinstance(r, dict) or "latency_ms" not in r:
+            continue
+        for intent, lat in r["latency_ms"].items():
+            w(f"  {name} latency {intent:12s} p50 {lat['p50']} ms · p95 {lat['p95']} ms (n={lat['n']})")
+    hold = report.get("holdout")
+    for m in (hold or {}).get("misses", []):
+        w(f"  holdout miss {m['id']} 「{m['query']}」 {m['what']}: expected {m.get('expected', '')} got {m.get('got', '')}")
+    return report
 
-    for item in tqdm(items, desc="eval agent", file=cmd.stderr):
+
+def _agent_figures(cmd, name, items, users, today, attempts_on) -> dict:
+    counts = {k: [0, 0] for k in ("routing", "tool", "params", "refusal", "key_content", "figures")}
+    fabricated, latency, misses = 0, {}, []
+    recall = {"on": [0, 0], "off": [0, 0]}
+    tally = AnswerTally()
+
+    for item in tqdm(items, desc=f"eval agent {name}", file=cmd.stderr):
         for turn, result, state, ms in _run_item(item, users, today, attempts_on):
             latency.setdefault(turn.get("expect_intent", item["kind"]), []).append(ms)
             fabricated += _fabricated(result)
+            if item["kind"] in ("policy", "refuse"):
+                tally.add(item, turn, result)
             if "expect_intent" in turn:
                 ok = result.intent == turn["expect_intent"]
                 counts["routing"][0] += ok
@@ -137,24 +272,17 @@ def eval_agent(cmd, opts) -> dict:
             if item["kind"] == "refuse":
                 counts["refusal"][0] += result.refused
                 counts["refusal"][1] += 1
-                if not result.refused:
-                    misses.append({"id": item["id"], "query": turn["query"], "what": f"should refuse ({item['scope']})", "got": _section_of(result)})
-            elif result.refused:
-                false_refusals += 1
-                misses.append({"id": item["id"], "query": turn["query"], "what": "false refusal", "got": result.route_reason})
             if turn.get("expect_answer_contains"):
                 hit = all(s in result.answer for s in turn["expect_answer_contains"])
                 counts["key_content"][0] += hit
                 counts["key_content"][1] += 1
-                if not hit:
-                    misses.append({"id": item["id"], "query": turn["query"], "what": "key content", "expected": turn["expect_answer_contains"]})
             if turn.get("expect_section"):
                 recall["on"][0] += _top1(result, turn)
                 recall["on"][1] += 1
 
     # A/B: the same policy questions with the agent layer off, in the same run.
     policy = [i for i in items if i["kind"] == "policy"]
-    for item in tqdm(policy, desc="agent off (A/B)", file=cmd.stderr):
+    for item in tqdm(policy, desc=f"agent off (A/B) {name}", file=cmd.stderr):
         for turn, result, _, _ in _run_item(item, users, today, 0):
             recall["off"][0] += _top1(result, turn)
             recall["off"][1] += 1
@@ -162,44 +290,25 @@ def eval_agent(cmd, opts) -> dict:
         _top1(r, t) for i in policy for t, r, _, _ in _run_item(i, users, today, attempts_on)
     ) / max(1, len(policy))
 
-    def ratio(pair):
-        return round(pair[0] / pair[1], 4) if pair[1] else None
-
-    report = {
+    return {
         "n": sum(len(_turns(i)) for i in items),
-        "routing_accuracy": ratio(counts["routing"]),
-        "tool_accuracy": ratio(counts["tool"]),
-        "param_accuracy": ratio(counts["params"]),
-        "figure_accuracy": ratio(counts["figures"]),
-        "refusal_accuracy": ratio(counts["refusal"]),
-        "false_refusals": false_refusals,
-        "key_content_hit": ratio(counts["key_content"]),
+        "routing_accuracy": _ratio(counts["routing"]),
+        "tool_accuracy": _ratio(counts["tool"]),
+        "param_accuracy": _ratio(counts["params"]),
+        "figure_accuracy": _ratio(counts["figures"]),
+        "refusal_accuracy": _ratio(counts["refusal"]),
+        "key_content_hit": _ratio(counts["key_content"]),
+        **tally.figures(),
         "fabricated_citations": fabricated,
         "recall@1_agent_on": round(recall_on_policy, 4),
-        "recall@1_agent_off": ratio(recall["off"]),
-        "recall@1_all_turns": ratio(recall["on"]),
+        "recall@1_agent_off": _ratio(recall["off"]),
+        "recall@1_all_turns": _ratio(recall["on"]),
         "latency_ms": {k: {"p50": round(percentile(v, 50), 1), "p95": round(percentile(v, 95), 1), "n": len(v)} for k, v in sorted(latency.items())},
         "agent_max_attempts": attempts_on,
         "llm_backend": settings.SM_LLM_BACKEND,
         "embedder": IndexMeta.objects.first().signature if IndexMeta.objects.exists() else None,
-        "misses": misses,
+        "misses": misses + tally.misses,
     }
-    phrasings = eval_data_phrasings()
-    report["data_phrasings"] = phrasings["accuracy"]
-    report["data_phrasings_misses"] = phrasings["misses"]
-    w = cmd.stdout.write
-    w(f"eval agent · {report['n']} questions · LLM {report['llm_backend']} · embedder {report['embedder']} · max attempts {attempts_on}")
-    for key in ("routing_accuracy", "tool_accuracy", "param_accuracy", "figure_accuracy", "refusal_accuracy", "key_content_hit"):
-        w(f"  {key:20s} {report[key]}")
-    w(f"  data_phrasings       {report['data_phrasings']} (n={phrasings['n']}, eval/phrasings.jsonl: intent + tool + parameters exact)")
-    w(f"  false_refusals       {false_refusals}")
-    w(f"  fabricated_citations {fabricated}")
-    w(f"  recall@1 agent on {report['recall@1_agent_on']} · off {report['recall@1_agent_off']} (policy questions, same run)")
-    for intent, lat in report["latency_ms"].items():
-        w(f"  latency {intent:12s} p50 {lat['p50']} ms · p95 {lat['p95']} ms (n={lat['n']})")
-    for m in misses:
-        w(f"  miss {m['id']} 「{m['query']}」 {m['what']}: expected {m.get('expected', '')} got {m.get('got', '')}")
-    return report
 
 
 def _comparable(result: dict) -> tuple:

@@ -1,24 +1,38 @@
-"""`manage.py eval retrieval`: recall@1/3/5 and MRR of vector-only, lexical-only and hybrid
-retrieval on eval/golden.jsonl, with every miss and the rank it got."""
+"""Retrieval figures for `manage.py eval retrieval`: recall@1/3/5 and MRR of each channel and
+of the hybrid ranking, with every miss and the rank it got.
+
+Two question sets, honest by construction: eval/golden.jsonl is the *tuning* set (weights,
+synonyms and thresholds may be fitted on it); eval/holdout.jsonl is only ever *reported*.
+"""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 from django.conf import settings
-from tqdm import tqdm
 
 from .embedders import get_embedder
 from .selectors import expanded_query, index_meta, lexical_channel, search, vector_channel
 from .text import query_terms
 
 GOLDEN = Path(settings.BASE_DIR) / "eval" / "golden.jsonl"
+HOLDOUT = Path(settings.BASE_DIR) / "eval" / "holdout.jsonl"
+EVAL_SETS = {"tune": GOLDEN, "holdout": HOLDOUT}
 DEPTH = 10
 
 
 def load_golden(path: Path = GOLDEN) -> list[dict]:
     with open(path, encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
+
+
+def load_sets() -> dict[str, list[dict]]:
+    """{"tune": [...], "holdout": [...]}; a missing holdout file is simply left out."""
+    return {name: load_golden(path) for name, path in EVAL_SETS.items() if path.exists()}
+
+
+def retrieval_items(items: list[dict]) -> list[dict]:
+    return [i for i in items if i.get("expect_section") and i.get("kind", "policy") == "policy"]
 
 
 def audiences_for(item: dict) -> list[str]:
@@ -42,13 +56,13 @@ def summarise(ranks: list[int | None]) -> dict:
     }
 
 
-def eval_retrieval(cmd, opts) -> dict:
-    items = [i for i in load_golden() if i.get("expect_section") and i.get("kind", "policy") == "policy"]
+def retrieval_figures(items: list[dict], *, progress=None) -> dict:
+    """Each channel's ranking and the hybrid one for every answerable question of a set."""
     embedder = get_embedder()
     meta = index_meta()
     ranks = {"vector": [], "lexical": [], "hybrid": []}
     misses = []
-    for item in tqdm(items, desc="eval retrieval", file=cmd.stderr):
+    for item in progress(items) if progress else items:
         audiences = audiences_for(item)
         terms = query_terms(item["query"])
         qvec = embedder.embed_query(expanded_query(item["query"], terms))
@@ -68,19 +82,7 @@ def eval_retrieval(cmd, opts) -> dict:
                 "got": hybrid.hits[0].section_path if hybrid.hits else None,
             })
     report = {"n": len(items), "embedder": embedder.signature}
-    for channel in ("hybrid", "vector", "lexical"):
+    for channel in ranks:
         report[channel] = summarise(ranks[channel])
     report["misses"] = misses
-    cmd.stdout.write(f"eval retrieval · {len(items)} questions · embedder {embedder.signature}")
-    cmd.stdout.write(f"{'channel':8s} {'R@1':>7s} {'R@3':>7s} {'R@5':>7s} {'MRR':>7s}")
-    for channel in ("vector", "lexical", "hybrid"):
-        s = report[channel]
-        cmd.stdout.write(f"{channel:8s} {s['recall@1']:7.3f} {s['recall@3']:7.3f} {s['recall@5']:7.3f} {s['mrr']:7.3f}")
-    for m in misses:
-        cmd.stdout.write(
-            f"  miss {m['id']} 「{m['query']}」 expected {m['expected']} · hybrid #{m['hybrid_rank'] or '>10'} "
-            f"(vector #{m['vector_rank'] or '>10'}, lexical #{m['lexical_rank'] or '>10'}) · got {m['got']}"
-        )
-    h = report["hybrid"]
-    cmd.stdout.write(f"hybrid recall@1 {h['recall@1']:.3f} · recall@5 {h['recall@5']:.3f} · MRR {h['mrr']:.3f} · {len(misses)} misses at rank 1")
     return report

@@ -1,6 +1,7 @@
-"""`manage.py eval <target>`: evaluation on eval/golden.jsonl, printed and optionally JSON.
+"""`manage.py eval <target>`: evaluation on the tuning set (eval/golden.jsonl) and the held-out set
+(eval/holdout.jsonl), printed side by side and optionally written as JSON.
 
-Targets live in their apps: retrieval (knowledge), agent / equivalence / calibrate (agent).
+Lives in the agent app (the top of the stack): retrieval figures come from knowledge, answers from the agent.
 """
 from core.commands import TargetCommand
 
@@ -8,7 +9,7 @@ from core.commands import TargetCommand
 class Command(TargetCommand):
     help = "Evaluate: retrieval, agent, equivalence, calibrate."
     targets = {
-        "retrieval": "knowledge.evaluation.eval_retrieval",
+        "retrieval": "agent.evaluation.eval_retrieval",
         "agent": "agent.evaluation.eval_agent",
         "equivalence": "agent.evaluation.eval_equivalence",
         "calibrate": "agent.evaluation.eval_calibrate",
