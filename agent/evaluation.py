@@ -173,9 +173,12 @@ def eval_retrieval(cmd, opts) -> dict:
     w = cmd.stdout.write
     w(f"eval retrieval · embedder {next(iter(report.values()))['embedder']} · " + " · ".join(f"{n} {r['n']} questions" for n, r in report.items()))
     names = list(report)
+    first = next(iter(report.values()))
     w(f"{'':22s}" + "".join(f"{n:>36s}" for n in names))
     w(f"{'channel':22s}" + "".join(f"{'R@1':>9s}{'R@3':>9s}{'R@5':>9s}{'MRR':>9s}" for _ in names))
-    for channel in ("vector", "lexical", "hybrid"):
+    for channel in ("vector", "sentence", "alias", "lexical", "gram", "hybrid"):
+        if channel not in first:
+            continue
         row = "".join(f"{r[channel]['recall@1']:9.3f}{r[channel]['recall@3']:9.3f}{r[channel]['recall@5']:9.3f}{r[channel]['mrr']:9.3f}"
                       for r in report.values())
         w(f"{channel:22s}{row}")

@@ -27,6 +27,7 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
         "ops.change_inventory", "ops.add_inventoryadjustment", "ops.view_inventoryadjustment", "ops.view_apitoken",
         "agent.view_unansweredquestion", "agent.change_unansweredquestion", "agent.view_trace",
         "knowledge.view_document", "knowledge.view_chunk", "knowledge.view_manager_document",
+        "knowledge.view_sectionalias", "knowledge.add_sectionalias",
     ),
     # Region / head office: reads every store, lists members, confirms nothing.
     "hq": (
@@ -102,9 +103,10 @@ def require(user, perm: str, *, attempt: str, message: str, store=None, target=N
     raise PermissionDenied(message)
 
 
-def sync_roles(apps=None) -> None:
+def sync_roles(apps=None, *, missing_ok: bool = False) -> None:
     """Create the groups and give each exactly its permissions (idempotent). Called by the
-    data migration with historical models and by `bootstrap`."""
+    data migrations with historical models (an early one grants what exists by then:
+    `missing_ok`) and by `bootstrap`."""
     from django.apps import apps as global_apps
 
     apps = apps or global_apps
@@ -116,6 +118,8 @@ def sync_roles(apps=None) -> None:
         for perm in perms:
             app_label, codename = perm.split(".")
             found = Permission.objects.filter(content_type__app_label=app_label, codename=codename).first()
+            if found is None and missing_ok:
+                continue
             if found is None:
                 raise LookupError(f"permission {perm} does not exist (role {role})")
             wanted.append(found)

@@ -4,6 +4,10 @@ A chunk is one section (heading hierarchy kept as section_path, e.g.
 「活动核销规则 > 叠加规则」). Long sections split at sentence boundaries; overlap is whole
 sentences and only inside one section; a table is never split and keeps its header; a
 document without headings falls back to paragraph windows.
+
+A section may end with a line 「常见问法：问法一；问法二」: the questions staff ask about it.
+They are not part of the section's text; they travel with the section's first chunk and are
+embedded one by one (knowledge.Sentence, kind alias).
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ PATH_SEP = " > "
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _SENTENCE_END = re.compile(r"(?<=[。！？；!?])")
+_ALIASES = re.compile(r"^\s*(?:>\s*)?常见问法\s*[：:]\s*(.+)$")
 
 
 @dataclass
@@ -33,6 +38,7 @@ class ChunkDraft:
     ordinal: int
     section_path: str
     text: str
+    aliases: list[str] = field(default_factory=list)  # on the first chunk of a section only
 
     @property
     def embed_text(self) -> str:
@@ -116,6 +122,31 @@ def _windows(units: list[tuple[str, bool, bool]], max_chars: int, overlap_chars:
     return [_join(w) for w in windows]
 
 
+def split_aliases(lines: list[str]) -> tuple[list[str], list[str]]:
+    """(the section's lines without its 常见问法 lines, the questions listed there)."""
+    kept, aliases = [], []
+    for line in lines:
+        m = _ALIASES.match(line)
+        if m:
+            aliases.extend(q.strip() for q in re.split(r"[；;]", m.group(1)) if q.strip())
+        else:
+            kept.append(line)
+    return kept, aliases
+
+
+def sentence_units(text: str) -> list[str]:
+    """What gets a vector of its own inside a chunk: each sentence, list item and whole table."""
+    units = []
+    for kind, block in _blocks(text.split("\n")):
+        if kind == "table":
+            units.append(block)
+        elif kind == "list":
+            units.extend(item for item in block.split("\n") if item.strip())
+        else:
+            units.extend(split_sentences(block))
+    return [u for u in units if len(u.strip()) > 3]
+
+
 def _section_units(lines: list[str]) -> list[tuple[str, bool, bool]]:
     """(text, is_table, starts_a_new_line) units: sentences, list items, whole tables."""
     units: list[tuple[str, bool, bool]] = []
@@ -165,10 +196,11 @@ def parse_markdown(source: str, *, fallback_title: str = "", max_chars: int = MA
 
     ordinal = 0
     for path, section_lines in sections:
+        section_lines, aliases = split_aliases(section_lines)
         units = _section_units(section_lines)
         if not units:
             continue
-        for text in _windows(units, max_chars, overlap_chars):
-            doc.chunks.append(ChunkDraft(ordinal=ordinal, section_path=path, text=text))
+        for i, text in enumerate(_windows(units, max_chars, overlap_chars)):
+            doc.chunks.append(ChunkDraft(ordinal=ordinal, section_path=path, text=text, aliases=aliases if i == 0 else []))
             ordinal += 1
     return doc

@@ -93,6 +93,100 @@ class TermStat(models.Model):
         return f"{self.term}: {self.df}"
 
 
+class Sentence(models.Model):
+    """A unit embedded on its own and pointing at its chunk: one sentence / list item / table
+    of the chunk, or one of the section's question aliases (常见问法). The answer to a
+    sibling-section question is usually a single sentence inside a long section, and a
+    question alias is worded the way staff ask, not the way the SOP is written."""
+
+    class Kind(models.TextChoices):
+        SENTENCE = "sentence", "句子"
+        ALIAS = "alias", "常见问法"
+
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="sentences", verbose_name="切片")
+    kind = models.CharField("类型", max_length=16, choices=Kind.choices, default=Kind.SENTENCE)
+    text = models.TextField("内容")
+    audience = models.CharField("可见范围", max_length=16, default=Document.Audience.STAFF, db_index=True)
+    embedding = VectorField("向量")
+
+    class Meta:
+        verbose_name = verbose_name_plural = "句子向量"
+
+    def __str__(self) -> str:
+        return self.text[:40]
+
+
+class SectionAlias(models.Model):
+    """A question staff ask about a section (常见问法). From the corpus (the section's
+    「常见问法：」 line, re-synced on every ingest) or added by a manager in the admin. It points
+    at the section by document path + heading path, not by row id, so an admin alias survives
+    re-ingest and rebuilds as long as that section exists (otherwise it is an orphan)."""
+
+    class Source(models.TextChoices):
+        CORPUS = "corpus", "制度文档"
+        ADMIN = "admin", "后台添加"
+
+    document_path = models.CharField("文档路径", max_length=255, db_index=True)
+    section_path = models.CharField("章节路径", max_length=512)
+    question = models.CharField("问法", max_length=200)
+    source = models.CharField("来源", max_length=16, choices=Source.choices, default=Source.CORPUS)
+    created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, verbose_name="添加人")
+    created_at = models.DateTimeField("添加时间", auto_now_add=True)
+
+    class Meta:
+        ordering = ["document_path", "section_path", "id"]
+        verbose_name = verbose_name_plural = "常见问法"
+        constraints = [models.UniqueConstraint(fields=["document_path", "section_path", "question"], name="alias_unique_question")]
+
+    def __str__(self) -> str:
+        return f"{self.question} → {self.section_path}"
+
+
+class Gram(models.Model):
+    """Inverted index of character bigrams (the second lexical channel): immune to word
+    segmentation errors such as 「存在天河店的酒」 read as 存在."""
+
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="grams", verbose_name="切片")
+    term = models.CharField("二元字", max_length=8)
+    tf = models.PositiveIntegerField("词频")
+    n_terms = models.PositiveIntegerField("切片二元字数", default=0, help_text="the chunk's bigram count")
+
+    class Meta:
+        verbose_name = verbose_name_plural = "二元字索引"
+        indexes = [models.Index(fields=["term"], name="gram_term_idx", include=["chunk", "tf", "n_terms"])]
+        constraints = [models.UniqueConstraint(fields=["chunk", "term"], name="gram_unique_per_chunk")]
+
+    def __str__(self) -> str:
+        return f"{self.term}×{self.tf}"
+
+
+class GramStat(models.Model):
+    term = models.CharField("二元字", max_length=8, primary_key=True)
+    df = models.PositiveIntegerField("文档频率")
+
+    class Meta:
+        verbose_name = verbose_name_plural = "二元字统计"
+
+    def __str__(self) -> str:
+        return f"{self.term}: {self.df}"
+
+
+class EmbeddingCache(models.Model):
+    """Vectors by (embedder signature, text digest): re-ingesting or rebuilding never embeds
+    the same text twice with the same model."""
+
+    signature = models.CharField("嵌入器签名", max_length=255)
+    digest = models.CharField("文本摘要", max_length=40)
+    embedding = VectorField("向量")
+
+    class Meta:
+        verbose_name = verbose_name_plural = "向量缓存"
+        constraints = [models.UniqueConstraint(fields=["signature", "digest"], name="embedding_cache_key")]
+
+    def __str__(self) -> str:
+        return f"{self.signature} {self.digest[:8]}"
+
+
 class IndexMeta(models.Model):
     """One row: what the index was built with, and the corpus statistics BM25 needs."""
 
@@ -103,6 +197,10 @@ class IndexMeta(models.Model):
     n_chunks = models.PositiveIntegerField("切片数", default=0)
     avg_terms = models.FloatField("平均词数", default=0)
     avg_idf = models.FloatField("平均 IDF", default=0)
+    avg_grams = models.FloatField("平均二元字数", default=0)
+    avg_gram_idf = models.FloatField("二元字平均 IDF", default=0)
+    fusion = models.JSONField("融合参数", default=dict, blank=True, help_text="eval tune-fusion 写入")
+    answerability = models.JSONField("可答性模型", default=dict, blank=True, help_text="eval calibrate 写入")
     refusal_threshold = models.FloatField("拒答阈值", null=True, blank=True, help_text="eval calibrate 写入")
     judge_threshold = models.FloatField("判定阈值", null=True, blank=True, help_text="eval calibrate 写入")
     updated_at = models.DateTimeField("更新时间", auto_now=True)

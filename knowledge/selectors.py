@@ -1,5 +1,13 @@
-"""Hybrid retrieval: pgvector HNSW (cosine) + BM25 computed inside PostgreSQL, fused by
-weighted reciprocal rank fusion, then a light rerank.
+"""Hybrid retrieval: five channels fused by weighted reciprocal rank fusion, then a light rerank.
+
+- vector: pgvector HNSW (cosine) over chunk vectors;
+- sentence: the best single sentence / list item of each chunk (its own vector);
+- alias: the best of the section's question aliases (常见问法), embedded as questions;
+- lexical: Okapi BM25 over jieba words, computed inside PostgreSQL;
+- gram: Okapi BM25 over character bigrams (segmentation errors can't hide a match).
+
+The fusion parameters (channel weights, RRF k, candidates per channel, heading boost) come
+from `eval tune-fusion` on the tuning set, stored in the index metadata; settings otherwise.
 
 Both channels read committed rows, so every web and worker process sees an ingest the
 moment it commits. Visibility is enforced here: manager-only documents never come back
@@ -7,6 +15,7 @@ for a staff user. Query terms reach SQL only as bound parameters.
 """
 from __future__ import annotations
 
+import copy
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -17,7 +26,7 @@ from django.utils.module_loading import import_string
 
 from .embedders import Embedder, get_embedder
 from .models import Document, IndexMeta
-from .text import query_terms, tokenize
+from .text import grams, query_terms, tokenize
 
 BM25_K1 = 1.5
 BM25_B = 0.75
@@ -42,6 +51,14 @@ class Hit:
     vector_score: float | None = None
     lexical_rank: int | None = None
     lexical_score: float | None = None
+    sentence_rank: int | None = None
+    sentence_score: float | None = None
+    sentence_text: str = ""
+    alias_rank: int | None = None
+    alias_score: float | None = None
+    alias_text: str = ""
+    gram_rank: int | None = None
+    gram_score: float | None = None
 
     @property
     def heading(self) -> str:
@@ -51,14 +68,25 @@ class Hit:
         return asdict(self)
 
 
+CHANNELS = ("vector", "sentence", "alias", "lexical", "gram")
+
+
 @dataclass
 class SearchResult:
     query: str
     hits: list[Hit]
     terms: list[str]
     timings_ms: dict = field(default_factory=dict)
-    vector_ranking: list[Hit] = field(default_factory=list)
-    lexical_ranking: list[Hit] = field(default_factory=list)
+    rankings: dict[str, list[Hit]] = field(default_factory=dict)
+    qvec: object = None
+
+    @property
+    def vector_ranking(self) -> list[Hit]:
+        return self.rankings.get("vector", [])
+
+    @property
+    def lexical_ranking(self) -> list[Hit]:
+        return self.rankings.get("lexical", [])
 
     @property
     def top(self) -> Hit | None:
@@ -124,6 +152,37 @@ def vector_channel(qvec, audiences: list[str], limit: int) -> list[Hit]:
         return _ranked(cur.fetchall(), "vector")
 
 
+SENTENCE_SQL = f"""
+SELECT {_HIT_COLUMNS}, 1 - (s.embedding <=> %s::vector) AS sim, s.kind, s.text
+FROM (SELECT chunk_id, kind, text, embedding FROM knowledge_sentence WHERE audience = ANY(%s)
+      ORDER BY embedding <=> %s::vector LIMIT %s) s
+JOIN knowledge_chunk c ON c.id = s.chunk_id JOIN knowledge_document d ON d.id = c.document_id
+ORDER BY sim DESC, c.id
+"""
+
+
+def sentence_channels(qvec, audiences: list[str], limit: int) -> dict[str, list[Hit]]:
+    """The best sentence and the best question alias per chunk, each ranked by cosine."""
+    literal = _vector_literal(qvec)
+    with connection.cursor() as cur:
+        cur.execute("SET hnsw.ef_search = %s", [max(40, limit * 6)])
+        cur.execute(SENTENCE_SQL, [literal, audiences, literal, limit * 6])
+        rows = cur.fetchall()
+    out: dict[str, list[Hit]] = {"sentence": [], "alias": []}
+    seen: dict[str, set] = {"sentence": set(), "alias": set()}
+    for row in rows:
+        channel = "alias" if row[8] == "alias" else "sentence"
+        if row[0] in seen[channel] or len(out[channel]) >= limit:
+            continue
+        seen[channel].add(row[0])
+        hit = _row_hit(row)
+        setattr(hit, f"{channel}_rank", len(out[channel]) + 1)
+        setattr(hit, f"{channel}_score", float(row[7]))
+        setattr(hit, f"{channel}_text", row[9])
+        out[channel].append(hit)
+    return out
+
+
 # Two phases, as search engines do. Candidates: chunks scored on the query's selective terms
 # (df ≤ max(MIN_RARE_DF, 1% of N); failing any, the two least frequent terms), best CANDIDATE_POOL kept. Then each candidate is scored
 # exactly with every query term (Okapi BM25 as rank_bm25 computes it). Very common words
@@ -135,21 +194,21 @@ MIN_RARE_DF = 50
 CANDIDATE_POOL = 100
 _TF = "t.tf * (%(k1)s::float8 + 1) / (t.tf + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * t.n_terms / %(avgdl)s::float8))"
 
-BM25_SQL = f"""
+BM25_SQL = """
 WITH w AS (SELECT * FROM unnest(%(w_terms)s::text[], %(w_idf)s::float8[]) AS w(term, idf)),
 partial AS (
-    SELECT t.chunk_id, SUM(w.idf * {_TF}) AS score
-    FROM w JOIN knowledge_term t ON t.term = w.term
+    SELECT t.chunk_id, SUM(w.idf * {tf}) AS score
+    FROM w JOIN {table} t ON t.term = w.term
     WHERE w.term = ANY(%(cand_terms)s)
     GROUP BY t.chunk_id ORDER BY score DESC, t.chunk_id LIMIT %(pool)s
 ),
 scored AS (
-    SELECT p.chunk_id, SUM(w.idf * {_TF}) AS score
+    SELECT p.chunk_id, SUM(w.idf * {tf}) AS score
     FROM partial p CROSS JOIN w
-    JOIN LATERAL (SELECT tf, n_terms FROM knowledge_term t WHERE t.chunk_id = p.chunk_id AND t.term = w.term LIMIT 1) t ON true
+    JOIN LATERAL (SELECT tf, n_terms FROM {table} t WHERE t.chunk_id = p.chunk_id AND t.term = w.term LIMIT 1) t ON true
     GROUP BY p.chunk_id
 )
-SELECT {{columns}}, s.score FROM scored s
+SELECT {columns}, s.score FROM scored s
 JOIN knowledge_chunk c ON c.id = s.chunk_id JOIN knowledge_document d ON d.id = c.document_id
 WHERE c.audience = ANY(%(audiences)s)
 ORDER BY s.score DESC, c.id
@@ -162,11 +221,17 @@ def bm25_scores(terms: list[str], meta: IndexMeta, audiences: list[str], limit: 
     return [(h.chunk_id, h.lexical_score) for h in lexical_channel(terms, meta, audiences, limit)]
 
 
-def lexical_channel(terms: list[str], meta: IndexMeta, audiences: list[str], limit: int) -> list[Hit]:
+_LEXICAL_TABLES = {"lexical": ("knowledge_term", "knowledge_termstat"), "gram": ("knowledge_gram", "knowledge_gramstat")}
+
+
+def lexical_channel(terms: list[str], meta: IndexMeta, audiences: list[str], limit: int, *, channel: str = "lexical") -> list[Hit]:
+    """Okapi BM25 over jieba words (`lexical`) or character bigrams (`gram`)."""
     if not terms:
         return []
+    table, stat_table = _LEXICAL_TABLES[channel]
+    avg_idf, avgdl = (meta.avg_idf, meta.avg_terms) if channel == "lexical" else (meta.avg_gram_idf, meta.avg_grams)
     with connection.cursor() as cur:
-        cur.execute("SELECT term, df FROM knowledge_termstat WHERE term = ANY(%s)", [list(set(terms))])
+        cur.execute(f"SELECT term, df FROM {stat_table} WHERE term = ANY(%s)", [list(set(terms))])
         df = dict(cur.fetchall())
     if not df:
         return []
@@ -174,18 +239,18 @@ def lexical_channel(terms: list[str], meta: IndexMeta, audiences: list[str], lim
     idf = {}
     for term, d in df.items():
         raw = math.log((n - d + 0.5) / (d + 0.5))
-        idf[term] = raw if raw >= 0 else BM25_EPSILON * meta.avg_idf
+        idf[term] = raw if raw >= 0 else BM25_EPSILON * avg_idf
     max_df = max(MIN_RARE_DF, int(n * RARE_DF_FRACTION))
     rare = [t for t in df if df[t] <= max_df] or sorted(df, key=df.get)[:2]
     weighted = [t for t in terms if t in idf]  # duplicates kept: each query occurrence counts
     params = {
         "w_terms": weighted, "w_idf": [idf[t] for t in weighted], "cand_terms": rare,
-        "avgdl": float(meta.avg_terms or 1.0), "k1": BM25_K1, "b": BM25_B, "audiences": audiences, "limit": limit,
+        "avgdl": float(avgdl or 1.0), "k1": BM25_K1, "b": BM25_B, "audiences": audiences, "limit": limit,
         "pool": max(CANDIDATE_POOL, limit * 5),
     }
     with connection.cursor() as cur:
-        cur.execute(BM25_SQL.format(columns=_HIT_COLUMNS), params)
-        return _ranked(cur.fetchall(), "lexical")
+        cur.execute(BM25_SQL.format(columns=_HIT_COLUMNS, table=table, tf=_TF), params)
+        return _ranked(cur.fetchall(), channel)
 
 
 def rrf_fuse(rankings: dict[str, list[Hit]], weights: dict[str, float], k: int) -> list[Hit]:
@@ -194,23 +259,28 @@ def rrf_fuse(rankings: dict[str, list[Hit]], weights: dict[str, float], k: int) 
     merged: dict[int, Hit] = {}
     for channel, hits in rankings.items():
         w = weights.get(channel, 1.0)
+        if not w:
+            continue
         for rank, hit in enumerate(hits, start=1):
-            target = merged.setdefault(hit.chunk_id, hit)
-            if target is not hit and getattr(hit, f"{channel}_score", None) is not None:
-                setattr(target, f"{channel}_score", getattr(hit, f"{channel}_score"))
-            if hasattr(target, f"{channel}_rank"):
-                setattr(target, f"{channel}_rank", rank)
+            target = merged.get(hit.chunk_id)
+            if target is None:
+                target = merged[hit.chunk_id] = copy.copy(hit)
+                target.score = 0.0
+            for attr in (f"{channel}_rank", f"{channel}_score", f"{channel}_text"):
+                if hasattr(hit, attr):
+                    setattr(target, attr, getattr(hit, attr))
+            setattr(target, f"{channel}_rank", rank)
             target.score += w / (k + rank)
     return sorted(merged.values(), key=lambda h: (-h.score, h.chunk_id))
 
 
-def title_boost_rerank(query: str, hits: list[Hit], terms: list[str] | None = None) -> list[Hit]:
+def title_boost_rerank(query: str, hits: list[Hit], terms: list[str] | None = None, *, boost: float | None = None) -> list[Hit]:
     """Boost hits whose section headings contain query terms (headings are human labels).
     Swap for a cross-encoder by pointing SM_RERANKER at a callable with this signature."""
     terms = set(terms if terms is not None else tokenize(query))
     if not terms:
         return hits
-    boost = settings.SM_TITLE_BOOST
+    boost = settings.SM_TITLE_BOOST if boost is None else boost
     for hit in hits:
         headings = hit.section_path.split(" > ", 1)[-1]
         matched = sum(1 for t in terms if t in headings)
@@ -226,15 +296,59 @@ def expanded_query(query: str, terms: list[str]) -> str:
     return f"{query} {' '.join(extra)}" if extra else query
 
 
+def default_fusion() -> dict:
+    return {
+        "weights": {"vector": settings.SM_RRF_VECTOR_WEIGHT, "sentence": settings.SM_RRF_SENTENCE_WEIGHT,
+                    "alias": settings.SM_RRF_ALIAS_WEIGHT, "lexical": settings.SM_RRF_LEXICAL_WEIGHT,
+                    "gram": settings.SM_RRF_GRAM_WEIGHT},
+        "k": settings.SM_RRF_K, "candidates": settings.SM_RETRIEVAL_CANDIDATES, "title_boost": settings.SM_TITLE_BOOST,
+    }
+
+
+def fusion_params(meta: IndexMeta | None = None) -> dict:
+    """What `eval tune-fusion` chose (stored with the index), over the settings' defaults."""
+    params = default_fusion()
+    stored = (meta.fusion if meta is not None else {}) or {}
+    params.update({k: v for k, v in stored.items() if k in params})
+    return params
+
+
+def channel_rankings(query: str, terms: list[str], qvec, meta: IndexMeta, audiences: list[str], depth: int,
+                     timings: dict | None = None) -> dict[str, list[Hit]]:
+    """Every channel's own ranking, `depth` deep (fused afterwards, possibly many ways)."""
+    timings = timings if timings is not None else {}
+    rankings = {}
+    t = time.perf_counter()
+    rankings["vector"] = vector_channel(qvec, audiences, depth)
+    rankings.update(sentence_channels(qvec, audiences, depth))
+    timings["vector"] = (time.perf_counter() - t) * 1000
+    t = time.perf_counter()
+    rankings["lexical"] = lexical_channel(terms, meta, audiences, depth)
+    rankings["gram"] = lexical_channel(grams(query), meta, audiences, depth, channel="gram")
+    timings["lexical"] = (time.perf_counter() - t) * 1000
+    return rankings
+
+
+def fuse(query: str, terms: list[str], rankings: dict[str, list[Hit]], params: dict) -> list[Hit]:
+    n = int(params["candidates"])
+    fused = rrf_fuse({c: hits[:n] for c, hits in rankings.items()}, params["weights"], int(params["k"]))
+    reranker = import_string(settings.SM_RERANKER)
+    return reranker(query, fused, terms, boost=params["title_boost"])
+
+
 def search(query: str, *, user=None, audiences: list[str] | None = None, k: int = 5, candidates: int | None = None,
            embedder: Embedder | None = None, weights: dict[str, float] | None = None) -> SearchResult:
     """Hybrid search. `user` decides visibility unless `audiences` is given."""
     query = (query or "").strip()
     embedder = embedder or get_embedder()
-    candidates = candidates or settings.SM_RETRIEVAL_CANDIDATES
     audiences = audiences or visible_audiences(user)
     timings = {}
     meta = index_meta()
+    params = fusion_params(meta)
+    if candidates:
+        params["candidates"] = candidates
+    if weights:
+        params["weights"] = {**params["weights"], **weights}
 
     t = time.perf_counter()
     terms = query_terms(query)
@@ -242,24 +356,12 @@ def search(query: str, *, user=None, audiences: list[str] | None = None, k: int 
     timings["embed_query"] = (time.perf_counter() - t) * 1000
     check_signature(meta, embedder, len(qvec))
 
+    rankings = channel_rankings(query, terms, qvec, meta, audiences, int(params["candidates"]), timings)
     t = time.perf_counter()
-    vector_hits = vector_channel(qvec, audiences, candidates)
-    timings["vector"] = (time.perf_counter() - t) * 1000
-
-    t = time.perf_counter()
-    lexical_hits = lexical_channel(terms, meta, audiences, candidates)
-    timings["lexical"] = (time.perf_counter() - t) * 1000
-
-    t = time.perf_counter()
-    weights = weights or {"vector": settings.SM_RRF_VECTOR_WEIGHT, "lexical": settings.SM_RRF_LEXICAL_WEIGHT}
-    import copy
-
-    fused = rrf_fuse({"vector": copy.deepcopy(vector_hits), "lexical": copy.deepcopy(lexical_hits)}, weights, settings.SM_RRF_K)
-    reranker = import_string(settings.SM_RERANKER)
-    fused = reranker(query, fused, terms)
+    fused = fuse(query, terms, rankings, params)
     timings["fusion"] = (time.perf_counter() - t) * 1000
     timings["retrieval"] = timings["vector"] + timings["lexical"] + timings["fusion"]
-    return SearchResult(query, fused[:k], terms, timings, vector_hits, lexical_hits)
+    return SearchResult(query, fused[:k], terms, timings, rankings, qvec)
 
 
 def nearest_section_titles(query: str, *, user=None, n: int = 2, exclude: set[str] | None = None) -> list[str]:

@@ -20,14 +20,17 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from core.audit import audit_record
+from core.roles import require
 
-from .chunking import parse_markdown
+from .chunking import parse_markdown, sentence_units
 from .embedders import Embedder, get_embedder
-from .models import Chunk, Document, IndexMeta, Term
-from .text import term_counts
+from .models import Chunk, Document, EmbeddingCache, Gram, IndexMeta, SectionAlias, Sentence, Term
+from .text import gram_counts, term_counts
 
 log = logging.getLogger(__name__)
 HNSW_INDEX = "knowledge_chunk_embedding_hnsw"
+SENTENCE_HNSW_INDEX = "knowledge_sentence_embedding_hnsw"
+VECTOR_TABLES = {"knowledge_chunk": HNSW_INDEX, "knowledge_sentence": SENTENCE_HNSW_INDEX}
 VALID_DOC_TYPES = set(Document.DocType.values)
 VALID_AUDIENCES = set(Document.Audience.values)
 
@@ -60,16 +63,18 @@ class _Prepared:
     body: str
     drafts: list
     vectors: list
+    sentences: list  # per draft: [(text, vector)]
+    aliases: dict  # section_path -> [(question, source, vector)]
 
 
 def current_meta() -> IndexMeta | None:
     return IndexMeta.objects.order_by("pk").first()
 
 
-def _column_dimension() -> int | None:
+def _column_dimension(table: str = "knowledge_chunk") -> int | None:
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'knowledge_chunk'::regclass AND attname = 'embedding'"
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'embedding'", [table]
         )
         row = cur.fetchone()
     return row[0] if row and row[0] > 0 else None
@@ -77,20 +82,62 @@ def _column_dimension() -> int | None:
 
 def _drop_hnsw() -> None:
     with connection.cursor() as cur:
-        cur.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
+        for index in VECTOR_TABLES.values():
+            cur.execute(f"DROP INDEX IF EXISTS {index}")
 
 
 def _create_hnsw() -> None:
     with connection.cursor() as cur:
-        cur.execute(
-            f"CREATE INDEX IF NOT EXISTS {HNSW_INDEX} ON knowledge_chunk USING hnsw (embedding vector_cosine_ops) "
-            "WITH (m = 16, ef_construction = 64)"
-        )
+        for table, index in VECTOR_TABLES.items():
+            cur.execute(
+                f"CREATE INDEX IF NOT EXISTS {index} ON {table} USING hnsw (embedding vector_cosine_ops) "
+                "WITH (m = 16, ef_construction = 64)"
+            )
 
 
 def _retype_embedding(dimension: int) -> None:
     with connection.cursor() as cur:
-        cur.execute(f"ALTER TABLE knowledge_chunk ALTER COLUMN embedding TYPE vector({int(dimension)})")
+        for table in VECTOR_TABLES:
+            cur.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dimension)})")
+
+
+def _digest(kind: str, text: str) -> str:
+    return hashlib.sha1(f"{kind}\x00{text}".encode()).hexdigest()
+
+
+def _ensure_cache_column(dimension: int) -> None:
+    """The cache holds vectors of one dimension at a time (another embedder's are dropped)."""
+    if _column_dimension("knowledge_embeddingcache") != dimension:
+        with connection.cursor() as cur:
+            cur.execute("TRUNCATE knowledge_embeddingcache")
+            cur.execute(f"ALTER TABLE knowledge_embeddingcache ALTER COLUMN embedding TYPE vector({int(dimension)})")
+
+
+def embed_cached(embedder: Embedder, texts: list[str], *, kind: str = "passage") -> list:
+    """Vectors for `texts` (passages, or questions embedded as queries), computed once per
+    embedder signature and text: re-ingests and rebuilds only embed what is new."""
+    if not texts:
+        return []
+    keys = [_digest(kind, t) for t in texts]
+    if embedder.dimension == 0:
+        embedder.embed_passages(["dimension probe"])
+    _ensure_cache_column(embedder.dimension)
+    cached = {
+            d: v for d, v in EmbeddingCache.objects.filter(signature=embedder.signature, digest__in=set(keys)).values_list("digest", "embedding")
+        }
+    missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in cached))
+    if missing:
+        if kind == "query":
+            fresh = [embedder.embed_query(t) for t in missing]
+        else:
+            fresh = list(embedder.embed_passages(missing))
+        for t, v in zip(missing, fresh):
+            cached[_digest(kind, t)] = v
+        EmbeddingCache.objects.bulk_create(
+            [EmbeddingCache(signature=embedder.signature, digest=_digest(kind, t), embedding=list(map(float, v))) for t, v in zip(missing, fresh)],
+            ignore_conflicts=True, batch_size=500,
+        )
+    return [cached[k] for k in keys]
 
 
 def _doc_fields(rel: str, meta: dict, title: str) -> dict:
@@ -110,13 +157,33 @@ def _doc_fields(rel: str, meta: dict, title: str) -> dict:
     }
 
 
+def lexical_text(draft) -> str:
+    """What the lexical channels index for a chunk: heading path, text, and its section's
+    question aliases (staff wording the SOP itself does not use)."""
+    return draft.embed_text + ("\n" + "\n".join(draft.aliases) if draft.aliases else "")
+
+
 def _prepare(root: Path, file: Path, embedder: Embedder) -> _Prepared:
     raw = file.read_bytes()
     source = raw.decode("utf-8")
     parsed = parse_markdown(source, fallback_title=file.stem)
-    vectors = embedder.embed_passages([d.embed_text for d in parsed.chunks]) if parsed.chunks else []
+    rel = str(file.relative_to(root))
+    vectors = embed_cached(embedder, [d.embed_text for d in parsed.chunks])
+    units = [sentence_units(d.text) for d in parsed.chunks]
+    flat = embed_cached(embedder, [u for us in units for u in us])
+    sentences, i = [], 0
+    for us in units:
+        sentences.append(list(zip(us, flat[i : i + len(us)])))
+        i += len(us)
+    # Aliases: the corpus's own, plus those managers added in the admin for this document.
+    questions = [(d.section_path[:512], q, SectionAlias.Source.CORPUS) for d in parsed.chunks for q in d.aliases]
+    questions += [(a.section_path, a.question, a.source) for a in SectionAlias.objects.filter(document_path=rel, source=SectionAlias.Source.ADMIN)]
+    alias_vectors = embed_cached(embedder, [q for _, q, _ in questions], kind="query")
+    aliases: dict[str, list] = {}
+    for (section, q, src), v in zip(questions, alias_vectors):
+        aliases.setdefault(section, []).append((q, src, v))
     meta = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in parsed.meta.items()}
-    return _Prepared(str(file.relative_to(root)), hashlib.sha256(raw).hexdigest(), parsed.title, meta, parsed.body, parsed.chunks, list(vectors))
+    return _Prepared(rel, hashlib.sha256(raw).hexdigest(), parsed.title, meta, parsed.body, parsed.chunks, vectors, sentences, aliases)
 
 
 def _write_document(p: _Prepared, raw_meta: dict) -> int:
@@ -125,17 +192,42 @@ def _write_document(p: _Prepared, raw_meta: dict) -> int:
         path=p.path, defaults={**fields, "content_hash": p.digest, "body": p.body, "meta": p.meta}
     )
     doc.chunks.all().delete()
+    texts = [lexical_text(d) for d in p.drafts]
     chunks = Chunk.objects.bulk_create(
         [
             Chunk(document=doc, ordinal=d.ordinal, section_path=d.section_path[:512], text=d.text,
-                  audience=doc.audience, embedding=v.tolist(), n_terms=sum(term_counts(d.embed_text).values()))
-            for d, v in zip(p.drafts, p.vectors)
+                  audience=doc.audience, embedding=list(map(float, v)), n_terms=sum(term_counts(t).values()))
+            for d, v, t in zip(p.drafts, p.vectors, texts)
         ]
     )
     Term.objects.bulk_create(
-        [Term(chunk=c, term=t, tf=n, n_terms=c.n_terms) for c, d in zip(chunks, p.drafts) for t, n in term_counts(d.embed_text).items()],
+        [Term(chunk=c, term=t, tf=n, n_terms=c.n_terms) for c, text in zip(chunks, texts) for t, n in term_counts(text).items()],
         batch_size=5000,
     )
+    grams = []
+    for c, text in zip(chunks, texts):
+        counts = gram_counts(text)
+        total = sum(counts.values())
+        grams += [Gram(chunk=c, term=g, tf=n, n_terms=total) for g, n in counts.items()]
+    Gram.objects.bulk_create(grams, batch_size=5000)
+    rows = [Sentence(chunk=c, kind=Sentence.Kind.SENTENCE, text=text, audience=doc.audience, embedding=list(map(float, v)))
+            for c, pairs in zip(chunks, p.sentences) for text, v in pairs]
+    first_chunk = {}
+    for c in chunks:
+        first_chunk.setdefault(c.section_path, c)
+    SectionAlias.objects.filter(document_path=p.path, source=SectionAlias.Source.CORPUS).delete()
+    SectionAlias.objects.bulk_create(
+        [SectionAlias(document_path=p.path, section_path=section, question=q, source=src)
+         for section, items in p.aliases.items() for q, src, _ in items if src == SectionAlias.Source.CORPUS],
+        ignore_conflicts=True,
+    )
+    for section, items in p.aliases.items():
+        chunk = first_chunk.get(section)
+        if chunk is None:
+            continue  # an orphan admin alias: its section is gone (listed in the admin)
+        rows += [Sentence(chunk=chunk, kind=Sentence.Kind.ALIAS, text=q, audience=doc.audience, embedding=list(map(float, v)))
+                 for q, _, v in items]
+    Sentence.objects.bulk_create(rows, batch_size=2000)
     return len(chunks)
 
 
@@ -150,7 +242,16 @@ def refresh_index_stats(meta: IndexMeta) -> None:
         cur.execute("SELECT COALESCE(AVG(LN((%s - df + 0.5) / (df + 0.5))), 0) FROM knowledge_termstat", [n])
         avg_idf = cur.fetchone()[0]
         cur.execute("ANALYZE knowledge_termstat")
+        # The same statistics for the character-bigram channel.
+        cur.execute("SELECT COALESCE(AVG(n), 0) FROM (SELECT MAX(n_terms) AS n FROM knowledge_gram GROUP BY chunk_id) g")
+        avg_grams = cur.fetchone()[0]
+        cur.execute("DELETE FROM knowledge_gramstat")
+        cur.execute("INSERT INTO knowledge_gramstat (term, df) SELECT term, COUNT(*) FROM knowledge_gram GROUP BY term")
+        cur.execute("SELECT COALESCE(AVG(LN((%s - df + 0.5) / (df + 0.5))), 0) FROM knowledge_gramstat", [n])
+        avg_gram_idf = cur.fetchone()[0]
+        cur.execute("ANALYZE knowledge_gramstat")
     meta.n_chunks, meta.avg_terms, meta.avg_idf = n, float(avg_terms), float(avg_idf)
+    meta.avg_grams, meta.avg_gram_idf = float(avg_grams), float(avg_gram_idf)
     meta.save()
 
 
@@ -211,7 +312,9 @@ def corpus_ingest(
         if rebuild:
             _drop_hnsw()
             with connection.cursor() as cur:
-                cur.execute("TRUNCATE knowledge_term, knowledge_termstat, knowledge_chunk, knowledge_document CASCADE")
+                # Aliases added in the admin are kept (they point at sections by path) and re-attached.
+                cur.execute("TRUNCATE knowledge_term, knowledge_termstat, knowledge_gram, knowledge_gramstat, knowledge_sentence, "
+                            "knowledge_chunk, knowledge_document CASCADE")
             _retype_embedding(embedder.dimension)
         elif _column_dimension() is None:
             _retype_embedding(embedder.dimension)
@@ -229,6 +332,7 @@ def corpus_ingest(
             meta = IndexMeta(signature=embedder.signature, backend=embedder.backend, model=embedder.model, dimension=embedder.dimension)
         if meta.signature != embedder.signature:
             meta.refusal_threshold = meta.judge_threshold = None  # calibrated for another embedder
+            meta.fusion, meta.answerability = {}, {}
         meta.signature, meta.backend, meta.model, meta.dimension = embedder.signature, embedder.backend, embedder.model, embedder.dimension
         if prepared or report.removed or rebuild:
             refresh_index_stats(meta)
@@ -247,6 +351,33 @@ def _audit_reindex(actor, report: IngestReport) -> None:
     audit_record(actor=actor, action="reindexed", target=None, after={
         "added": report.added, "changed": report.changed, "removed": report.removed, "chunks": report.chunks,
     })
+
+
+@transaction.atomic
+def section_alias_add(*, document_path: str, section_path: str, question: str, user, embedder: Embedder | None = None) -> SectionAlias:
+    """A manager teaches the index a question: it becomes a question alias of the section,
+    embedded at once (no re-ingest) and audited. Idempotent for the same question."""
+    from django.core.exceptions import ValidationError
+
+    require(user, "knowledge.add_sectionalias", attempt="alias_add", message="只有店长可以为制度章节添加常见问法。")
+    question = " ".join((question or "").split())
+    if not question or len(question) > 200:
+        raise ValidationError({"question": "问法不能为空，且不超过 200 字。"})
+    chunk = (Chunk.objects.filter(document__path=document_path, section_path=section_path).order_by("ordinal").first())
+    if chunk is None:
+        raise ValidationError({"section_path": f"没有这个章节：{document_path} · {section_path}"})
+    alias, created = SectionAlias.objects.get_or_create(
+        document_path=document_path, section_path=section_path, question=question,
+        defaults={"source": SectionAlias.Source.ADMIN, "created_by": user},
+    )
+    if created:
+        embedder = embedder or get_embedder()
+        vector = embed_cached(embedder, [question], kind="query")[0]
+        Sentence.objects.create(chunk=chunk, kind=Sentence.Kind.ALIAS, text=question, audience=chunk.audience,
+                                embedding=list(map(float, vector)))
+        audit_record(actor=user, action="alias_added", target=alias,
+                     after={"document": document_path, "section": section_path, "question": question})
+    return alias
 
 
 def bm25_idf(n: int, df: int, avg_idf: float, epsilon: float = 0.25) -> float:

@@ -113,3 +113,28 @@ def overlap_ratio(query: str, text: str, *, expand: bool = False) -> float:
         return 0.0
     t = set(tokenize(text))
     return len(q & t) / len(q)
+
+
+# --- character bigrams (the second lexical channel) ------------------------------------------
+
+_RUN = re.compile(r"[0-9a-z\u4e00-\u9fff]+")
+# Function characters: a bigram made only of these (怎么, 可以, 什么, 能不…) says nothing
+# about the topic and would favour every chunk that lists colloquial questions.
+_FUNCTION_CHARS = frozenset("的了吗呢吧啊呀么嘛是在有就都也还要会能可以把被给让对从到我你他她它们这那个什怎办如何为哪几多少请问一下咋整啥样不没该得")
+
+
+def grams(text: str) -> list[str]:
+    """Overlapping character bigrams inside runs of Chinese characters, letters and digits."""
+    out = []
+    for run in _RUN.findall((text or "").lower()):
+        if len(run) == 1:
+            continue
+        for i in range(len(run) - 1):
+            g = run[i : i + 2]
+            if not (g[0] in _FUNCTION_CHARS and g[1] in _FUNCTION_CHARS):
+                out.append(g)
+    return out
+
+
+def gram_counts(text: str) -> Counter:
+    return Counter(grams(text))

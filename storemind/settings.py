@@ -238,10 +238,15 @@ SM_OPENAI_BASE = env("SM_OPENAI_BASE", "https://api.deepseek.com/v1")
 SM_OPENAI_KEY = env("SM_OPENAI_KEY", "")
 SM_OPENAI_MODEL = env("SM_OPENAI_MODEL", "deepseek-chat")
 SM_AGENT_MAX_ATTEMPTS = env_int("SM_AGENT_MAX_ATTEMPTS", 2)
-SM_RRF_K = env_int("SM_RRF_K", 5)
+# Fusion defaults: what `manage.py eval tune-fusion` chose on the tuning set with e5 (a
+# choice stored in the index metadata wins).
+SM_RRF_K = env_int("SM_RRF_K", 3)
 SM_RRF_VECTOR_WEIGHT = env_float("SM_RRF_VECTOR_WEIGHT", 1.0)
-SM_RRF_LEXICAL_WEIGHT = env_float("SM_RRF_LEXICAL_WEIGHT", 0.3)
-SM_TITLE_BOOST = env_float("SM_TITLE_BOOST", 0.6)
+SM_RRF_LEXICAL_WEIGHT = env_float("SM_RRF_LEXICAL_WEIGHT", 1.0)
+SM_RRF_SENTENCE_WEIGHT = env_float("SM_RRF_SENTENCE_WEIGHT", 0.0)
+SM_RRF_ALIAS_WEIGHT = env_float("SM_RRF_ALIAS_WEIGHT", 1.0)
+SM_RRF_GRAM_WEIGHT = env_float("SM_RRF_GRAM_WEIGHT", 1.0)
+SM_TITLE_BOOST = env_float("SM_TITLE_BOOST", 0.0)
 SM_RETRIEVAL_CANDIDATES = env_int("SM_RETRIEVAL_CANDIDATES", 20)
 SM_RERANKER = env("SM_RERANKER", "knowledge.selectors.title_boost_rerank")
 # Produced by `manage.py eval calibrate` with the e5 embedder on this corpus (answerable
