@@ -1,0 +1,147 @@
+"""Every leak reported in issue #12, as an outside integrator and a curious employee found
+them, reproduced through the interfaces that existed before the permission layer (REST,
+chat API, admin, pages, the issue_token command). Each of these failed before the change.
+
+The audit log is read with SQL on its table (workflow_auditlog, unchanged by the move of the
+model into core), so this file runs against the code before and after.
+"""
+from __future__ import annotations
+
+import io
+import uuid
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connection
+from rest_framework.test import APIClient
+
+from ops.models import Inventory, Member, Order, Store
+from ops.services import api_token_issue
+from ops.tests.factories import make_user, pos_token
+
+pytestmark = pytest.mark.django_db
+
+
+def api(key: str) -> APIClient:
+    c = APIClient()
+    c.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return c
+
+
+def audit_rows(action: str, actor: str | None = None) -> int:
+    sql = "SELECT count(*) FROM workflow_auditlog WHERE action = %s" + (" AND actor_username = %s" if actor else "")
+    with connection.cursor() as cur:
+        cur.execute(sql, [action, actor] if actor else [action])
+        return cur.fetchone()[0]
+
+
+@pytest.fixture
+def pos():
+    return api(pos_token("GZ-TH", username="leak_pos_gz_th"))
+
+
+def test_a_pos_token_reads_no_revenue_no_comparison_no_stock_no_balances(pos):
+    assert pos.get("/api/v1/sales/summary", {"store": "佛山祖庙店", "period": "上周"}).status_code == 403
+    assert pos.get("/api/v1/sales/summary", {"period": "上周"}).status_code == 403  # the all-store comparison
+    assert pos.post("/api/v1/chat", {"query": "祖庙店哪些商品库存低"}, format="json").status_code == 403
+    member = Member.objects.order_by("number")[7]
+    assert pos.post("/api/v1/chat", {"query": f"会员{member.number}余额还有多少"}, format="json").status_code == 403
+
+
+def test_a_user_without_a_role_reads_nothing_over_rest_and_chat():
+    key = api_token_issue(user=make_user("leak_norole", role=None, stores=["GZ-TH"]), name="laptop")[1]
+    c = api(key)
+    assert c.get("/api/v1/sales/summary", {"store": "天河店", "period": "上周"}).status_code == 403
+    assert c.post("/api/v1/chat", {"query": "上周天河店卖了多少"}, format="json").status_code == 403
+
+
+def test_staff_sees_no_member_list_and_no_other_stores_orders_in_admin(client):
+    staff = make_user("leak_staff_fs_zm", role="staff", stores=["FS-ZM"], is_staff=True)
+    client.force_login(staff)
+    r = client.get("/admin/ops/member/")
+    assert r.status_code == 403
+    assert not any(m.phone in r.content.decode() for m in Member.objects.all()[:50])
+    tianhe = Store.objects.get(code="GZ-TH")
+    r = client.get("/admin/ops/order/", {"store__id__exact": tianhe.pk})
+    assert r.status_code == 200 and not r.context_data["cl"].queryset.filter(store=tianhe).exists()
+    assert client.get("/admin/ops/storedvaluetxn/").status_code == 403
+
+
+def test_a_manager_cannot_edit_another_stores_inventory_in_admin(client):
+    manager = make_user("leak_manager_fs_zm", role="manager", stores=["FS-ZM"], is_staff=True)
+    client.force_login(manager)
+    inv = Inventory.objects.get(store__code="GZ-TH", product__sku="B001")
+    client.post(f"/admin/ops/inventory/{inv.pk}/change/",
+                {"store": inv.store_id, "product": inv.product_id, "on_hand": 9999, "safety_stock": 0})
+    after = Inventory.objects.get(pk=inv.pk)
+    assert (after.on_hand, after.safety_stock) == (inv.on_hand, inv.safety_stock)
+    assert audit_rows("permission_denied", "leak_manager_fs_zm") >= 1
+
+
+def test_staff_do_not_see_the_audit_log_on_the_proposals_page(client):
+    client.force_login(make_user("leak_staff_th", role="staff", stores=["GZ-TH"], is_staff=True))
+    assert "审计记录" not in client.get("/proposals/").content.decode()
+
+
+def test_another_stores_proposal_is_not_found_over_rest_like_a_missing_one():
+    from workflow.services import proposal_create
+
+    staff = make_user("leak_staff_th2", role="staff", stores=["GZ-TH"])
+    proposal, _ = proposal_create(user=staff, kind="restock", store=Store.objects.get(code="GZ-TH"), source="api",
+                                  payload={"lines": [{"sku": "B001", "quantity": 2, "unit": "箱"}]})
+    other = api(api_token_issue(user=make_user("leak_manager_ft", role="manager", stores=["SZ-FT"]), name="laptop")[1])
+    assert other.post(f"/api/v1/proposals/{proposal.pk}/confirm").status_code == 404
+    assert other.post(f"/api/v1/proposals/{10**12}/confirm").status_code == 404
+
+
+def test_a_token_is_issued_only_for_a_store_its_user_is_assigned_to():
+    make_user("leak_pos_th", role="pos", stores=["GZ-TH"])
+    with pytest.raises(CommandError):
+        call_command("issue_token", "--user", "leak_pos_th", "--store", "祖庙店", stdout=io.StringIO(), stderr=io.StringIO())
+    out = io.StringIO()
+    call_command("issue_token", "--user", "leak_pos_th", "--store", "天河店", stdout=out, stderr=io.StringIO())
+    assert out.getvalue().strip().startswith("sm_")
+    assert audit_rows("token_issued") >= 1
+
+
+def test_an_idempotency_key_is_not_shared_between_users():
+    staff = api(api_token_issue(user=make_user("leak_staff_key", role="staff", stores=["GZ-TH"]), name="t")[1])
+    manager = api(api_token_issue(user=make_user("leak_manager_key", role="manager", stores=["GZ-TH"]), name="t")[1])
+    key = f"shared-{uuid.uuid4().hex}"
+    body = {"kind": "restock", "store": "GZ-TH", "payload": {"lines": [{"sku": "B001", "quantity": 2, "unit": "箱"}]}}
+    mine = staff.post("/api/v1/proposals", body, format="json", HTTP_IDEMPOTENCY_KEY=key)
+    theirs = manager.post("/api/v1/proposals", body, format="json", HTTP_IDEMPOTENCY_KEY=key)
+    assert mine.status_code == 201 and theirs.status_code == 201
+    assert mine.json()["id"] != theirs.json()["id"] and theirs.json()["proposed_by"] == "leak_manager_key"
+
+
+def test_inventory_adjustments_and_resolving_an_unanswered_question_are_audited(pos):
+    before = audit_rows("inventory_adjusted")
+    r = pos.post("/api/v1/inventory/adjustments", {"sku": "B001", "delta": 3, "reason": "receive",
+                                                    "external_id": f"LEAK-{uuid.uuid4().hex[:8]}"}, format="json")
+    assert r.status_code == 201 and audit_rows("inventory_adjusted") == before + 1
+
+    from agent.models import UnansweredQuestion
+    from agent.services import unanswered_resolve
+
+    manager = make_user("leak_manager_uq", role="manager", stores=["GZ-TH"])
+    item = UnansweredQuestion.objects.create(question="员工可以带宠物狗来上班吗", source="refusal", reason="test")
+    unanswered_resolve(item=item, user=manager, note="已补充制度")
+    assert audit_rows("unanswered_resolved", "leak_manager_uq") == 1
+
+
+def test_a_token_bound_to_a_store_its_user_does_not_work_at_writes_nothing():
+    """A token made before the check (or straight in the database) for 佛山祖庙店, whose user
+    works at 广州天河店: its writes are refused, not booked to 佛山祖庙店."""
+    from ops.models import ApiToken
+    from ops.tests.factories import order_payload
+
+    user = make_user("leak_pos_th_wrong", role="pos", stores=["GZ-TH"])
+    key = ApiToken.generate_key()
+    token = ApiToken(user=user, store=Store.objects.get(code="FS-ZM"), name="wrong store")
+    token.set_key(key)
+    token.save()
+    before = Order.objects.filter(store__code="FS-ZM").count()
+    r = api(key).post("/api/v1/orders", order_payload(f"LEAK-{uuid.uuid4().hex[:8]}", store="FS-ZM"), format="json")
+    assert r.status_code in (400, 403) and Order.objects.filter(store__code="FS-ZM").count() == before
