@@ -329,8 +329,14 @@ def build_server(*, fixed_user=None) -> Server:
         user = await identity(ctx)
         return await _sync(dispatch, user, params.name, args)
 
-    async def list_resources(ctx, params):
+    async def permitted(ctx, what: str):
         user = await identity(ctx)
+        if not await _sync(_may_use_assistant, user, what):
+            raise MCPError(types.INVALID_REQUEST, "这个账号没有店员、店长或总部角色，不能读取 StoreMind 的文档。")
+        return user
+
+    async def list_resources(ctx, params):
+        user = await permitted(ctx, "resources/list")
         text, data = await _sync(_list_documents, user, {})
         return types.ListResourcesResult(resources=[
             types.Resource(uri=d["uri"], name=d["path"], title=d["title"], mime_type="text/markdown",
@@ -339,7 +345,7 @@ def build_server(*, fixed_user=None) -> Server:
         ])
 
     async def read_resource(ctx, params):
-        user = await identity(ctx)
+        user = await permitted(ctx, "resources/read")
         uri = str(params.uri)
         if not uri.startswith(RESOURCE_PREFIX) or not uri[len(RESOURCE_PREFIX):].isdigit():
             raise MCPError(types.INVALID_PARAMS, f"不认识的资源：{uri}")

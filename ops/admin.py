@@ -149,8 +149,8 @@ class ApiTokenAdmin(ScopedAdmin):
     def save_model(self, request, obj, form, change):
         # The services issue and revoke (and audit); the admin never writes a token itself.
         if change:
-            if obj.revoked and "revoked" in form.changed_data:
-                api_token_revoke(token=obj, revoked_by=request.user)
+            if obj.revoked and "revoked" in form.changed_data:  # revoking is final: un-ticking changes nothing
+                api_token_revoke(token=ApiToken.objects.get(pk=obj.pk), revoked_by=request.user)
             return
         token, key = api_token_issue(user=obj.user, name=obj.name, store=obj.store, issued_by=request.user)
         obj.pk = token.pk

@@ -237,9 +237,15 @@ def test_a_user_without_a_role_is_denied_and_audited(world, django_db_blocker):
     async def main():
         async with stdio_client(stdio_params(world, user="mcp_norole")) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
-            return await session.call_tool("list_stores", {})
+            try:
+                await session.list_resources()
+                resources = None
+            except MCPError as exc:  # the documents too need a store role
+                resources = exc
+            return await session.call_tool("list_stores", {}), resources
 
-    result = anyio.run(main)
+    result, resources = anyio.run(main)
     assert result.is_error and "角色" in result.content[0].text
+    assert isinstance(resources, MCPError) and "角色" in str(resources)
     with django_db_blocker.unblock():
         assert AuditLog.objects.filter(actor_username="mcp_norole", action="permission_denied").exists()
