@@ -310,3 +310,16 @@ def test_everyday_questions_from_the_issue(staff):
 def test_an_unreadable_month_is_questioned_by_name(staff):
     result, _ = answer_question("天河店2025年13月卖了多少", user=staff)
     assert "13月不是有效的月份" in result.answer and not result.data
+
+
+def test_a_range_with_years_is_answered_whole_in_chat(staff):
+    # Was read as its first day only (¥5,608 instead of ¥245,296 on the demo data).
+    today = local_today()
+    start, end = today - timedelta(days=25), today - timedelta(days=2)
+    question = f"天河店{start.year}年{start.month}月{start.day}日到{end.year}年{end.month}月{end.day}日卖了多少"
+    result, state = answer_question(question, user=staff)
+    whole = run_tool("store_sales", {"store": "天河店", "period": {"start": start.isoformat(), "end": end.isoformat()}})
+    assert state.plan.params["period"]["start"] == start.isoformat() and state.plan.params["period"]["end"] == end.isoformat()
+    assert result.data[0]["row"] == whole.rows[0]
+    far, _ = answer_question("天河店1900年1月1日到2100年1月1日卖了多少", user=staff)
+    assert "超过一年" in far.answer and not far.data
