@@ -1,9 +1,14 @@
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.shortcuts import get_object_or_404, redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils import timezone
+from django.utils.html import format_html
 
 from core.admin_base import ReadOnlyInline
 
-from .models import Conversation, Feedback, Message, UnansweredQuestion
+from .models import Conversation, CorpusGap, Feedback, Message, UnansweredQuestion
 
 
 class MessageInline(ReadOnlyInline):
@@ -34,12 +39,17 @@ class MessageAdmin(admin.ModelAdmin):
         return False
 
 
+def _errors(exc: ValidationError) -> str:
+    return "；".join(m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms)
+
+
 @admin.register(UnansweredQuestion)
 class UnansweredQuestionAdmin(admin.ModelAdmin):
-    list_display = ["question", "source", "reason", "top_score", "user", "created_at", "resolved", "resolved_by"]
-    list_filter = ["resolved", "source", ("created_at", admin.DateFieldListFilter)]
+    list_display = ["question", "source", "reason", "top_score", "user", "created_at", "resolved", "resolution", "learn"]
+    list_filter = ["resolved", "resolution", "source", ("created_at", admin.DateFieldListFilter)]
     search_fields = ["question", "note"]
-    readonly_fields = ["question", "user", "message", "source", "reason", "top_score", "created_at", "resolved_by", "resolved_at"]
+    readonly_fields = ["question", "user", "message", "source", "reason", "top_score", "created_at", "resolved_by", "resolved_at",
+                       "resolution", "linked_document", "linked_section"]
     actions = ["mark_resolved"]
 
     @admin.action(description="标记为已处理（如已补充文档）")
@@ -51,6 +61,71 @@ class UnansweredQuestionAdmin(admin.ModelAdmin):
             unanswered_resolve(item=item, user=request.user, note=f"{timezone.localdate()} 在后台标记")
             count += 1
         self.message_user(request, f"已标记 {count} 条为已处理。")
+
+    @admin.display(description="处理")
+    def learn(self, obj):
+        if obj.resolved:
+            return obj.linked_section or obj.note
+        return format_html('<a class="button learn-link" href="{}">关联章节 / 制度缺失</a>',
+                           reverse("admin:agent_unansweredquestion_learn", args=[obj.pk]))
+
+    def get_urls(self):
+        return [path("<int:pk>/learn/", self.admin_site.admin_view(self.learn_view), name="agent_unansweredquestion_learn"),
+                *super().get_urls()]
+
+    def learn_view(self, request, pk):
+        """Pick the section that answers the question (search over sections, with their text),
+        or mark it 「制度缺失」 with a note. Both go through agent.services."""
+        from .selectors import section_candidates
+        from .services import unanswered_link_section, unanswered_mark_gap
+
+        item = get_object_or_404(UnansweredQuestion, pk=pk)
+        if not self.has_change_permission(request, item):
+            raise PermissionDenied
+        gap_error, note = "", ""
+        if request.method == "POST":
+            try:
+                if request.POST.get("action") == "link":
+                    unanswered_link_section(item=item, user=request.user, document_path=request.POST.get("document_path", ""),
+                                            section_path=request.POST.get("section_path", ""))
+                    self.message_user(request, f"已把「{item.question[:40]}」加为「{item.linked_section}」的常见问法，立即生效。")
+                    return redirect("admin:agent_unansweredquestion_changelist")
+                if request.POST.get("action") == "gap":
+                    note = request.POST.get("note", "")
+                    unanswered_mark_gap(item=item, user=request.user, note=note)
+                    self.message_user(request, f"已标记为制度缺失：「{item.question[:40]}」。")
+                    return redirect("admin:agent_corpusgap_changelist")
+            except PermissionDenied as exc:
+                self.message_user(request, str(exc) or "没有权限。", messages.ERROR)
+                return redirect("admin:agent_unansweredquestion_changelist")
+            except ValidationError as exc:
+                if request.POST.get("action") == "gap":
+                    gap_error = _errors(exc)
+                else:
+                    self.message_user(request, _errors(exc), messages.ERROR)
+        q = request.GET.get("q") or item.question
+        context = {**self.admin_site.each_context(request), "title": "处理未解答问题", "item": item, "q": q,
+                   "hits": section_candidates(q, user=request.user), "gap_error": gap_error, "note": note,
+                   "opts": self.model._meta}
+        return TemplateResponse(request, "admin/agent/link_section.html", context, status=400 if gap_error else 200)
+
+
+@admin.register(CorpusGap)
+class CorpusGapAdmin(admin.ModelAdmin):
+    """The corpus-gaps page: questions no SOP section answers, with the manager's note."""
+
+    list_display = ["question", "note", "resolved_by", "resolved_at", "source", "user"]
+    search_fields = ["question", "note"]
+    readonly_fields = [f.name for f in UnansweredQuestion._meta.fields]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(resolution="gap")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Feedback)

@@ -75,6 +75,11 @@ class UnansweredQuestion(models.Model):
     )
     resolved_at = models.DateTimeField("处理时间", null=True, blank=True)
     note = models.CharField("处理说明", max_length=255, blank=True)
+    # The learning loop: linked to the section that answers it (the question became that
+    # section's question alias), or marked as a gap in the corpus.
+    resolution = models.CharField("处理方式", max_length=16, choices=[("linked", "已关联章节"), ("gap", "制度缺失")], blank=True)
+    linked_document = models.CharField("关联文档路径", max_length=255, blank=True)
+    linked_section = models.CharField("关联章节", max_length=512, blank=True)
     created_at = models.DateTimeField("时间", auto_now_add=True)
 
     class Meta:
@@ -83,6 +88,14 @@ class UnansweredQuestion(models.Model):
 
     def __str__(self) -> str:
         return self.question[:40]
+
+
+class CorpusGap(UnansweredQuestion):
+    """Questions a manager marked 「制度缺失」: the corpus owners' to-do list."""
+
+    class Meta:
+        proxy = True
+        verbose_name = verbose_name_plural = "制度缺失"
 
 
 class Feedback(models.Model):

@@ -139,6 +139,59 @@ def unanswered_resolve(*, item: UnansweredQuestion, user, note: str = "") -> Una
     return item
 
 
+def _may_teach(user) -> None:
+    from ops.selectors import user_role
+
+    if user is None or not (user.is_superuser or user_role(user) == "manager"):
+        raise PermissionDenied("只有店长可以处理未解答问题。")
+
+
+def _audit(**kwargs) -> None:
+    from workflow.services import audit_record
+
+    audit_record(**kwargs)
+
+
+def unanswered_link_section(*, item: UnansweredQuestion, user, document_path: str, section_path: str) -> UnansweredQuestion:
+    """The learning loop: the question becomes a question alias of the section that answers
+    it (embedded at once, no re-ingest; knowledge.services.section_alias_add) and the item is
+    resolved. One transaction with both audit rows: nothing half-written."""
+    from django.utils import timezone
+
+    from knowledge.services import section_alias_add
+
+    _may_teach(user)
+    if item.resolved:
+        raise ValidationError({"item": [f"这条已经处理过了（{item.get_resolution_display() or '已处理'}）。"]})
+    with transaction.atomic():
+        alias = section_alias_add(document_path=document_path, section_path=section_path, question=item.question, user=user)
+        item.resolved, item.resolved_by, item.resolved_at = True, user, timezone.now()
+        item.resolution, item.linked_document, item.linked_section = "linked", document_path, section_path[:512]
+        item.note = f"已关联章节：{section_path}"[:255]
+        item.save(update_fields=["resolved", "resolved_by", "resolved_at", "resolution", "linked_document", "linked_section", "note"])
+        _audit(actor=user, action="unanswered_resolved", target=item,
+               after={"resolution": "linked", "document": document_path, "section": section_path, "alias_id": alias.pk})
+    return item
+
+
+def unanswered_mark_gap(*, item: UnansweredQuestion, user, note: str) -> UnansweredQuestion:
+    """「制度缺失」: no section answers it; the note says what rule is missing and the question
+    is listed on the corpus-gaps page for the corpus owners."""
+    from django.utils import timezone
+
+    _may_teach(user)
+    note = (note or "").strip()
+    if not note or len(note) > 255:
+        raise ValidationError({"note": ["请写明缺少什么规定（1 到 255 个字）。"]})
+    if item.resolved:
+        raise ValidationError({"item": [f"这条已经处理过了（{item.get_resolution_display() or '已处理'}）。"]})
+    with transaction.atomic():
+        item.resolved, item.resolved_by, item.resolved_at, item.resolution, item.note = True, user, timezone.now(), "gap", note
+        item.save(update_fields=["resolved", "resolved_by", "resolved_at", "resolution", "note"])
+        _audit(actor=user, action="unanswered_resolved", target=item, after={"resolution": "gap", "note": note})
+    return item
+
+
 def feedback_submit(*, message: Message, user, helpful: bool, reason: str = ""):
     """👍/👎 on an answer; a 👎 puts the question on the unanswered list for review.
     Submitting again updates the user's earlier feedback (one per user and answer)."""
