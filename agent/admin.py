@@ -8,7 +8,7 @@ from django.utils.html import format_html
 
 from core.admin_base import ReadOnlyInline
 
-from .models import Conversation, CorpusGap, Feedback, Message, UnansweredQuestion
+from .models import Conversation, Feedback, Message, UnansweredQuestion
 
 
 class MessageInline(ReadOnlyInline):
@@ -71,7 +71,16 @@ class UnansweredQuestionAdmin(admin.ModelAdmin):
 
     def get_urls(self):
         return [path("<int:pk>/learn/", self.admin_site.admin_view(self.learn_view), name="agent_unansweredquestion_learn"),
+                path("gaps/", self.admin_site.admin_view(self.gaps_view), name="agent_unansweredquestion_gaps"),
                 *super().get_urls()]
+
+    def gaps_view(self, request):
+        """The corpus-gaps page: questions no SOP section answers, with the manager's note."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        gaps = UnansweredQuestion.objects.filter(resolution="gap").select_related("resolved_by", "user").order_by("-resolved_at")
+        context = {**self.admin_site.each_context(request), "title": "制度缺失", "gaps": gaps, "opts": self.model._meta}
+        return TemplateResponse(request, "admin/agent/corpus_gaps.html", context)
 
     def learn_view(self, request, pk):
         """Pick the section that answers the question (search over sections, with their text),
@@ -94,7 +103,7 @@ class UnansweredQuestionAdmin(admin.ModelAdmin):
                     note = request.POST.get("note", "")
                     unanswered_mark_gap(item=item, user=request.user, note=note)
                     self.message_user(request, f"已标记为制度缺失：「{item.question[:40]}」。")
-                    return redirect("admin:agent_corpusgap_changelist")
+                    return redirect("admin:agent_unansweredquestion_gaps")
             except PermissionDenied as exc:
                 self.message_user(request, str(exc) or "没有权限。", messages.ERROR)
                 return redirect("admin:agent_unansweredquestion_changelist")
@@ -108,24 +117,6 @@ class UnansweredQuestionAdmin(admin.ModelAdmin):
                    "hits": section_candidates(q, user=request.user), "gap_error": gap_error, "note": note,
                    "opts": self.model._meta}
         return TemplateResponse(request, "admin/agent/link_section.html", context, status=400 if gap_error else 200)
-
-
-@admin.register(CorpusGap)
-class CorpusGapAdmin(admin.ModelAdmin):
-    """The corpus-gaps page: questions no SOP section answers, with the manager's note."""
-
-    list_display = ["question", "note", "resolved_by", "resolved_at", "source", "user"]
-    search_fields = ["question", "note"]
-    readonly_fields = [f.name for f in UnansweredQuestion._meta.fields]
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).filter(resolution="gap")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Feedback)

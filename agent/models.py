@@ -90,14 +90,6 @@ class UnansweredQuestion(models.Model):
         return self.question[:40]
 
 
-class CorpusGap(UnansweredQuestion):
-    """Questions a manager marked 「制度缺失」: the corpus owners' to-do list."""
-
-    class Meta:
-        proxy = True
-        verbose_name = verbose_name_plural = "制度缺失"
-
-
 class Feedback(models.Model):
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="feedback", verbose_name="回答")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, verbose_name="用户")

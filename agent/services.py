@@ -140,16 +140,7 @@ def unanswered_resolve(*, item: UnansweredQuestion, user, note: str = "") -> Una
 
 
 def _may_teach(user) -> None:
-    from ops.selectors import user_role
-
-    if user is None or not (user.is_superuser or user_role(user) == "manager"):
-        raise PermissionDenied("只有店长可以处理未解答问题。")
-
-
-def _audit(**kwargs) -> None:
-    from workflow.services import audit_record
-
-    audit_record(**kwargs)
+    require(user, "agent.change_unansweredquestion", attempt="resolve_unanswered", message="只有店长可以处理未解答问题。")
 
 
 def unanswered_link_section(*, item: UnansweredQuestion, user, document_path: str, section_path: str) -> UnansweredQuestion:
@@ -169,7 +160,7 @@ def unanswered_link_section(*, item: UnansweredQuestion, user, document_path: st
         item.resolution, item.linked_document, item.linked_section = "linked", document_path, section_path[:512]
         item.note = f"已关联章节：{section_path}"[:255]
         item.save(update_fields=["resolved", "resolved_by", "resolved_at", "resolution", "linked_document", "linked_section", "note"])
-        _audit(actor=user, action="unanswered_resolved", target=item,
+        audit_record(actor=user, action="unanswered_resolved", target=item,
                after={"resolution": "linked", "document": document_path, "section": section_path, "alias_id": alias.pk})
     return item
 
@@ -188,7 +179,7 @@ def unanswered_mark_gap(*, item: UnansweredQuestion, user, note: str) -> Unanswe
     with transaction.atomic():
         item.resolved, item.resolved_by, item.resolved_at, item.resolution, item.note = True, user, timezone.now(), "gap", note
         item.save(update_fields=["resolved", "resolved_by", "resolved_at", "resolution", "note"])
-        _audit(actor=user, action="unanswered_resolved", target=item, after={"resolution": "gap", "note": note})
+        audit_record(actor=user, action="unanswered_resolved", target=item, after={"resolution": "gap", "note": note})
     return item
 
 
