@@ -79,7 +79,11 @@ class UnansweredQuestionAdmin(admin.ModelAdmin):
         if not self.has_view_permission(request):
             raise PermissionDenied
         gaps = UnansweredQuestion.objects.filter(resolution="gap").select_related("resolved_by", "user").order_by("-resolved_at")
-        context = {**self.admin_site.each_context(request), "title": "制度缺失", "gaps": gaps, "opts": self.model._meta}
+        from knowledge.selectors import aliases_with_status
+
+        orphans = [a for a in aliases_with_status() if a["orphan"]]
+        context = {**self.admin_site.each_context(request), "title": "制度缺失", "gaps": gaps, "orphans": orphans,
+                   "opts": self.model._meta}
         return TemplateResponse(request, "admin/agent/corpus_gaps.html", context)
 
     def learn_view(self, request, pk):

@@ -2,7 +2,7 @@ from django.contrib import admin, messages
 
 from core.admin_base import ReadOnlyAdmin, ReadOnlyInline
 
-from .models import Chunk, Document, IndexMeta
+from .models import Chunk, Document, IndexMeta, SectionAlias
 from .tasks import ingest_corpus_task
 
 
@@ -50,3 +50,35 @@ class ChunkAdmin(ReadOnlyAdmin):
 @admin.register(IndexMeta)
 class IndexMetaAdmin(ReadOnlyAdmin):
     list_display = ["signature", "n_chunks", "avg_terms", "refusal_threshold", "judge_threshold", "updated_at"]
+
+
+class OrphanFilter(admin.SimpleListFilter):
+    title = "章节是否还在"
+    parameter_name = "orphan"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "孤立（章节已不存在）"), ("no", "章节还在")]
+
+    def queryset(self, request, queryset):
+        if self.value() not in ("yes", "no"):
+            return queryset
+        from django.db.models import Exists, OuterRef
+
+        live = Chunk.objects.filter(document__path=OuterRef("document_path"), section_path=OuterRef("section_path"))
+        return queryset.annotate(live=Exists(live)).filter(live=self.value() == "no")
+
+
+@admin.register(SectionAlias)
+class SectionAliasAdmin(ReadOnlyAdmin):
+    """Question aliases (常见问法): from the corpus, or taught from an unanswered question.
+    An admin alias whose section disappeared in a re-ingest is an orphan: listed here and by
+    `manage.py export_aliases`, so the corpus owners can point it somewhere again."""
+
+    list_display = ["question", "section_path", "document_path", "source", "created_by", "created_at", "section_status"]
+    list_filter = [OrphanFilter, "source"]
+    search_fields = ["question", "section_path", "document_path"]
+
+    @admin.display(description="章节")
+    def section_status(self, obj):
+        exists = Chunk.objects.filter(document__path=obj.document_path, section_path=obj.section_path).exists()
+        return "还在" if exists else "孤立（章节已不存在）"

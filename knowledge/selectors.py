@@ -383,3 +383,24 @@ def nearest_section_titles(query: str, *, user=None, n: int = 2, exclude: set[st
 
 def documents_visible(user) -> list[Document]:
     return list(Document.objects.filter(audience__in=visible_audiences(user)).order_by("path"))
+
+
+def aliases_with_status(*, include_corpus: bool = False) -> list[dict]:
+    """Question aliases with whether their section still exists (an orphan otherwise), for
+    the admin and `export_aliases`. Ordered by document, section, question."""
+    from django.utils import timezone
+
+    from .models import Chunk, Document, SectionAlias
+
+    aliases = SectionAlias.objects.select_related("created_by").order_by("document_path", "section_path", "id")
+    if not include_corpus:
+        aliases = aliases.filter(source=SectionAlias.Source.ADMIN)
+    live = set(Chunk.objects.values_list("document__path", "section_path").distinct())
+    titles = dict(Document.objects.values_list("path", "title"))
+    return [{
+        "id": a.pk, "document_path": a.document_path, "document_title": titles.get(a.document_path, a.document_path),
+        "section_path": a.section_path, "question": a.question, "source": a.source,
+        "orphan": (a.document_path, a.section_path) not in live,
+        "who": a.created_by.username if a.created_by else "制度文档",
+        "when": timezone.localtime(a.created_at).strftime("%Y-%m-%d"),
+    } for a in aliases]

@@ -73,3 +73,63 @@ def test_the_learn_page_searches_sections_and_shows_their_text(manager, staff):
     s = Client()
     s.force_login(staff)
     assert s.get(f"/admin/agent/unansweredquestion/{item.pk}/learn/").status_code in (302, 403)
+
+
+def _section_of(result):
+    return (result.citations[0]["section_path"] if result.citations else None)
+
+
+def test_linking_a_section_teaches_the_index_at_once(manager, staff):
+    from knowledge.models import Chunk, SectionAlias
+    from knowledge.selectors import search
+
+    question = "客人把手机忘在卡座上走了咋整"
+    target = Chunk.objects.filter(document__path__contains="lost-and-found").order_by("ordinal").first()
+    item = thumbs_down(staff, question)
+    c = Client()
+    c.force_login(manager)
+    r = c.post(f"/admin/agent/unansweredquestion/{item.pk}/learn/",
+               {"action": "link", "document_path": target.document.path, "section_path": target.section_path})
+    assert r.status_code == 302
+    item.refresh_from_db()
+    assert item.resolved and item.resolution == "linked" and item.linked_section == target.section_path
+    alias = SectionAlias.objects.get(question=question)
+    assert (alias.document_path, alias.section_path, alias.source) == (target.document.path, target.section_path, "admin")
+    assert AuditLog.objects.filter(action="unanswered_resolved", target_id=item.pk, after__resolution="linked").exists()
+    assert AuditLog.objects.filter(action="alias_added", after__alias_id=alias.pk).exists()
+    # No re-ingest: the same question and a paraphrase now retrieve that section.
+    assert search(question, user=staff, k=3).hits[0].section_path == target.section_path
+    assert search("客人手机忘在卡座上了咋整", user=staff, k=3).hits[0].section_path == target.section_path
+    # Linking twice is refused; nothing half-written when the section does not exist.
+    again = c.post(f"/admin/agent/unansweredquestion/{item.pk}/learn/",
+                   {"action": "link", "document_path": target.document.path, "section_path": target.section_path})
+    assert again.status_code == 200 and "已经处理过" in again.content.decode()
+    other = thumbs_down(staff, "卡座的最低消费怎么收")
+    bad = c.post(f"/admin/agent/unansweredquestion/{other.pk}/learn/",
+                 {"action": "link", "document_path": target.document.path, "section_path": "没有这一节"})
+    assert bad.status_code == 200 and "没有这个章节" in bad.content.decode()
+    other.refresh_from_db()
+    assert not other.resolved and not SectionAlias.objects.filter(question="卡座的最低消费怎么收").exists()
+
+
+def test_export_aliases_writes_markdown_with_orphans_apart(manager, tmp_path):
+    from django.core.management import call_command
+
+    from knowledge.models import Chunk, SectionAlias
+    from knowledge.services import section_alias_add
+
+    chunk = Chunk.objects.filter(document__path__contains="whisky").order_by("ordinal").first()
+    section_alias_add(document_path=chunk.document.path, section_path=chunk.section_path, question="黑牌加冰还是加水", user=manager)
+    SectionAlias.objects.create(document_path=chunk.document.path, section_path="已删除的章节", question="这节没了还能找到吗",
+                                source=SectionAlias.Source.ADMIN, created_by=manager)
+    out = tmp_path / "aliases.md"
+    call_command("export_aliases", "--output", str(out))
+    text = out.read_text(encoding="utf-8")
+    assert f"### {chunk.section_path}" in text and "- 黑牌加冰还是加水（loop_manager" in text
+    orphans = text[text.index("孤立问法"):]
+    assert "这节没了还能找到吗" in orphans and "黑牌加冰还是加水" not in orphans
+    c = Client()
+    c.force_login(manager)
+    page = c.get("/admin/agent/unansweredquestion/gaps/").content.decode()
+    listed = page[page.index('id="orphan-aliases"'):]
+    assert "这节没了还能找到吗" in listed and "黑牌加冰还是加水" not in listed
