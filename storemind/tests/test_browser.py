@@ -355,3 +355,40 @@ def test_9_admin_is_branded_and_chinese_on_every_page(sized, live):
     page.locator("#logout-form button").click()
     page.wait_for_url("**/accounts/login/**")
     expect(page.locator("h2")).to_have_text("登录 StoreMind 门店助手")
+
+
+def test_10_learning_loop_thumbs_down_then_the_manager_links_the_section(page, live, django_db_blocker):
+    """👎 on an answer → the manager picks the section that answers it in the admin → the same
+    question asked again cites that section (no re-ingest)."""
+    question = f"吧台捡到客人落下的蓝牙耳机要交给谁{random.randint(100, 999)}"
+    login(page, live, "browser_staff")
+    answer = ask(page, question)
+    before = answer.locator(".source .section-path").first.text_content() if answer.locator(".source").count() else ""
+    answer.locator(".feedback button[value='0']").click()
+    expect(page.locator("#turns .answer").last.locator(".feedback")).to_contain_text("已加入待完善列表")
+    with django_db_blocker.unblock():
+        from knowledge.models import Chunk
+
+        target = next(c for c in Chunk.objects.filter(document__path__contains="lost-and-found").order_by("ordinal")
+                      if c.heading not in (before or ""))
+        heading, section_path = target.heading, target.section_path
+    shot(page, "10a-thumbs-down")
+
+    page.locator("#logout-form button, header form button[type=submit]").first.click()
+    login(page, live, "browser_manager")
+    page.goto(f"{live}/admin/agent/unansweredquestion/?q={question}")
+    page.locator("a.learn-link").first.click()
+    expect(page.locator(".unanswered-question")).to_have_text(question)
+    page.fill(".section-search input[name=q]", heading)
+    page.click(".section-search input[type=submit]")
+    choice = page.locator(f".section-choice[data-section='{section_path}']")
+    expect(choice.locator(".section-text")).to_be_visible()
+    shot(page, "10b-manager-picks-the-section")
+    choice.locator("input[type=submit]").click()
+    expect(page.locator(".messagelist")).to_contain_text("常见问法")
+
+    page.locator("#logout-form button").first.click()
+    login(page, live, "browser_staff")
+    again = ask(page, question)
+    expect(again.locator(".source .section-path").first).to_contain_text(heading)
+    shot(page, "10c-the-same-question-cites-it")
