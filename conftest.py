@@ -90,6 +90,7 @@ def pytest_configure(config):
     # similarities live on another scale, so tests that exercise refusal set their own.
     settings.SM_REFUSAL_THRESHOLD = 0.0
     settings.SM_JUDGE_THRESHOLD = 0.0
+    settings.SM_TAUGHT_ALIAS_MIN = 0.6  # hashing: a paraphrase of a taught question scores ~0.7, unrelated ones < 0.2
     settings.SM_LLM_BACKEND = "none"
 
 

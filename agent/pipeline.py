@@ -265,6 +265,8 @@ def retrieval_gate(state: AgentState, result: SearchResult) -> bool:
     best = max((h.vector_score or 0.0 for h in result.vector_ranking[:1]), default=0.0)
     with state.trace.step("retrieval_gate", best_vector_score=round(best, 4), threshold=round(refusal_threshold, 4)) as detail:
         passed = best >= refusal_threshold
+        if not passed and result.hits and getattr(result.hits[0], "taught", False):
+            passed, detail["taught"] = True, "管理员已把这个问题关联到章节"  # the learning loop answered it
         detail["passed"] = passed
     return passed
 
@@ -276,6 +278,8 @@ def judge(state: AgentState, rnd: Round) -> None:
         top = rnd.hits[0] if rnd.hits else None
         if top is None:
             rnd.enough, rnd.layer, rnd.reason = False, "rule", "没有检索到任何片段"
+        elif getattr(top, "taught", False):  # a manager linked this question to this section
+            rnd.enough, rnd.layer, rnd.reason, rnd.score = True, "taught", "管理员已把这个问题关联到这一节", 2.0
         else:
             # Always measured against the user's question (with its corpus synonyms), never the
             # rewritten query: titles prepended by a rewrite would match their own sections.

@@ -57,6 +57,7 @@ class Hit:
     alias_rank: int | None = None
     alias_score: float | None = None
     alias_text: str = ""
+    taught: bool = False  # a question a manager linked to this section (learning loop)
     gram_rank: int | None = None
     gram_score: float | None = None
 
@@ -336,6 +337,23 @@ def fuse(query: str, terms: list[str], rankings: dict[str, list[Hit]], params: d
     return reranker(query, fused, terms, boost=params["title_boost"])
 
 
+def pin_taught_alias(fused: list[Hit], alias_ranking: list[Hit]) -> list[Hit]:
+    """The learning loop: a question a manager linked to a section in the admin, asked again
+    verbatim or nearly (cosine ≥ SM_TAUGHT_ALIAS_MIN against the taught question), is answered
+    by the section that person chose — its chunk goes first, marked `taught`. Fusion alone
+    would let three channels that agree on a wrong section outvote the one that knows."""
+    from .models import SectionAlias
+
+    top = alias_ranking[0] if alias_ranking else None
+    if top is None or (top.alias_score or 0.0) < settings.SM_TAUGHT_ALIAS_MIN:
+        return fused
+    if not SectionAlias.objects.filter(question=top.alias_text, section_path=top.section_path, source=SectionAlias.Source.ADMIN).exists():
+        return fused
+    pinned = next((h for h in fused if h.chunk_id == top.chunk_id), top)
+    pinned.taught = True
+    return [pinned, *(h for h in fused if h.chunk_id != top.chunk_id)]
+
+
 def search(query: str, *, user=None, audiences: list[str] | None = None, k: int = 5, candidates: int | None = None,
            embedder: Embedder | None = None, weights: dict[str, float] | None = None) -> SearchResult:
     """Hybrid search. `user` decides visibility unless `audiences` is given."""
@@ -358,7 +376,7 @@ def search(query: str, *, user=None, audiences: list[str] | None = None, k: int 
 
     rankings = channel_rankings(query, terms, qvec, meta, audiences, int(params["candidates"]), timings)
     t = time.perf_counter()
-    fused = fuse(query, terms, rankings, params)
+    fused = pin_taught_alias(fuse(query, terms, rankings, params), rankings.get("alias", []))
     timings["fusion"] = (time.perf_counter() - t) * 1000
     timings["retrieval"] = timings["vector"] + timings["lexical"] + timings["fusion"]
     return SearchResult(query, fused[:k], terms, timings, rankings, qvec)

@@ -246,6 +246,9 @@ SM_RRF_LEXICAL_WEIGHT = env_float("SM_RRF_LEXICAL_WEIGHT", 1.0)
 SM_RRF_SENTENCE_WEIGHT = env_float("SM_RRF_SENTENCE_WEIGHT", 0.0)
 SM_RRF_ALIAS_WEIGHT = env_float("SM_RRF_ALIAS_WEIGHT", 1.0)
 SM_RRF_GRAM_WEIGHT = env_float("SM_RRF_GRAM_WEIGHT", 1.0)
+# A question taught in the admin (learning loop), asked again this close to the taught wording,
+# is answered by the section the manager chose (e5 cosine; tests with the hashing embedder set their own).
+SM_TAUGHT_ALIAS_MIN = env_float("SM_TAUGHT_ALIAS_MIN", 0.92)
 SM_TITLE_BOOST = env_float("SM_TITLE_BOOST", 0.0)
 SM_RETRIEVAL_CANDIDATES = env_int("SM_RETRIEVAL_CANDIDATES", 20)
 SM_RERANKER = env("SM_RERANKER", "knowledge.selectors.title_boost_rerank")

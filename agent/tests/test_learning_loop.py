@@ -96,10 +96,19 @@ def test_linking_a_section_teaches_the_index_at_once(manager, staff):
     alias = SectionAlias.objects.get(question=question)
     assert (alias.document_path, alias.section_path, alias.source) == (target.document.path, target.section_path, "admin")
     assert AuditLog.objects.filter(action="unanswered_resolved", target_id=item.pk, after__resolution="linked").exists()
-    assert AuditLog.objects.filter(action="alias_added", after__alias_id=alias.pk).exists()
+    assert AuditLog.objects.filter(action="alias_added", target_id=alias.pk, after__section=target.section_path).exists()
     # No re-ingest: the same question and a paraphrase now retrieve that section.
     assert search(question, user=staff, k=3).hits[0].section_path == target.section_path
-    assert search("客人手机忘在卡座上了咋整", user=staff, k=3).hits[0].section_path == target.section_path
+    paraphrase = search("有客人把手机忘在卡座上走了咋整啊", user=staff, k=3).hits[0]
+    assert paraphrase.section_path == target.section_path and paraphrase.taught
+    assert not search("客人说酒有异味怎么办", user=staff, k=3).hits[0].taught  # other questions are untouched
+    # In the agent: the taught section is cited and the judge says why it is enough.
+    from agent.pipeline import answer_question
+
+    result, _ = answer_question(question, user=staff)
+    assert result.citations[0]["section_path"] == target.section_path
+    judged = next(s for s in result.trace if s["step"] == "judge")["detail"]
+    assert judged["layer"] == "taught" and judged["enough"]
     # Linking twice is refused; nothing half-written when the section does not exist.
     again = c.post(f"/admin/agent/unansweredquestion/{item.pk}/learn/",
                    {"action": "link", "document_path": target.document.path, "section_path": target.section_path})

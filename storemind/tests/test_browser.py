@@ -365,7 +365,7 @@ def test_10_learning_loop_thumbs_down_then_the_manager_links_the_section(page, l
     answer = ask(page, question)
     before = answer.locator(".source .section-path").first.text_content() if answer.locator(".source").count() else ""
     answer.locator(".feedback button[value='0']").click()
-    expect(page.locator("#turns .answer").last.locator(".feedback")).to_contain_text("已加入待完善列表")
+    expect(page.locator("#turns .answer").last.locator("div.feedback")).to_contain_text("已加入待完善列表")
     with django_db_blocker.unblock():
         from knowledge.models import Chunk
 
