@@ -235,6 +235,12 @@ def _refuse_pos_token(token) -> None:
     audit_denial(actor=token.user, attempt="mcp over http", reason="POS token on a non-POS endpoint", store=token.store, channel="mcp")
 
 
+def _reload_user(pk: int):
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.filter(pk=pk, is_active=True).first()
+
+
 def _may_use_assistant(user, tool_name: str) -> bool:
     """The same gate as the chat: a store role (checked as a permission); a refusal is audited."""
     from agent.services import assistant_require
@@ -303,7 +309,12 @@ def build_server(*, fixed_user=None) -> Server:
 
     async def identity(ctx):
         if fixed_user is not None:
-            return fixed_user
+            # Read again per call: a role or store taken away (or the account deactivated)
+            # while a long stdio session runs takes effect at once, not at the next start.
+            user = await _sync(_reload_user, fixed_user.pk)
+            if user is None:
+                raise MCPError(types.INVALID_REQUEST, "这个账号已停用。")
+            return user
         request = getattr(ctx, "request", None)
         header = request.headers.get("authorization") if request is not None else None
         user = await _sync(user_from_token, header)

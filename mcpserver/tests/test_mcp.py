@@ -249,3 +249,28 @@ def test_a_user_without_a_role_is_denied_and_audited(world, django_db_blocker):
     assert isinstance(resources, MCPError) and "角色" in str(resources)
     with django_db_blocker.unblock():
         assert AuditLog.objects.filter(actor_username="mcp_norole", action="permission_denied").exists()
+
+
+def test_a_role_taken_away_during_a_stdio_session_takes_effect_at_once(world, django_db_blocker):
+    from django.contrib.auth.models import Group
+
+    user = world["users"]["staff"]
+
+    def set_role(on: bool):  # the ORM is synchronous: run it in a worker thread
+        with django_db_blocker.unblock():
+            group = Group.objects.get(name="staff")
+            user.groups.add(group) if on else user.groups.remove(group)
+
+    async def main():
+        async with stdio_client(stdio_params(world)) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            before = await session.call_tool("list_stores", {})
+            await anyio.to_thread.run_sync(set_role, False)
+            try:
+                after = await session.call_tool("list_stores", {})
+            finally:
+                await anyio.to_thread.run_sync(set_role, True)
+            return before, after
+
+    before, after = anyio.run(main)
+    assert not before.is_error and after.is_error and after.structured_content["denied"] is True
