@@ -392,3 +392,28 @@ def test_10_learning_loop_thumbs_down_then_the_manager_links_the_section(page, l
     again = ask(page, question)
     expect(again.locator(".source .section-path").first).to_contain_text(heading)
     shot(page, "10c-the-same-question-cites-it")
+
+
+def test_11_a_manager_switches_on_the_execution_trace(page, live, django_db_blocker):
+    from agent.models import UserPreference
+
+    with django_db_blocker.unblock():
+        UserPreference.objects.filter(user__username="browser_manager").delete()  # start from the default: off
+    login(page, live, "browser_manager")
+    answer = ask(page, "上周天河店卖了多少")
+    expect(answer.locator("details.trace")).to_have_count(0)
+    page.click("#toggle-details")  # the menu's 显示执行过程 (a per-user preference)
+    page.wait_for_selector("#ask-form")
+    expect(page.locator("#toggle-details")).to_have_text("隐藏执行过程")
+    data = ask(page, "上周天河店卖了多少")
+    expect(data.locator(".tool-call")).to_contain_text("store_sales")
+    answer = ask(page, "客人说酒有异味怎么办")
+    trace = answer.locator("details.trace")
+    expect(trace.locator("summary")).to_contain_text("查看执行过程")
+    trace.locator("summary").click()
+    expect(trace).to_contain_text("意图路由")
+    expect(answer.locator(".source .score").first).to_contain_text("相似度")
+    shot(page, "10-manager-details", doc="details-desktop")
+    page.click("#toggle-details")
+    page.wait_for_selector("#ask-form")
+    expect(page.locator("#toggle-details")).to_have_text("显示执行过程")
