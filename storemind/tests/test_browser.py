@@ -413,7 +413,7 @@ def test_11_a_manager_switches_on_the_execution_trace(page, live, django_db_bloc
     trace.locator("summary").click()
     expect(trace).to_contain_text("意图路由")
     expect(answer.locator(".source .score").first).to_contain_text("相似度")
-    shot(page, "10-manager-details", doc="details-desktop")
+    shot(page, "11-manager-details", doc="details-desktop")
     page.click("#toggle-details")
     page.wait_for_selector("#ask-form")
     expect(page.locator("#toggle-details")).to_have_text("显示执行过程")
