@@ -56,8 +56,31 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SM_SECRET_KEY must be set when SM_DEBUG=0.")
     SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
+elif not DEBUG and (len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("django-insecure-")):
+    # The same rule as `check --deploy` (W009), but refused at start-up instead of warned about.
+    raise ImproperlyConfigured(
+        "SM_SECRET_KEY is too weak for production: use at least 50 random characters, e.g. "
+        "python -c \"import secrets; print(secrets.token_urlsafe(64))\"."
+    )
 ALLOWED_HOSTS = [h.strip() for h in (env("SM_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver") or "").split(",") if h.strip()]
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in (env("SM_CSRF_TRUSTED_ORIGINS", "") or "").split(",") if o.strip()]
+
+# --- Production behind the TLS-terminating proxy (compose `proxy`, Caddy) ------------------
+# The proxy sets X-Forwarded-Proto; Django trusts it only because gunicorn is not published
+# (compose exposes web on the internal network only). Health probes come over plain HTTP
+# from inside the network, so they are exempt from the HTTPS redirect.
+if not DEBUG:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env_bool("SM_SSL_REDIRECT", True)
+    SECURE_REDIRECT_EXEMPT = [r"^health$", r"^ready$"]
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("SM_HSTS_SECONDS", 31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SM_HSTS_INCLUDE_SUBDOMAINS", True)
+    # Preloading is a per-domain commitment browsers ship with; opt in with SM_HSTS_PRELOAD=1.
+    SECURE_HSTS_PRELOAD = env_bool("SM_HSTS_PRELOAD", False)
+    if not SECURE_HSTS_PRELOAD:
+        SILENCED_SYSTEM_CHECKS = ["security.W021"]
+SESSION_COOKIE_HTTPONLY = True
 SM_DEMO = env_bool("SM_DEMO", False)
 
 INSTALLED_APPS = [

@@ -53,3 +53,46 @@ def test_openapi_schema_generates_without_errors_or_warnings(db):
     err = io.StringIO()
     call_command("spectacular", "--file", "/dev/null", "--fail-on-warn", stderr=err)
     assert "Error" not in err.getvalue()
+
+
+def test_compose_serves_https_through_a_proxy_and_production_settings():
+    compose = load()
+    services = compose["services"]
+    assert compose["x-app-env"]["SM_DEBUG"] == "0"
+    assert "ports" not in services["web"], "gunicorn must only be reachable through the TLS proxy"
+    proxy = services["proxy"]
+    assert proxy["image"].startswith("caddy") and "443:443" in proxy["ports"]
+    assert any(v.startswith("./deploy/Caddyfile:") for v in proxy["volumes"])
+    caddyfile = (Path(settings.BASE_DIR) / "deploy" / "Caddyfile").read_text()
+    assert "reverse_proxy web:8000" in caddyfile and "X-Forwarded-Proto" in caddyfile
+
+
+def _production_env(**over) -> dict:
+    import os
+    import secrets
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SM_") and k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update({"SM_DEBUG": "0", "SM_SECRET_KEY": secrets.token_urlsafe(64), "SM_ALLOWED_HOSTS": "storemind.example.com",
+                "DATABASE_URL": "postgres://storemind:pw@postgres.invalid:5432/storemind", "REDIS_URL": "redis://redis.invalid:6379/0"})
+    env.update(over)
+    return env
+
+
+def _manage(*args, env):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=settings.BASE_DIR, env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_check_deploy_is_clean_with_the_compose_environment():
+    r = _manage("check", "--deploy", "--fail-level", "WARNING", env=_production_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no issues" in r.stdout
+
+
+def test_production_refuses_a_weak_secret_key():
+    for weak in ("x", "django-insecure-" + "a1b2c3" * 10, "a" * 60):
+        r = _manage("check", env=_production_env(SM_SECRET_KEY=weak))
+        assert r.returncode != 0 and "SM_SECRET_KEY is too weak" in r.stderr, weak
