@@ -9,7 +9,7 @@ PORT ?= 8000
 # One embedding thread per process (storemind/settings.py pins it as well).
 export SM_EMBED_THREADS ?= 1
 
-.PHONY: run stop test screenshots install lint bench-ops browser-deps
+.PHONY: run stop test fuzz screenshots install lint bench-ops browser-deps
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,12 @@ browser-deps:
 	      || echo "could not install$$missing: browser tests may be skipped or show boxes for Chinese"; \
 	  else echo "missing$$missing and no root apt-get: browser tests may be skipped or show boxes for Chinese"; fi; \
 	fi
+
+# The API contract with many more generated requests per operation, and schemathesis's
+# stateful phase (chains of calls); `make test` runs the same test with a few examples.
+fuzz: install
+	SM_CONTRACT_EXAMPLES=$${SM_CONTRACT_EXAMPLES:-40} SM_CONTRACT_PHASES=examples,coverage,fuzzing,stateful \
+	  $(BIN)/python -m pytest storemind/tests/test_contract.py -v
 
 lint: install
 	$(BIN)/ruff check .

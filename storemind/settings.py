@@ -111,6 +111,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "storemind.login_guard.LoginGuardMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -232,6 +233,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Request and response shapes differ (write-only vs read-only fields): separate components.
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "storemind.openapi.postprocess"],
 }
 
 # --- StoreMind ---------------------------------------------------------------------------
@@ -281,6 +285,8 @@ SM_REFUSAL_THRESHOLD = env_float("SM_REFUSAL_THRESHOLD", 0.861)
 SM_JUDGE_THRESHOLD = env_float("SM_JUDGE_THRESHOLD", 0.857)
 SM_HISTORY_TOKENS = env_int("SM_HISTORY_TOKENS", 1200)
 SM_MAX_QUERY_CHARS = 2000
+SM_LOGIN_MAX_FAILURES = env_int("SM_LOGIN_MAX_FAILURES", 5)  # per username; 5x that per client address
+SM_LOGIN_LOCKOUT_SECONDS = env_int("SM_LOGIN_LOCKOUT_SECONDS", 900)
 SM_PROPOSAL_TTL_HOURS = env_int("SM_PROPOSAL_TTL_HOURS", 72)
 CELERY_BEAT_SCHEDULE = {
     "expire-proposals-hourly": {"task": "workflow.expire_proposals", "schedule": 3600.0},

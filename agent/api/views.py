@@ -17,7 +17,8 @@ QUEUE_RETRY_AFTER = 10
 CHAT_FIELDS = frozenset({"query", "thread_id", "async"})
 ChatIn = inline_serializer("ChatRequest", {
     "query": serializers.CharField(max_length=2000),
-    "thread_id": serializers.CharField(required=False, allow_null=True),
+    "thread_id": serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64,
+                                       help_text="省略、空或 null 表示新会话"),
     "async": serializers.BooleanField(required=False, default=False),
 })
 ChatOut = inline_serializer("ChatResponse", {
@@ -26,12 +27,18 @@ ChatOut = inline_serializer("ChatResponse", {
     "data": serializers.ListField(child=serializers.DictField()), "proposal": serializers.DictField(allow_null=True),
     "trace": serializers.ListField(child=serializers.DictField()), "thread_id": serializers.CharField(),
 })
+TaskAccepted = inline_serializer("ChatTaskAccepted", {"task_id": serializers.CharField(), "status_url": serializers.CharField()})
+TaskStatus = inline_serializer("ChatTaskStatus", {
+    "status": serializers.CharField(help_text="pending | done | failed"),
+    "result": serializers.DictField(required=False, help_text="status=done 时：与同步提问的回答相同"),
+    "detail": serializers.CharField(required=False),
+})
 
 
 class ChatView(APIView):
     throttle_scope = "chat"
 
-    @extend_schema(summary="向门店助手提问（同步，或 async=true 时返回任务 ID）", request=ChatIn, responses={200: ChatOut, 202: dict})
+    @extend_schema(summary="向门店助手提问（同步，或 async=true 时返回任务 ID）", request=ChatIn, responses={200: ChatOut, 202: TaskAccepted})
     def post(self, request):
         body = request.data
         if not isinstance(body, dict):
@@ -55,7 +62,7 @@ class ChatView(APIView):
 
 
 class ChatTaskView(APIView):
-    @extend_schema(summary="异步提问的结果", responses=dict)
+    @extend_schema(summary="异步提问的结果", responses=TaskStatus)
     def get(self, request, task_id: str):
         if not _TASK_ID.fullmatch(task_id):
             return Response({"detail": "没有这个任务。"}, status=status.HTTP_404_NOT_FOUND)

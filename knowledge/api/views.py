@@ -25,8 +25,9 @@ HitSerializer = inline_serializer(
 class KnowledgeSearchView(APIView):
     @extend_schema(
         summary="知识库混合检索",
-        parameters=[OpenApiParameter("q", str, required=True), OpenApiParameter("k", int, description="1–20，默认 5")],
-        responses=inline_serializer("KnowledgeSearch", {"query": serializers.CharField(), "terms": serializers.ListField(child=serializers.CharField()), "hits": HitSerializer}),
+        parameters=[OpenApiParameter("q", str, required=True, description=f"1–{MAX_QUERY} 个字符"),
+                    OpenApiParameter("k", int, description="1–20，默认 5")],
+        responses=inline_serializer("KnowledgeSearch", {"query": serializers.CharField(), "terms": serializers.ListField(child=serializers.CharField()), "hits": serializers.ListField(child=HitSerializer)}),
     )
     def get(self, request):
         q = (request.query_params.get("q") or "").strip()

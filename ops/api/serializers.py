@@ -7,6 +7,7 @@ from rest_framework import serializers
 
 from ..models import Inventory, InventoryAdjustment, Order, OrderLine, Store
 from ..tools import COLUMNS
+from ..validation import MAX_MONEY, MAX_QTY
 
 
 class StoreSerializer(serializers.ModelSerializer):
@@ -17,24 +18,24 @@ class StoreSerializer(serializers.ModelSerializer):
 
 class OrderLineInSerializer(serializers.Serializer):
     sku = serializers.CharField()
-    qty = serializers.IntegerField(min_value=1)
-    unit_price = serializers.DecimalField(max_digits=10, decimal_places=2)
-    amount = serializers.DecimalField(max_digits=12, decimal_places=2)
+    qty = serializers.IntegerField(min_value=1, max_value=MAX_QTY)
+    unit_price = serializers.DecimalField(max_digits=11, decimal_places=2, min_value=0, max_value=MAX_MONEY, help_text="最多两位小数，不四舍五入")
+    amount = serializers.DecimalField(max_digits=11, decimal_places=2, required=False, max_value=MAX_MONEY, help_text="省略时 = 数量 × 单价")
 
 
 class OrderInSerializer(serializers.Serializer):
-    store = serializers.CharField(help_text="门店编码；POS 令牌绑定门店时可省略")
+    store = serializers.CharField(required=False, help_text="门店编码；POS 令牌绑定门店时可省略")
     external_id = serializers.CharField(max_length=64, help_text="POS 单号，同一门店内唯一（幂等键）")
-    created_at = serializers.DateTimeField()
-    channel = serializers.ChoiceField(choices=Order.Channel.choices)
+    created_at = serializers.DateTimeField(help_text="ISO 8601，带时区，如 2026-11-20T21:15:00+08:00；不能在未来")
+    channel = serializers.ChoiceField(choices=Order.Channel.choices, default=Order.Channel.DINE_IN)
     status = serializers.ChoiceField(choices=Order.Status.choices, default="paid")
-    total = serializers.DecimalField(max_digits=12, decimal_places=2)
-    member = serializers.CharField(required=False, help_text="会员号或手机号")
-    lines = OrderLineInSerializer(many=True)
+    total = serializers.DecimalField(max_digits=11, decimal_places=2, max_value=MAX_MONEY, min_value=-MAX_MONEY)
+    member = serializers.CharField(required=False, allow_blank=True, help_text="会员号或手机号")
+    lines = OrderLineInSerializer(many=True, min_length=1, max_length=200)
 
 
 class OrderBatchInSerializer(serializers.Serializer):
-    orders = OrderInSerializer(many=True, help_text="最多 500 单，全部成功或全部不写")
+    orders = OrderInSerializer(many=True, min_length=1, max_length=500, help_text="最多 500 单，全部成功或全部不写")
 
 
 class OrderLineSerializer(serializers.ModelSerializer):
@@ -47,12 +48,19 @@ class OrderLineSerializer(serializers.ModelSerializer):
 
 class OrderSerializer(serializers.ModelSerializer):
     store = serializers.CharField(source="store.code")
-    member = serializers.CharField(source="member.number", default=None)
+    member = serializers.CharField(source="member.number", default=None, allow_null=True)
     lines = OrderLineSerializer(many=True)
 
     class Meta:
         model = Order
         fields = ["id", "store", "external_id", "created_at", "channel", "status", "total", "member", "lines"]
+
+
+class OrderWrittenSerializer(OrderSerializer):
+    result = serializers.ChoiceField(choices=["created", "replayed"], read_only=True)
+
+    class Meta(OrderSerializer.Meta):
+        fields = [*OrderSerializer.Meta.fields, "result"]
 
 
 class OrderResultSerializer(serializers.Serializer):
@@ -70,10 +78,10 @@ class OrderBatchResultSerializer(serializers.Serializer):
 class AdjustmentInSerializer(serializers.Serializer):
     store = serializers.CharField(required=False)
     sku = serializers.CharField()
-    delta = serializers.IntegerField()
+    delta = serializers.IntegerField(min_value=-MAX_QTY, max_value=MAX_QTY, help_text="非零：正数入库，负数出库")
     reason = serializers.ChoiceField(choices=InventoryAdjustment.Reason.choices)
     external_id = serializers.CharField(max_length=64)
-    note = serializers.CharField(required=False, allow_blank=True)
+    note = serializers.CharField(required=False, allow_blank=True, max_length=200)
 
 
 class InventorySerializer(serializers.ModelSerializer):

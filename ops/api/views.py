@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -15,7 +15,9 @@ from .serializers import (
     InventorySerializer,
     OrderBatchInSerializer,
     OrderBatchResultSerializer,
+    OrderInSerializer,
     OrderSerializer,
+    OrderWrittenSerializer,
     StoreSerializer,
     ToolResultSerializer,
 )
@@ -32,8 +34,9 @@ class OrdersView(APIView):
     @extend_schema(
         summary="写入 POS 订单（单个或最多 500 个的批次）",
         description="按 (门店, external_id) 幂等：原样重放返回 200 和原订单；同单号不同内容返回 409。批次要么全部写入，要么都不写。",
-        request=OrderBatchInSerializer,
-        responses={201: OrderBatchResultSerializer, 200: OrderBatchResultSerializer},
+        request=PolymorphicProxySerializer("OrderWrite", serializers=[OrderInSerializer, OrderBatchInSerializer], resource_type_field_name=None),
+        responses={code: PolymorphicProxySerializer("OrderWriteResult", serializers=[OrderWrittenSerializer, OrderBatchResultSerializer],
+                                                    resource_type_field_name=None) for code in (201, 200)},
     )
     def post(self, request):
         body = request.data

@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -106,8 +107,9 @@ def redis_down_server(committed_db):
     env.pop("DATABASE_URL", None) if not os.environ.get("DATABASE_URL") else None
     if os.environ.get("DATABASE_URL"):
         env["DATABASE_URL"] = os.environ["DATABASE_URL"].rsplit("/", 1)[0] + "/" + connection.settings_dict["NAME"]
+    log = tempfile.NamedTemporaryFile("w+", prefix="sm-server-", suffix=".log", delete=False)  # a pipe nobody reads would fill and block the server
     proc = subprocess.Popen([sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"], cwd=BASE, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=log)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -118,11 +120,13 @@ def redis_down_server(committed_db):
             time.sleep(0.3)
     else:
         proc.kill()
-        pytest.fail("the server did not start: " + proc.stderr.read().decode()[-2000:])
+        pytest.fail("the server did not start: " + Path(log.name).read_text()[-2000:])
     try:
         yield url
     finally:
         proc.terminate()
+        log.close()
+        os.unlink(log.name)
         proc.wait(timeout=10)
 
 

@@ -19,6 +19,34 @@ ProposalIn = inline_serializer("ProposalCreate", {
 })
 
 
+class ProposalOutSerializer(serializers.Serializer):
+    """The shape of workflow.chat.proposal_dict (documentation only)."""
+
+    id = serializers.IntegerField()
+    kind = serializers.CharField(help_text="restock | ticket")
+    kind_display = serializers.CharField()
+    store = serializers.CharField()
+    status = serializers.CharField(help_text="pending | confirmed | rejected | expired")
+    status_display = serializers.CharField()
+    payload = serializers.DictField()
+    source = serializers.CharField()
+    proposed_by = serializers.CharField()
+    created_at = serializers.CharField()
+    can_confirm = serializers.BooleanField()
+    why_not = serializers.CharField(allow_blank=True)
+
+
+ProposalOut = ProposalOutSerializer
+ProposalList = ProposalOutSerializer(many=True)
+RejectIn = inline_serializer("Reject", {"reason": serializers.CharField(max_length=255)})
+AuditEntries = inline_serializer("AuditEntry", many=True, fields={
+    "id": serializers.IntegerField(), "at": serializers.CharField(), "actor": serializers.CharField(allow_blank=True),
+    "action": serializers.CharField(), "target": serializers.CharField(allow_blank=True),
+    "store": serializers.CharField(allow_null=True), "before": serializers.JSONField(allow_null=True),
+    "after": serializers.JSONField(allow_null=True), "request_id": serializers.CharField(allow_blank=True),
+})
+
+
 def _body(request) -> dict:
     if request.data in (None, "") or request.data == {}:
         return {}
@@ -33,8 +61,9 @@ class ProposalsView(APIView):
     def get_throttles(self):
         return super().get_throttles() if self.request.method == "POST" else []
 
-    @extend_schema(summary="提案列表（本人所属门店）", parameters=[OpenApiParameter("status", str), OpenApiParameter("kind", str)],
-                   responses=dict)
+    @extend_schema(summary="提案列表（本人所属门店）", parameters=[OpenApiParameter("status", str, enum=Proposal.Status.values),
+                                                                OpenApiParameter("kind", str, enum=Proposal.Kind.values)],
+                   responses=ProposalList)
     def get(self, request):
         qs = proposals_visible(request.user)
         for field, choices in (("status", Proposal.Status.values), ("kind", Proposal.Kind.values)):
@@ -45,7 +74,8 @@ class ProposalsView(APIView):
                 qs = qs.filter(**{field: value})
         return Response([proposal_dict(p, request.user) for p in qs[:200]])
 
-    @extend_schema(summary="提交提案（支持 Idempotency-Key 头）", request=ProposalIn, responses={201: dict, 200: dict})
+    @extend_schema(summary="提交提案（支持 Idempotency-Key 头）", request=ProposalIn, responses={201: ProposalOut, 200: ProposalOut},
+                   parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, description="最长 128 个字符；同一个键重放返回原提案")])
     def post(self, request):
         body = _body(request)
         reject_unknown(body, {"kind", "store", "payload"})
@@ -61,7 +91,7 @@ class ProposalsView(APIView):
 class ProposalConfirmView(APIView):
     throttle_scope = "decide"
 
-    @extend_schema(summary="确认提案（执行写入）", request=None, responses=dict)
+    @extend_schema(summary="确认提案（执行写入）", request=None, responses=ProposalOut)
     def post(self, request, pk: int):
         reject_unknown(_body(request), set())
         return Response(proposal_dict(proposal_confirm(proposal=pk, user=request.user), request.user))
@@ -70,7 +100,7 @@ class ProposalConfirmView(APIView):
 class ProposalRejectView(APIView):
     throttle_scope = "decide"
 
-    @extend_schema(summary="拒绝提案", request=inline_serializer("Reject", {"reason": serializers.CharField()}), responses=dict)
+    @extend_schema(summary="拒绝提案", request=RejectIn, responses=ProposalOut)
     def post(self, request, pk: int):
         body = _body(request)
         reject_unknown(body, {"reason"})
@@ -84,7 +114,7 @@ class AuditView(APIView):
     """Read-only: there is no write method, for anyone."""
 
     @extend_schema(summary="审计日志（店长、总部；本人门店的记录）", parameters=[OpenApiParameter("action", str), OpenApiParameter("store", str), OpenApiParameter("actor", str)],
-                   responses=dict)
+                   responses=AuditEntries)
     def get(self, request):
         qs = audit_entries(request.user)
         if request.query_params.get("action"):
