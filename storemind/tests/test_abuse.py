@@ -18,22 +18,24 @@ def _api(user) -> APIClient:
 
 
 @override_settings(SM_LOGIN_MAX_FAILURES=3)
-def test_admin_login_is_locked_after_repeated_wrong_passwords():
+def test_login_is_locked_after_repeated_wrong_passwords():
+    """The admin's login redirects to the product login page; both are guarded."""
     user = make_user("guess_target", role="manager", is_staff=True)
     client = Client(REMOTE_ADDR="10.9.8.7")
     for _ in range(3):
-        r = client.post("/admin/login/", {"username": user.username, "password": "wrong-guess"})
+        r = client.post("/accounts/login/", {"username": user.username, "password": "wrong-guess"})
         assert r.status_code == 200  # the form again, with an error
-    locked = client.post("/admin/login/", {"username": user.username, "password": "pw-123456"})
+    locked = client.post("/accounts/login/", {"username": user.username, "password": "pw-123456"})
     assert locked.status_code == 429 and int(locked["Retry-After"]) > 0
+    assert "_auth_user_id" not in client.session  # even the right password is refused while locked
     other = make_user("not_guessed", role="staff", is_staff=True)
-    assert client.post("/admin/login/", {"username": other.username, "password": "pw-123456"}).status_code == 302
+    assert client.post("/accounts/login/", {"username": other.username, "password": "pw-123456"}).status_code == 302
 
 
 @pytest.fixture
 def rates(monkeypatch):
     """Lower rates for one test (the throttle class reads its rates once, at import)."""
-    from storemind.throttling import FailOpenScopedRateThrottle
+    from core.throttling import FailOpenScopedRateThrottle
 
     def set_rates(**scopes):
         monkeypatch.setattr(FailOpenScopedRateThrottle, "THROTTLE_RATES", {**FailOpenScopedRateThrottle.THROTTLE_RATES, **scopes})
@@ -42,7 +44,8 @@ def rates(monkeypatch):
 
 
 def test_a_flood_of_denied_confirms_is_throttled_per_user(rates):
-    from workflow.models import AuditLog, Proposal
+    from core.models import AuditLog
+    from workflow.models import Proposal
     from workflow.services import proposal_create
 
     rates(decide="5/min")
