@@ -57,8 +57,18 @@ def contract_server(django_db_setup, django_db_blocker):
         settings_dict = dict(connection.settings_dict)
         connections.close_all()  # TEMPLATE needs the source database without sessions
         with _admin_connect(settings_dict) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{clone}"')
-            admin.execute(f'CREATE DATABASE "{clone}" TEMPLATE "{source}"')
+            admin.execute(f'DROP DATABASE IF EXISTS "{clone}" WITH (FORCE)')
+            for attempt in range(5):
+                # Sessions other tests' server threads left behind would block TEMPLATE.
+                admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                              [source])
+                try:
+                    admin.execute(f'CREATE DATABASE "{clone}" TEMPLATE "{source}"')
+                    break
+                except Exception:
+                    if attempt == 4:
+                        raise
+                    time.sleep(0.5)
         users.delete()  # they live on in the copy only
 
     port = _free_port()
