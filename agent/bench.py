@@ -132,8 +132,10 @@ class Server:
         self.port, self.log_path = port, log_path
         env = {**os.environ, **(env or {})}
         env.update({
-            "SM_DEBUG": "0", "SM_SECRET_KEY": secrets.token_urlsafe(32), "DATABASE_URL": database_url(),
+            "SM_DEBUG": "0", "SM_SECRET_KEY": secrets.token_urlsafe(64), "DATABASE_URL": database_url(),
             "SM_ALLOWED_HOSTS": "127.0.0.1,localhost", "SM_EMBED_BACKEND": settings.SM_EMBED_BACKEND,
+            # gunicorn is reached directly over HTTP here, not through the TLS proxy.
+            "SM_SSL_REDIRECT": "0",
             "SM_EMBED_DIM": str(settings.SM_EMBED_DIM), "DJANGO_SETTINGS_MODULE": "storemind.settings",
             # One bench user asks hundreds of questions a minute: the per-user chat throttle is
             # not what this measures (its cost, a cache lookup, still is).
