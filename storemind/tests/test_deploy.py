@@ -71,7 +71,8 @@ def _production_env(**over) -> dict:
     import os
     import secrets
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SM_") and k not in ("DATABASE_URL", "REDIS_URL")}
+    # A clean environment: variables other tests set in this process (e.g. DJANGO_ALLOW_ASYNC_UNSAFE) stay out.
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "XDG_RUNTIME_DIR", "VIRTUAL_ENV") if k in os.environ}
     env.update({"SM_DEBUG": "0", "SM_SECRET_KEY": secrets.token_urlsafe(64), "SM_ALLOWED_HOSTS": "storemind.example.com",
                 "DATABASE_URL": "postgres://storemind:pw@postgres.invalid:5432/storemind", "REDIS_URL": "redis://redis.invalid:6379/0"})
     env.update(over)
