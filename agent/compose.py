@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from knowledge.chunking import split_sentences
 from knowledge.models import Chunk, Document
-from knowledge.selectors import Hit
+from knowledge.selectors import Hit, SectionUnit, section_units
 from knowledge.text import tokenize
 from ops.tools import ToolResult
 
@@ -29,6 +29,7 @@ _DATA_REF = re.compile(r"\[D(\d+)\]")
 class Sources:
     citations: list[dict] = field(default_factory=list)  # [{"ref": "1", document, section_path, score, text, chunk_id}]
     data: list[dict] = field(default_factory=list)  # [{"ref": "D1", tool, params, row}]
+    sections: dict[str, list[SectionUnit]] = field(default_factory=dict)  # ref → the whole section, unit by unit (not serialised)
 
     def doc_refs(self) -> set[str]:
         return {c["ref"] for c in self.citations}
@@ -37,14 +38,19 @@ class Sources:
         return {d["ref"] for d in self.data}
 
 
-def number_sources(hits: list[Hit], tool_result: ToolResult | None) -> Sources:
-    """The single place where source numbers are assigned (prompt and response alike)."""
+def number_sources(hits: list[Hit], tool_result: ToolResult | None, *, qvec=None) -> Sources:
+    """The single place where source numbers are assigned (prompt and response alike). A
+    cited source is the whole section its chunk belongs to: an answer (and the LLM's prompt)
+    never stops at a chunk boundary halfway through a procedure."""
     sources = Sources()
     for i, hit in enumerate(hits, start=1):
+        units = section_units(hit, qvec)
+        ref = str(i)
+        sources.sections[ref] = units
         sources.citations.append({
-            "ref": str(i), "document": hit.document, "section_path": hit.section_path, "score": round(hit.score, 4),
+            "ref": ref, "document": hit.document, "section_path": hit.section_path, "score": round(hit.score, 4),
             "vector_score": round(hit.vector_score, 4) if hit.vector_score is not None else None,
-            "text": hit.text, "chunk_id": hit.chunk_id,
+            "text": section_text(units) or hit.text, "chunk_id": hit.chunk_id,
         })
     if tool_result is not None:
         columns = list(tool_result.columns) + [k for k in (tool_result.rows[0] if tool_result.rows else {}) if k not in tool_result.columns]
@@ -69,39 +75,95 @@ def prompt_sources(sources: Sources) -> str:
 # --- extractive composition (SM_LLM_BACKEND=none, and the fallback when an LLM is down) --------
 
 
-def select_citation_hits(hits: list[Hit], limit: int = 3, ratio: float = 0.75) -> list[Hit]:
-    """The top hit, plus close runners-up from other sections."""
+MAX_LINES = 8  # an answer's length, unless the procedure or table it must keep whole is longer
+SECOND_SECTION_MARGIN = 0.01  # a second section's best sentence must be this close to the first's
+
+
+def section_text(units: list[SectionUnit]) -> str:
+    lines, block = [], None
+    for u in units:
+        if lines and (u.kind != "sentence" or u.block != block):
+            lines.append("\n")
+        lines.append(u.text)
+        block = u.block
+    return "".join(lines).strip()
+
+
+def select_citation_hits(hits: list[Hit], *, qvec=None, limit: int = 2) -> list[Hit]:
+    """The chosen section, and a second one only when it stands on its own: a different
+    section whose best sentence is as close to the question as the first one's (never a
+    runner-up that merely shares words)."""
     if not hits:
         return []
     chosen = [hits[0]]
-    for hit in hits[1:]:
-        if len(chosen) >= limit:
-            break
-        if hit.score >= hits[0].score * ratio and hit.section_path not in {h.section_path for h in chosen}:
+    if qvec is None:
+        return chosen
+    best_first = max((u.similarity for u in section_units(hits[0], qvec)), default=0.0)
+    for hit in hits[1:3]:
+        if len(chosen) >= limit or hit.section_path == hits[0].section_path:
+            continue
+        best = max((u.similarity for u in section_units(hit, qvec)), default=0.0)
+        if best >= best_first - SECOND_SECTION_MARGIN and hit.score >= hits[0].score * 0.8:
             chosen.append(hit)
     return chosen
 
 
-def key_sentences(text: str, query_terms: list[str], limit: int) -> list[str]:
-    sentences = [s for s in split_sentences(text) if len(s) > 3]
-    if not sentences:
-        return [text.strip()] if text.strip() else []
-    if any(s.startswith("|") for s in sentences):
-        return ["\n".join(sentences)]  # a table answers as a whole
-    terms = set(query_terms)
-    scored = [(len(terms & set(tokenize(s))), -i, s) for i, s in enumerate(sentences)]
-    best = sorted(scored, reverse=True)[:limit]
-    if all(score == 0 for score, _, _ in best):
-        best = [(0, -i, s) for i, s in enumerate(sentences[:limit])]
-    return [s for _, _, s in sorted(best, key=lambda x: -x[1])]
+def _lead(units: list[SectionUnit], terms: set[str]) -> SectionUnit:
+    """The unit that answers the question: closest to it by its own vector; words in common
+    break ties (and decide alone when no vectors were compared)."""
+    def key(iu):
+        i, u = iu
+        return (round(u.similarity, 3), len(terms & set(tokenize(u.text))), -i)
+    return max(enumerate(units), key=key)[1]
+
+
+def section_lines(units: list[SectionUnit], terms: list[str], *, budget: int = MAX_LINES) -> list[str]:
+    """Lead with the unit that answers the question, then the rest of the section that is
+    relevant, in the document's order. A numbered or bulleted procedure and a table stay
+    whole; a short section is given whole."""
+    if not units:
+        return []
+    term_set = set(terms)
+    lead = _lead(units, term_set)
+    lines: list[SectionUnit] = []
+
+    def add_block(block: int):
+        intro = [u for u in units if u.block == block - 1 and u.kind == "sentence" and u.text.rstrip().endswith(("：", ":"))]
+        for u in intro[-1:] + [u for u in units if u.block == block]:
+            if u not in lines:
+                lines.append(u)
+
+    if lead.kind == "item":
+        add_block(lead.block)
+    else:
+        lines.append(lead)
+    if len(units) <= budget:
+        rest = [u for u in units if u not in lines]
+    else:
+        bar = lead.similarity - 0.04
+        rest = [u for u in units if u not in lines and (u.similarity >= bar or term_set & set(tokenize(u.text)))]
+    for u in rest:
+        if u in lines:
+            continue
+        if u.kind == "item":
+            if len(lines) + sum(1 for x in units if x.block == u.block) > budget and len(units) > budget:
+                continue
+            add_block(u.block)
+        elif len(lines) < budget or len(units) <= budget:
+            lines.append(u)
+    first = lines[0]
+    ordered = [first] + [u for u in units if u in lines and u is not first]
+    return [u.text.rstrip() for u in ordered]
 
 
 def extractive_policy_answer(question: str, sources: Sources, terms: list[str]) -> str:
-    lines = []
+    """Answer from the chosen section (a second section, when cited, adds only its lead)."""
+    out = []
     for i, c in enumerate(sources.citations):
-        for sentence in key_sentences(c["text"], terms, limit=3 if i == 0 else 2):
-            lines.append(f"{sentence.rstrip()}[{c['ref']}]")
-    return "\n".join(lines)
+        units = sources.sections.get(c["ref"]) or [SectionUnit("sentence", s, 0) for s in split_sentences(c["text"])]
+        chosen = section_lines(units, terms) if i == 0 else section_lines(units, terms, budget=1)[:1]
+        out += [f"{line}[{c['ref']}]" for line in chosen]
+    return "\n".join(out)
 
 
 ROW_FORMATS = {

@@ -10,8 +10,8 @@ and removes its own rows afterwards.
 """
 from __future__ import annotations
 
+import json
 import re
-import statistics
 import time
 from datetime import date
 from pathlib import Path
@@ -24,7 +24,6 @@ from tqdm import tqdm
 from core.bench import percentile
 from knowledge.evaluation import load_golden, load_sets, retrieval_figures, retrieval_items
 from knowledge.models import IndexMeta
-from knowledge.selectors import search
 from ops.models import Store
 from ops.periods import parse_period
 from ops.tools import local_today, run_tool
@@ -371,39 +370,92 @@ def _best_split(positives: list[float], negatives: list[float]) -> tuple[float, 
     return best[1], best[2], best[3]
 
 
+def _answerability_rows(items: list[dict], users) -> tuple[list[dict], list[list[dict]], list[int], list[dict]]:
+    """Per answerable / near / far question: the judge's signals for every round the agent
+    loop would run (the index holds a model that never says "enough" meanwhile, so every
+    rewrite round runs). Questions the router answers or declines itself are left out."""
+    rows, rounds, labels, kept = [], [], [], []
+    for item in items:
+        if item["kind"] == "policy" and item.get("expect_section"):
+            label = 1
+        elif item["kind"] == "refuse":
+            label = 0
+        else:
+            continue
+        user = users["manager" if item.get("as_role") == "manager" else "staff"]
+        result, _ = answer_question(item["query"], user=user, today=local_today())
+        judged = [s["detail"]["answerability"]["signals"] for s in result.trace if s["step"] == "judge"]
+        if not judged:
+            continue
+        rows.append(judged[0])
+        rounds.append(judged)
+        labels.append(label)
+        kept.append(item)
+    return rows, rounds, labels, kept
+
+
 def eval_calibrate(cmd, opts) -> dict:
-    """Refusal thresholds from score distributions: top-1 vector similarity of answerable
-    questions against far-from-domain ones (layer 1), and against near-domain ones (the
-    judge's grey zone). Stored in the index metadata; every process reads them from there."""
-    golden = load_golden()
+    """Fit the answerability model (logistic regression over the judge's signals) on the
+    tuning set's answerable / near / far questions and store it in the index metadata; the
+    held-out set is scored with it and reported, never fitted on. Also measures the cosine
+    scale the chat page grades relevance on (高/中/低)."""
+    from knowledge import answerability
+
+    sets = load_sets()
     users = eval_users()
-
-    def best(q: str, role: str = "staff") -> float:
-        r = search(q, user=users[role], k=1)
-        return max((h.vector_score or 0.0) for h in r.vector_ranking[:1]) if r.vector_ranking else 0.0
-
-    answerable = [best(i["query"], "manager" if i.get("as_role") == "manager" else "staff") for i in golden if i["kind"] == "policy"]
-    far = [best(i["query"]) for i in golden if i["kind"] == "refuse" and i["scope"] == "far"]
-    near = [best(i["query"]) for i in golden if i["kind"] == "refuse" and i["scope"] == "near"]
-    refusal_t, fr1, mr1 = _best_split(answerable, far)
-    judge_t, fr2, mr2 = _best_split(answerable, near)
     meta = IndexMeta.objects.order_by("pk").first()
-    meta.refusal_threshold, meta.judge_threshold = round(refusal_t, 4), round(judge_t, 4)
-    meta.save(update_fields=["refusal_threshold", "judge_threshold"])
-
-    def dist(xs):
-        return f"min {min(xs):.3f} · p10 {percentile(xs, 10):.3f} · median {statistics.median(xs):.3f} · max {max(xs):.3f}"
-
+    previous = meta.answerability
+    meta.answerability = {**answerability.fit([{f: 0.0 for f in answerability.FEATURES}] * 2, [0, 1]),
+                          "threshold": 2.0, "signature": meta.signature}  # never enough: every round runs
+    meta.save(update_fields=["answerability"])
+    try:
+        rows, rounds, labels, items = _answerability_rows(tqdm(sets["tune"], desc="signals tune", file=cmd.stderr), users)
+        hold = _answerability_rows(tqdm(sets["holdout"], desc="signals holdout", file=cmd.stderr), users) if "holdout" in sets else None
+    finally:
+        meta.answerability = previous
+        meta.save(update_fields=["answerability"])
+    model = answerability.fit(rows, labels)
+    # The agent answers when *any* round is judged enough: the threshold is chosen on that.
+    threshold, tune_stats = answerability.choose_threshold(model, rounds, labels)
+    model.update(threshold=threshold, signature=meta.signature, backend=meta.backend, fitted_on=len(rows))
+    report = {"model": model, "tune": tune_stats}
+    if hold:
+        _, hrounds, hlabels, hitems = hold
+        probs = [max(answerability.probability(model, r) for r in rs) for rs in hrounds]
+        report["holdout"] = {
+            "false_refusals": sum(1 for p, y in zip(probs, hlabels) if y == 1 and p < threshold), "answerable": sum(hlabels),
+            "near_refused": sum(1 for p, i in zip(probs, hitems) if i["kind"] == "refuse" and i.get("scope") == "near" and p < threshold),
+            "near": sum(1 for i in hitems if i["kind"] == "refuse" and i.get("scope") == "near"),
+            "far_refused": sum(1 for p, i in zip(probs, hitems) if i["kind"] == "refuse" and i.get("scope") == "far" and p < threshold),
+            "far": sum(1 for i in hitems if i["kind"] == "refuse" and i.get("scope") == "far"),
+        }
+    # The cosine scale of the chat page's relevance grades: top-1 chunk similarity of
+    # answerable questions against far and near ones.
+    answerable = [r["chunk_sim"] for r, y in zip(rows, labels) if y == 1]
+    far = [r["chunk_sim"] for r, i in zip(rows, items) if i["kind"] == "refuse" and i.get("scope") == "far"]
+    near = [r["chunk_sim"] for r, i in zip(rows, items) if i["kind"] == "refuse" and i.get("scope") == "near"]
+    refusal_t, _, _ = _best_split(answerable, far)
+    judge_t, _, _ = _best_split(answerable, near)
+    report.update(refusal_threshold=refusal_t, judge_threshold=judge_t)
+    if not opts.get("dry_run"):
+        meta.answerability = model
+        meta.refusal_threshold, meta.judge_threshold = round(refusal_t, 4), round(judge_t, 4)
+        meta.save(update_fields=["answerability", "refusal_threshold", "judge_threshold"])
+        if opts.get("save_default"):
+            answerability.DEFAULT_MODEL_PATH.write_text(json.dumps(model, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     w = cmd.stdout.write
-    w(f"calibrate · embedder {meta.signature}")
-    w(f"  answerable ({len(answerable)}): {dist(answerable)}")
-    w(f"  far ({len(far)}):        {dist(far)}")
-    w(f"  near ({len(near)}):       {dist(near)}")
-    w(f"  refusal gate threshold {refusal_t:.4f} (answerable below: {fr1}, far at/above: {mr1})")
-    w(f"  judge grey-zone threshold {judge_t:.4f} (answerable below: {fr2}, near at/above: {mr2})")
-    w("  stored in the index metadata (admin: 索引元数据)")
-    return {"refusal_threshold": refusal_t, "judge_threshold": judge_t, "answerable": answerable, "far": far, "near": near,
-            "refusal_errors": {"false_refusals": fr1, "missed": mr1}, "judge_errors": {"false_refusals": fr2, "missed": mr2}}
+    w(f"calibrate · embedder {meta.signature} · fitted on {len(rows)} tuning questions ({sum(labels)} answerable)")
+    for f, c in zip(model["features"], model["coef"]):
+        w(f"  {f:18s} coef {c:+.3f}")
+    w(f"  threshold {threshold:.4f} · tuning set: false refusals {tune_stats['false_refusals']}/{tune_stats['answerable']}, "
+      f"refused {tune_stats['refused_unanswerable']}/{tune_stats['unanswerable']} near+far")
+    if "holdout" in report:
+        h = report["holdout"]
+        w(f"  held-out (reported only): false refusals {h['false_refusals']}/{h['answerable']}, near refused {h['near_refused']}/{h['near']}, "
+          f"far refused {h['far_refused']}/{h['far']}")
+    w("  dry run: nothing stored" if opts.get("dry_run") else "  stored in the index metadata (admin: 索引元数据)"
+      + (f"; default written to {answerability.DEFAULT_MODEL_PATH.name}" if opts.get("save_default") else ""))
+    return report
 
 
 # --- the phrasing table: everyday data questions and rule questions with data-ish words -------

@@ -26,8 +26,9 @@ from django.core.exceptions import ValidationError
 from django.db import close_old_connections
 
 from core.scoping import warm
+from knowledge import answerability
 from knowledge.selectors import IndexNotReady, SearchResult, nearest_section_titles, search, visible_audiences
-from knowledge.text import overlap_ratio, query_terms
+from knowledge.text import query_terms
 from ops.tools import ToolResult, local_today, run_tool
 
 from . import compose
@@ -35,10 +36,7 @@ from .data_guard import DataPlan, plan_data
 from .llm import LLMUnavailable, get_llm, llm_budget, trim_history
 from .router import ACTION, BOTH, DATA, OUT_OF_SCOPE, POLICY, Route, route
 
-ENOUGH_OVERLAP = 0.55
-NOT_ENOUGH_OVERLAP = 0.15
-DEFAULT_REFUSAL_THRESHOLD = 0.80  # e5 cosine; replaced by `eval calibrate`
-DEFAULT_JUDGE_THRESHOLD = 0.84
+GREY_ZONE = 0.15  # |answerability − threshold| below this goes to the LLM judge, when one is configured
 REFUSAL_TEXT = (
     "抱歉，现有的门店制度文档里没有能回答这个问题的内容，我不能凭空作答。"
     "请咨询店长或区域经理；这个问题已记录到\"未解答问题\"，管理人员会据此补充制度。"
@@ -73,6 +71,7 @@ class Round:
     layer: str = ""
     reason: str = ""
     score: float = 0.0
+    verdict: Any = None
 
     @property
     def hits(self):
@@ -103,14 +102,17 @@ class AgentState:
     pending_action: dict | None = None  # an action still waiting for slots (agent/slots.py)
     clarify: bool = False
     audiences: list[str] = field(default_factory=list)
-    refusal_threshold: float = 0.0
-    judge_threshold: float = 0.0
+    first: SearchResult | None = None  # the question's own retrieval: what every round is judged against
+    verdict: Any = None  # the chosen round's answerability verdict
+    index: Any = None
 
     def __post_init__(self):
         # Resolved once per question, here: the guard threads use their own connections and
         # must not look the user's role up again; the judge runs up to three times.
         self.audiences = self.audiences or visible_audiences(self.user)
-        self.refusal_threshold, self.judge_threshold = thresholds()
+        from knowledge.models import IndexMeta
+
+        self.index = IndexMeta.objects.order_by("pk").first()
 
 
 @dataclass
@@ -134,6 +136,8 @@ class AgentResult:
 
 
 def thresholds() -> tuple[float, float]:
+    """The calibrated cosine thresholds (`eval calibrate`): no longer a refusal gate (the
+    answerability score decides), still the scale the chat page grades relevance 高/中/低 on."""
     from knowledge.models import IndexMeta
 
     meta = IndexMeta.objects.order_by("pk").first()
@@ -259,57 +263,33 @@ def _hits_detail(result: SearchResult) -> list[dict]:
     ]
 
 
-def retrieval_gate(state: AgentState, result: SearchResult) -> bool:
-    """Refusal layer 1: far-from-domain questions score low against every chunk."""
-    refusal_threshold = state.refusal_threshold
-    best = max((h.vector_score or 0.0 for h in result.vector_ranking[:1]), default=0.0)
-    with state.trace.step("retrieval_gate", best_vector_score=round(best, 4), threshold=round(refusal_threshold, 4)) as detail:
-        passed = best >= refusal_threshold
-        if not passed and result.hits and getattr(result.hits[0], "taught", False):
-            passed, detail["taught"] = True, "管理员已把这个问题关联到章节"  # the learning loop answered it
-        detail["passed"] = passed
-    return passed
-
-
 def judge(state: AgentState, rnd: Round) -> None:
-    """Is this round's evidence enough? Rules first, the LLM or a calibrated threshold in the grey zone."""
-    judge_threshold = state.judge_threshold
+    """Is this round's evidence enough? One calibrated answerability score over several
+    signals (knowledge.answerability); with an LLM configured, the LLM decides the grey zone.
+    Always measured with the question's own vector, never the rewritten query's."""
     with state.trace.step("judge", attempt=rnd.attempt) as detail:
         top = rnd.hits[0] if rnd.hits else None
-        if top is None:
-            rnd.enough, rnd.layer, rnd.reason = False, "rule", "没有检索到任何片段"
-        elif getattr(top, "taught", False):  # a manager linked this question to this section
+        if top is not None and getattr(top, "taught", False):  # a manager linked this question to this section
             rnd.enough, rnd.layer, rnd.reason, rnd.score = True, "taught", "管理员已把这个问题关联到这一节", 2.0
-        else:
-            # Always measured against the user's question (with its corpus synonyms), never the
-            # rewritten query: titles prepended by a rewrite would match their own sections.
-            overlap = overlap_ratio(state.resolved_query, f"{top.section_path}\n{top.text}", expand=True)
-            # The round's best cosine similarity: the same statistic `eval calibrate` measured.
-            ranking = rnd.result.vector_ranking if rnd.result else []
-            similarity = (ranking[0].vector_score if ranking else top.vector_score) or 0.0
-            rnd.score = overlap + similarity
-            detail.update(overlap=round(overlap, 3), similarity=round(similarity, 4))
-            if overlap >= ENOUGH_OVERLAP:
-                rnd.enough, rnd.layer, rnd.reason = True, "rule", f"词面重合度 {overlap:.2f} ≥ {ENOUGH_OVERLAP}"
-            elif overlap <= NOT_ENOUGH_OVERLAP:
-                rnd.enough, rnd.layer, rnd.reason = False, "rule", f"词面重合度 {overlap:.2f} ≤ {NOT_ENOUGH_OVERLAP}"
-            else:
-                llm = get_llm()
-                decided = False
-                if llm.available:
-                    try:
-                        verdict = llm.chat([
-                            {"role": "system", "content": "判断参考资料能否回答问题。只输出 OK 或 MISS。"},
-                            {"role": "user", "content": f"问题：{state.question}\n\n参考资料：\n{top.section_path}\n{top.text}"},
-                        ], max_tokens=4)
-                        rnd.enough = verdict.strip().upper().startswith("OK")
-                        rnd.layer, rnd.reason, decided = "llm", f"LLM 判定 {verdict.strip()[:8]}", True
-                    except LLMUnavailable as exc:
-                        detail["llm_error"] = str(exc)[:120]
-                if not decided:
-                    rnd.enough = similarity >= judge_threshold
-                    rnd.layer = "threshold"
-                    rnd.reason = f"灰区：相似度 {similarity:.3f} {'≥' if rnd.enough else '<'} 标定阈值 {judge_threshold:.3f}"
+            detail.update(enough=True, layer="taught", reason=rnd.reason)
+            return
+        v = answerability.verdict(state.resolved_query, state.first.qvec, rnd.result, top, state.index, global_result=state.first)
+        rnd.verdict, rnd.score, rnd.enough = v, v.score, v.enough
+        rnd.layer = "answerability"
+        rnd.reason = (f"可答性 {v.score:.2f} {'≥' if v.enough else '<'} 阈值 {v.threshold:.2f}" if top is not None
+                      else "没有检索到任何片段")
+        detail.update(answerability=v.as_dict())
+        llm = get_llm()
+        if top is not None and llm.available and abs(v.score - v.threshold) < GREY_ZONE:
+            try:
+                answer = llm.chat([
+                    {"role": "system", "content": "判断参考资料能否回答问题。只输出 OK 或 MISS。"},
+                    {"role": "user", "content": f"问题：{state.question}\n\n参考资料：\n{top.section_path}\n{top.text}"},
+                ], max_tokens=4)
+                rnd.enough = answer.strip().upper().startswith("OK")
+                rnd.layer, rnd.reason = "llm", f"灰区（可答性 {v.score:.2f}），LLM 判定 {answer.strip()[:8]}"
+            except LLMUnavailable as exc:
+                detail["llm_error"] = str(exc)[:120]
         detail.update(enough=rnd.enough, layer=rnd.layer, reason=rnd.reason)
 
 
@@ -365,17 +345,30 @@ def agent_loop(state: AgentState, first: SearchResult) -> None:
 
 def refuse(state: AgentState, layer: str, reason: str) -> None:
     state.refused, state.refusal_layer = True, layer
-    state.answer = REFUSAL_TEXT
+    state.answer = refusal_text(state) if layer == "answerability" else REFUSAL_TEXT
     with state.trace.step("refuse", layer=layer, reason=reason):
         pass
+
+
+def refusal_text(state: AgentState) -> str:
+    """Say what the corpus does not cover, and where the nearest thing it covers is."""
+    v = state.chosen.verdict if state.chosen else None
+    missing = "、".join(f"「{t}」" for t in (v.missing_terms if v else [])[:3])
+    nearest = state.chosen.hits[0].document if state.chosen and state.chosen.hits else ""
+    head = f"制度里没有关于{missing}的规定" if missing else "现有的门店制度文档里没有能回答这个问题的内容"
+    near = f"；相近的内容在《{nearest}》" if nearest else ""
+    return (f"抱歉，{head}{near}，我不能凭空作答。请咨询店长或区域经理；这个问题已记录到\"未解答问题\"，"
+            "管理人员会据此补充制度。")
 
 
 def compose_answer(state: AgentState) -> None:
     with state.trace.step("answer") as detail:
         policy_hits = []
         if state.chosen is not None and (state.chosen.enough or state.route.intent == BOTH):
-            policy_hits = compose.select_citation_hits(state.chosen.hits)
-        state.sources = compose.number_sources(policy_hits, state.tool_result)
+            qvec = state.first.qvec if state.first is not None else None
+            policy_hits = compose.select_citation_hits(state.chosen.hits, qvec=qvec)
+        state.sources = compose.number_sources(policy_hits, state.tool_result,
+                                               qvec=state.first.qvec if state.first is not None else None)
         terms = query_terms(state.resolved_query)
         parts = []
         llm = get_llm()
@@ -464,17 +457,10 @@ def run(state: AgentState) -> AgentState:
         compose_answer(state)
         maybe_offer_restock(state)
         return state
-    if not retrieval_gate(state, first):
-        if state.route.intent == POLICY:
-            state.route = Route(OUT_OF_SCOPE, f"检索分低于拒答阈值：{state.route.reason}", state.route.scores, state.route.layer)
-            refuse(state, "retrieval_gate", "最高相似度低于拒答阈值")
-            return state
-        state.rounds.append(Round(0, state.resolved_query, first))  # both: the data part still answers
-        compose_answer(state)
-        return state
+    state.first = first
     agent_loop(state, first)
     if not state.chosen.enough and state.route.intent == POLICY:
-        refuse(state, "judge", state.chosen.reason)
+        refuse(state, "answerability", state.chosen.reason)
         return state
     compose_answer(state)
     maybe_offer_restock(state)

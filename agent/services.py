@@ -119,8 +119,8 @@ def chat_ask(*, user, query, thread_id: str | None = None, on_step=None) -> tupl
                 proposal=result.proposal, trace=result.trace, context=result.context,
             ),
         ])
-        if result.refused and state.refusal_layer:  # router, retrieval gate or judge; not a system error
-            top = max((s["detail"].get("best_vector_score", 0) for s in result.trace if s["step"] == "retrieval_gate"), default=None)
+        if result.refused and state.refusal_layer:  # router or answerability; not a system error
+            top = max(((s["detail"].get("answerability") or {}).get("score", 0) for s in result.trace if s["step"] == "judge"), default=None)
             UnansweredQuestion.objects.create(
                 question=query, user=user, message=reply, source=UnansweredQuestion.Source.REFUSAL,
                 reason=f"{state.refusal_layer}: {next((s['detail'].get('reason', '') for s in result.trace if s['step'] == 'refuse'), '')}"[:255],

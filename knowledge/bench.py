@@ -8,7 +8,6 @@ embedded for real with the configured embedder.
 """
 from __future__ import annotations
 
-import copy
 import json
 import random
 import re
@@ -24,10 +23,12 @@ from core.bench import percentile, use_bench_database
 
 from .embedders import get_embedder
 from .evaluation import load_golden
-from .models import Chunk, IndexMeta, Term, TermStat
-from .selectors import expanded_query, index_meta, lexical_channel, rrf_fuse, title_boost_rerank, vector_channel
+from .models import Chunk, Gram, IndexMeta, Sentence, Term, TermStat
+from .selectors import channel_rankings, expanded_query, fuse, fusion_params, index_meta
 from .services import HNSW_INDEX, _create_hnsw, _drop_hnsw, _retype_embedding, corpus_ingest, refresh_index_stats
-from .text import query_terms
+from .text import gram_counts, query_terms
+
+SENTENCES_PER_CHUNK = 3  # sentence vectors per chunk, plus one question alias for every other chunk
 
 
 def _real_corpus_figures(cmd) -> dict:
@@ -60,7 +61,7 @@ def _load_synthetic(cmd, n_chunks: int, dimension: int, vocabulary: list[tuple[s
     t0 = time.perf_counter()
     with connection.cursor() as cur:
         cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cur.execute("TRUNCATE knowledge_term, knowledge_chunk, knowledge_document CASCADE")
+        cur.execute("TRUNCATE knowledge_term, knowledge_gram, knowledge_sentence, knowledge_chunk, knowledge_document CASCADE")
         _drop_hnsw()
         _retype_embedding(dimension)
         register_vector(cur.cursor.connection)
@@ -69,7 +70,12 @@ def _load_synthetic(cmd, n_chunks: int, dimension: int, vocabulary: list[tuple[s
         with raw.copy("COPY knowledge_document (id, path, title, doc_type, audience, version, content_hash, body, meta, ingested_at) FROM STDIN") as cp:
             for d in range(n_docs):
                 cp.write_row((d + 1, f"synthetic/{d:05d}.md", f"合成文档{d}", "sop", "staff", "1", "x", "", "{}", "2026-01-01T00:00:00Z"))
-        chunk_rows, term_rows = [], []
+        chunk_rows, term_rows, gram_rows, sentence_rows = [], [], [], []
+
+        def unit_vector():
+            v = np_rng.standard_normal(dimension).astype(np.float32)
+            return v / np.linalg.norm(v)
+
         for cid in tqdm(range(1, n_chunks + 1), desc="synthesise", file=cmd.stderr):
             words = rng.choices(terms, weights=weights, k=rng.randint(30, 90))
             counts: dict[str, int] = {}
@@ -81,6 +87,13 @@ def _load_synthetic(cmd, n_chunks: int, dimension: int, vocabulary: list[tuple[s
             chunk_rows.append((cid, doc, (cid - 1) % 100, f"合成文档{doc - 1} > {rng.choice(headings)}", "".join(words),
                                "manager" if cid % 50 == 0 else "staff", vec, len(words)))
             term_rows.extend((cid, t, n, len(words)) for t, n in counts.items())
+            grams = gram_counts("".join(words))
+            gram_rows.extend((cid, g, n, sum(grams.values())) for g, n in grams.items())
+            audience = "manager" if cid % 50 == 0 else "staff"
+            sentence_rows.extend((cid, "sentence", "".join(words[i::SENTENCES_PER_CHUNK]), audience, unit_vector())
+                                 for i in range(SENTENCES_PER_CHUNK))
+            if cid % 2 == 0:
+                sentence_rows.append((cid, "alias", "".join(words[:6]), audience, unit_vector()))
         with raw.copy("COPY knowledge_chunk (id, document_id, ordinal, section_path, text, audience, embedding, n_terms) FROM STDIN WITH (FORMAT BINARY)") as cp:
             cp.set_types(["int8", "int8", "int4", "varchar", "text", "varchar", "vector", "int4"])
             for row in chunk_rows:
@@ -88,13 +101,19 @@ def _load_synthetic(cmd, n_chunks: int, dimension: int, vocabulary: list[tuple[s
         with raw.copy("COPY knowledge_term (chunk_id, term, tf, n_terms) FROM STDIN") as cp:
             for row in term_rows:
                 cp.write_row(row)
+        with raw.copy("COPY knowledge_gram (chunk_id, term, tf, n_terms) FROM STDIN") as cp:
+            for row in gram_rows:
+                cp.write_row(row)
+        with raw.copy("COPY knowledge_sentence (chunk_id, kind, text, audience, embedding) FROM STDIN WITH (FORMAT BINARY)") as cp:
+            cp.set_types(["int8", "varchar", "text", "varchar", "vector"])
+            for row in sentence_rows:
+                cp.write_row(row)
         cur.execute("SELECT setval(pg_get_serial_sequence('knowledge_chunk', 'id'), %s)", [n_chunks])
         cur.execute("SET maintenance_work_mem = '1GB'")
         cmd.stderr.write("building HNSW index …")
         _create_hnsw()
-        cur.execute("VACUUM ANALYZE knowledge_term")
-        cur.execute("ANALYZE knowledge_chunk")
-        cur.execute("ANALYZE knowledge_term")
+        for table in ("knowledge_term", "knowledge_gram", "knowledge_sentence", "knowledge_chunk"):
+            cur.execute(f"VACUUM ANALYZE {table}")
     embedder = get_embedder()
     meta = IndexMeta.objects.first() or IndexMeta(signature=embedder.signature, backend=embedder.backend, model=embedder.model, dimension=dimension)
     meta.signature, meta.backend, meta.model, meta.dimension = embedder.signature, embedder.backend, embedder.model, dimension
@@ -111,7 +130,8 @@ def bench_retrieval(cmd, opts) -> dict:
     cmd.stdout.write(f"bench retrieval: database {db}, {n_chunks:,} synthetic chunks")
     existing = Chunk.objects.count()
     load_s = None
-    stale = Term.objects.filter(n_terms=0).exists()  # loaded before term lengths were stored
+    # Loaded before term lengths were stored, or before the sentence and bigram channels existed.
+    stale = Term.objects.filter(n_terms=0).exists() or not Sentence.objects.exists() or not Gram.objects.exists()
     record = Path(settings.BASE_DIR) / "var" / "bench" / f"retrieval_load_{n_chunks}.json"
     if opts.get("reload") or existing != n_chunks or stale or (IndexMeta.objects.first() or IndexMeta(dimension=0)).dimension != embedder.dimension:
         load_s = _load_synthetic(cmd, n_chunks, embedder.dimension, vocabulary)
@@ -128,7 +148,8 @@ def bench_retrieval(cmd, opts) -> dict:
     n_queries = max(opts["queries"], len(questions))
     timings = {k: [] for k in ("embed_query", "vector", "lexical", "fusion", "retrieval")}
     audiences = ["staff"]
-    weights = {"vector": settings.SM_RRF_VECTOR_WEIGHT, "lexical": settings.SM_RRF_LEXICAL_WEIGHT}
+    params = fusion_params(meta)
+    depth = int(params["candidates"])
     embedder.embed_query(expanded_query(questions[0], query_terms(questions[0])))  # warm: model and jieba loaded once
     for i in tqdm(range(n_queries), desc="queries", file=cmd.stderr):
         q = questions[i % len(questions)]
@@ -137,14 +158,15 @@ def bench_retrieval(cmd, opts) -> dict:
         embedder.query_cache.clear()  # the questions repeat: time the model, not the query cache
         qvec = embedder.embed_query(expanded_query(q, terms))
         t1 = time.perf_counter()
-        v = vector_channel(qvec, audiences, settings.SM_RETRIEVAL_CANDIDATES)
-        t2 = time.perf_counter()
-        lx = lexical_channel(terms, meta, audiences, settings.SM_RETRIEVAL_CANDIDATES)
+        spans: dict = {}
+        rankings = channel_rankings(q, terms, qvec, meta, audiences, depth, spans)  # vector: chunk + sentence + alias; lexical: word + bigram
         t3 = time.perf_counter()
-        title_boost_rerank(q, rrf_fuse({"vector": copy.deepcopy(v), "lexical": copy.deepcopy(lx)}, weights, settings.SM_RRF_K), terms)
+        fuse(q, terms, rankings, params)
         t4 = time.perf_counter()
-        for key, ms in (("embed_query", t1 - t), ("vector", t2 - t1), ("lexical", t3 - t2), ("fusion", t4 - t3), ("retrieval", t4 - t1)):
+        for key, ms in (("embed_query", t1 - t), ("fusion", t4 - t3), ("retrieval", t4 - t1)):
             timings[key].append(ms * 1000)
+        timings["vector"].append(spans["vector"])
+        timings["lexical"].append(spans["lexical"])
 
     with connection.cursor() as cur:
         literal = "[" + ",".join(f"{x:.6f}" for x in embedder.embed_query(questions[0])) + "]"

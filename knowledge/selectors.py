@@ -422,3 +422,54 @@ def aliases_with_status(*, include_corpus: bool = False) -> list[dict]:
         "who": a.created_by.username if a.created_by else "制度文档",
         "when": timezone.localtime(a.created_at).strftime("%Y-%m-%d"),
     } for a in aliases]
+
+
+# --- what the answer is built from -----------------------------------------------------------
+
+
+@dataclass
+class SectionUnit:
+    """One sentence, list item or table of a section, with its similarity to the question."""
+
+    kind: str  # "sentence" | "item" | "table"
+    text: str
+    block: int  # units of one list or paragraph share a block number
+    similarity: float = 0.0
+
+
+def section_units(hit: Hit, qvec=None) -> list[SectionUnit]:
+    """The whole section the hit belongs to (every chunk of it, overlaps removed), unit by unit
+    in document order, each scored against the question vector with its own stored vector."""
+    from .chunking import _blocks, split_sentences
+    from .models import Chunk, Sentence
+
+    chunks = list(Chunk.objects.filter(document_id=hit.document_id, section_path=hit.section_path).order_by("ordinal")
+                  .values_list("id", "text"))
+    units: list[SectionUnit] = []
+    seen: set[str] = set()
+    block = 0
+    for _, text in chunks:
+        for kind, body in _blocks(text.split("\n")):
+            block += 1
+            if kind == "table":
+                parts = [("table", body)]
+            elif kind == "list":
+                parts = [("item", item) for item in body.split("\n") if item.strip()]
+            else:
+                parts = [("sentence", s) for s in split_sentences(body)]
+            for unit_kind, unit in parts:
+                if unit in seen:  # the overlap a long section carries into its next chunk
+                    continue
+                seen.add(unit)
+                units.append(SectionUnit(unit_kind, unit, block))
+    if qvec is not None and units:
+        from pgvector.django import CosineDistance
+
+        distances = dict(
+            Sentence.objects.filter(chunk_id__in=[c for c, _ in chunks], kind=Sentence.Kind.SENTENCE)
+            .annotate(distance=CosineDistance("embedding", [float(x) for x in qvec]))
+            .values_list("text", "distance")
+        )
+        for u in units:
+            u.similarity = 1.0 - float(distances[u.text]) if u.text in distances else 0.0
+    return units

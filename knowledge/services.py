@@ -286,7 +286,10 @@ def corpus_ingest(
         )
         log.warning(report.warning)
         rebuild = True
-    if _column_dimension() not in (None, embedder.dimension):
+    if any(_column_dimension(table) not in (None, embedder.dimension) for table in VECTOR_TABLES):
+        rebuild = True
+    if Chunk.objects.exists() and not Sentence.objects.exists():
+        # An index built before sentence vectors and aliases existed: every document needs them.
         rebuild = True
     report.rebuilt = rebuild or not known
 
@@ -316,7 +319,7 @@ def corpus_ingest(
                 cur.execute("TRUNCATE knowledge_term, knowledge_termstat, knowledge_gram, knowledge_gramstat, knowledge_sentence, "
                             "knowledge_chunk, knowledge_document CASCADE")
             _retype_embedding(embedder.dimension)
-        elif _column_dimension() is None:
+        elif any(_column_dimension(table) is None for table in VECTOR_TABLES):
             _retype_embedding(embedder.dimension)
         for p, raw_meta in prepared:
             if rebuild or p.path not in known:

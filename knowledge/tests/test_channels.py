@@ -112,3 +112,15 @@ def test_search_reports_every_channel(corpus):
     result = search("订包厢要花多少钱", audiences=["staff"], k=3)
     assert set(result.rankings) == {"vector", "sentence", "alias", "lexical", "gram"}
     assert result.hits[0].section_path == "包厢规定 > 包厢收费"
+
+
+def test_an_index_built_before_sentence_vectors_is_rebuilt_on_the_next_ingest(corpus, emb):
+    from django.db import connection
+
+    # What an upgraded database looks like: chunks, no sentence rows, an untyped vector column.
+    with connection.cursor() as cur:
+        cur.execute("DROP INDEX IF EXISTS knowledge_sentence_embedding_hnsw")
+        cur.execute("DELETE FROM knowledge_sentence")
+        cur.execute("ALTER TABLE knowledge_sentence ALTER COLUMN embedding TYPE vector")
+    report = corpus_ingest(path=corpus, embedder=emb)
+    assert report.rebuilt and Sentence.objects.filter(kind="sentence").exists() and Sentence.objects.filter(kind="alias").exists()

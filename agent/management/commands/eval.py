@@ -28,4 +28,6 @@ class Command(TargetCommand):
     def add_arguments(self, parser):
         super().add_arguments(parser)
         parser.add_argument("--agent-off", action="store_true", help="agent: run with SM_AGENT_MAX_ATTEMPTS=0")
+        parser.add_argument("--save-default", action="store_true",
+                            help="calibrate: also write the model as the default a fresh clone uses (knowledge/answerability_e5.json)")
         parser.add_argument("--dry-run", action="store_true", help="tune-fusion / calibrate: print the choice, store nothing")

@@ -1,0 +1,191 @@
+"""Can the corpus answer this question? One calibrated score over several signals.
+
+A single cosine gate cannot tell a near-domain question (「员工可以带宠物狗来上班吗」) from an
+answerable one: both score high against *some* section. What separates them is whether the
+question's salient words exist in the corpus at all, whether they occur in the section that
+would answer, and how clearly that section stands out. `eval calibrate` fits a logistic
+regression (numpy, no new dependency) on the tuning set's answerable / near / far labels and
+stores it in the index metadata; the trace shows the score and every signal.
+
+Reads only; never writes. Query words reach SQL only as bound parameters.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from django.db import connection
+from pgvector.django import CosineDistance
+
+from .models import Chunk, IndexMeta, Sentence
+from .selectors import Hit, SearchResult
+from .text import grams, tokenize
+
+FEATURES = ("chunk_sim", "sentence_sim", "alias_sim", "global_sim", "coverage", "gram_coverage", "section_coverage", "margin",
+            "noun_coverage", "nouns_missing")
+_NOUN_TAGS = ("n", "vn", "eng", "j", "l", "i")
+
+# Fitted by `manage.py eval calibrate --save-default` with the e5 embedder on the tuning set:
+# what a fresh clone refuses with. A model stored in the index metadata (fitted on the
+# running index) wins.
+DEFAULT_MODEL_PATH = Path(__file__).with_name("answerability_e5.json")
+DEFAULT_MODEL: dict = json.loads(DEFAULT_MODEL_PATH.read_text("utf-8")) if DEFAULT_MODEL_PATH.exists() else {}
+
+
+@dataclass
+class Verdict:
+    score: float
+    enough: bool
+    threshold: float
+    signals: dict
+    missing_terms: list[str] = field(default_factory=list)  # salient words found nowhere in the corpus
+
+    def as_dict(self) -> dict:
+        return {"score": round(self.score, 4), "threshold": round(self.threshold, 4), "enough": self.enough,
+                "signals": {k: round(v, 4) for k, v in self.signals.items()}, "missing_terms": self.missing_terms}
+
+
+def salient_terms(question: str) -> list[str]:
+    """The question's content words (two characters or more when there are any)."""
+    terms = list(dict.fromkeys(tokenize(question)))
+    return [t for t in terms if len(t) >= 2] or terms
+
+
+def topic_words(question: str) -> list[str]:
+    """The question's nouns (jieba POS tags n*, vn, eng …): what it is *about*. A near-domain
+    question usually names a thing the corpus never mentions (宠物, 社保, 停车费)."""
+    import jieba.posseg as pseg
+
+    from .text import STOPWORDS, tokenize
+
+    tokenize("")  # loads jieba and the corpus's user dictionary once
+    words = [w for w, tag in pseg.cut((question or "").lower()) if len(w) >= 2 and w not in STOPWORDS and tag.startswith(_NOUN_TAGS)]
+    return list(dict.fromkeys(words))
+
+
+def _idf(n: int, df: int | None) -> float:
+    if not df:
+        return math.log((n + 0.5) / 0.5)  # a word the corpus never uses weighs most
+    return max(0.1, math.log((n - df + 0.5) / (df + 0.5)))
+
+
+def _weighted_share(terms: list[str], idf: dict[str, float], present: set[str]) -> float:
+    total = sum(idf[t] for t in terms)
+    return sum(idf[t] for t in terms if t in present) / total if total else 0.0
+
+
+def signals(question: str, qvec, result: SearchResult, top: Hit | None, meta: IndexMeta,
+            global_result: SearchResult | None = None) -> tuple[dict, list[str]]:
+    """The signals for `top` as the answer to `question` (qvec: the question's own vector,
+    never a rewritten query's: a rewrite that prepends section titles would match them)."""
+    n = max(1, meta.n_chunks)
+    terms = salient_terms(question)
+    qgrams = list(dict.fromkeys(grams(question)))
+    with connection.cursor() as cur:
+        cur.execute("SELECT term, df FROM knowledge_termstat WHERE term = ANY(%s)", [terms])
+        df = dict(cur.fetchall())
+        cur.execute("SELECT term, df FROM knowledge_gramstat WHERE term = ANY(%s)", [qgrams])
+        gdf = dict(cur.fetchall())
+    nouns = topic_words(question)
+    noun_grams = list({w[i : i + 2] for w in nouns for i in range(len(w) - 1)})
+    with connection.cursor() as cur:
+        cur.execute("SELECT term FROM knowledge_termstat WHERE term = ANY(%s)", [nouns])
+        noun_words = {r[0] for r in cur.fetchall()}
+        cur.execute("SELECT term FROM knowledge_gramstat WHERE term = ANY(%s)", [noun_grams])
+        noun_gram_set = {r[0] for r in cur.fetchall()}
+    # A noun counts as known when the corpus uses the word, or every two characters of it
+    # (jieba's split can differ between question and corpus).
+    unknown_nouns = [w for w in nouns if w not in noun_words and not all(w[i : i + 2] in noun_gram_set for i in range(len(w) - 1))]
+    idf = {t: _idf(n, df.get(t)) for t in terms}
+    gidf = {g: _idf(n, gdf.get(g)) for g in qgrams}
+    missing = unknown_nouns or [t for t in terms if not df.get(t)]
+    out = {f: 0.0 for f in FEATURES}
+    out["noun_coverage"] = 1.0 - len(unknown_nouns) / len(nouns) if nouns else 1.0
+    out["nouns_missing"] = float(min(3, len(unknown_nouns)))
+    out["coverage"] = _weighted_share(terms, idf, set(df))
+    out["gram_coverage"] = _weighted_share(qgrams, gidf, set(gdf))
+    rankings = (global_result or result).rankings if (global_result or result) else {}
+    out["global_sim"] = max([h.vector_score or 0.0 for h in rankings.get("vector", [])[:1]]
+                            + [h.sentence_score or 0.0 for h in rankings.get("sentence", [])[:1]]
+                            + [h.alias_score or 0.0 for h in rankings.get("alias", [])[:1]] + [0.0])
+    if top is None:
+        return out, missing
+    section_chunks = list(Chunk.objects.filter(document_id=top.document_id, section_path=top.section_path).values_list("id", flat=True))
+    vec = [float(x) for x in qvec]
+    out["chunk_sim"] = 1.0 - min(
+        (float(d) for d in Chunk.objects.filter(id__in=section_chunks).annotate(d=CosineDistance("embedding", vec)).values_list("d", flat=True)),
+        default=1.0)
+    for kind, key in ((Sentence.Kind.SENTENCE, "sentence_sim"), (Sentence.Kind.ALIAS, "alias_sim")):
+        out[key] = 1.0 - min(
+            (float(d) for d in Sentence.objects.filter(chunk_id__in=section_chunks, kind=kind)
+             .annotate(d=CosineDistance("embedding", vec)).values_list("d", flat=True)),
+            default=1.0)
+    with connection.cursor() as cur:
+        cur.execute("SELECT DISTINCT term FROM knowledge_term WHERE chunk_id = ANY(%s) AND term = ANY(%s)", [section_chunks, terms])
+        in_section = {r[0] for r in cur.fetchall()}
+    out["section_coverage"] = _weighted_share(terms, idf, in_section)
+    others = [h.score for h in (result.hits if result else []) if h.section_path != top.section_path]
+    out["margin"] = (top.score - others[0]) / top.score if others and top.score else (1.0 if top.score else 0.0)
+    return out, missing
+
+
+def stored_model(meta: IndexMeta | None) -> dict:
+    model = (meta.answerability if meta is not None else None) or {}
+    if model.get("signature") == getattr(meta, "signature", None) and model.get("coef"):
+        return model
+    if DEFAULT_MODEL and DEFAULT_MODEL.get("backend") == getattr(meta, "backend", None):
+        return DEFAULT_MODEL
+    return {}
+
+
+def probability(model: dict, sig: dict) -> float:
+    x = (np.array([sig[f] for f in model["features"]]) - np.array(model["mean"])) / np.array(model["std"])
+    return float(1.0 / (1.0 + np.exp(-(x @ np.array(model["coef"]) + model["bias"]))))
+
+
+def verdict(question: str, qvec, result: SearchResult, top: Hit | None, meta: IndexMeta, *, threshold: float | None = None,
+            global_result: SearchResult | None = None) -> Verdict:
+    sig, missing = signals(question, qvec, result, top, meta, global_result)
+    model = stored_model(meta)
+    if not model:
+        # No calibration for this embedder: never refuse on a score nobody fitted.
+        return Verdict(1.0, top is not None, 0.0, sig, missing)
+    t = model["threshold"] if threshold is None else threshold
+    p = probability(model, sig)
+    return Verdict(p, top is not None and p >= t, t, sig, missing)
+
+
+def fit(rows: list[dict], labels: list[int], *, l2: float = 0.01, steps: int = 20000, lr: float = 0.5) -> dict:
+    """Class-balanced logistic regression by gradient descent on standardised features."""
+    X = np.array([[r[f] for f in FEATURES] for r in rows], dtype=float)
+    y = np.array(labels, dtype=float)
+    mean, std = X.mean(axis=0), X.std(axis=0)
+    std[std == 0] = 1.0
+    Z = (X - mean) / std
+    w_pos = 0.5 / max(1, y.sum())
+    w_neg = 0.5 / max(1, (1 - y).sum())
+    weight = np.where(y == 1, w_pos, w_neg)
+    coef, bias = np.zeros(Z.shape[1]), 0.0
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-(Z @ coef + bias)))
+        g = (p - y) * weight
+        coef -= lr * (Z.T @ g + l2 * coef)
+        bias -= lr * g.sum()
+    return {"features": list(FEATURES), "mean": mean.tolist(), "std": std.tolist(), "coef": coef.tolist(), "bias": float(bias)}
+
+
+def choose_threshold(model: dict, rounds: list[list[dict]], labels: list[int], *, max_false_refusal: float = 0.02) -> tuple[float, dict]:
+    """The highest threshold that refuses at most `max_false_refusal` of the answerable
+    questions (refusing a real question costs more than answering a near-domain one). Each
+    question is answered when any of its rounds passes, so its best round counts."""
+    probs = [max(probability(model, r) for r in rs) for rs in rounds]
+    pos = sorted(p for p, y in zip(probs, labels) if y == 1)
+    neg = [p for p, y in zip(probs, labels) if y == 0]
+    allowed = int(math.floor(max_false_refusal * len(pos)))
+    t = pos[allowed] - 1e-6 if pos else 0.5
+    stats = {"false_refusals": sum(1 for p in pos if p < t), "answerable": len(pos),
+             "refused_unanswerable": sum(1 for p in neg if p < t), "unanswerable": len(neg)}
+    return float(t), stats

@@ -1,0 +1,55 @@
+"""The answerability score: its signals, its fit, and the threshold the agent refuses at."""
+import pytest
+
+from knowledge import answerability
+from knowledge.embedders import get_embedder
+from knowledge.models import IndexMeta
+from knowledge.selectors import search
+
+pytestmark = pytest.mark.django_db
+
+
+def _signals(question):
+    result = search(question, audiences=["staff"], k=5)
+    return answerability.signals(question, get_embedder().embed_query(question), result, result.top, IndexMeta.objects.get())
+
+
+def test_a_near_domain_question_names_a_thing_the_corpus_never_mentions():
+    sig, missing = _signals("员工可以带宠物狗来上班吗")
+    assert any("宠物" in w for w in missing)
+    assert sig["noun_coverage"] < 1.0 and sig["nouns_missing"] >= 1 and sig["coverage"] < 0.6
+
+
+def test_an_answerable_question_is_covered_by_the_corpus_and_by_its_section():
+    sig, missing = _signals("满减券和折扣券能叠加吗")
+    assert not missing and sig["coverage"] == pytest.approx(1.0) and sig["noun_coverage"] == pytest.approx(1.0)
+    assert sig["section_coverage"] > 0.5
+    assert set(sig) == set(answerability.FEATURES)
+
+
+def test_the_fit_separates_and_the_threshold_refuses_few_answerable_questions():
+    rows, labels = [], []
+    for i in range(60):  # answerable: covered, close
+        rows.append({f: 0.9 + (i % 5) * 0.01 for f in answerability.FEATURES} | {"nouns_missing": 0.0})
+        labels.append(1)
+    for i in range(30):  # near: a missing noun, less close
+        rows.append({f: 0.5 + (i % 5) * 0.01 for f in answerability.FEATURES} | {"nouns_missing": 2.0})
+        labels.append(0)
+    model = answerability.fit(rows, labels)
+    probs = [answerability.probability(model, r) for r in rows]
+    assert min(probs[:60]) > max(probs[60:])
+    threshold, stats = answerability.choose_threshold(model, [[r] for r in rows], labels)
+    assert stats["false_refusals"] == 0 and stats["refused_unanswerable"] == 30
+    # The agent answers when any round passes: a near question whose rewrite round scores
+    # like an answerable one is not counted as refused.
+    threshold, stats = answerability.choose_threshold(model, [[r] for r in rows[:60]] + [[rows[60], rows[0]]] + [[r] for r in rows[61:]], labels)
+    assert stats["refused_unanswerable"] == 29
+
+
+def test_no_model_fitted_for_this_embedder_means_no_refusal_on_a_score():
+    meta = IndexMeta.objects.get()
+    assert meta.backend == "hashing" and answerability.DEFAULT_MODEL.get("backend") == "e5"
+    assert answerability.stored_model(meta) == {}
+    result = search("员工可以带宠物狗来上班吗", audiences=["staff"], k=5)
+    v = answerability.verdict("员工可以带宠物狗来上班吗", result.qvec, result, result.top, meta)
+    assert v.enough and v.signals["nouns_missing"] >= 1
