@@ -99,7 +99,7 @@ def route_by_rules(question: str) -> Route:
         return Route(DATA, f"数据问题 — {why(DATA)}", scores)
     if r.is_policy:
         return Route(POLICY, f"规则问题 — {why(POLICY)}", scores)
-    return Route(POLICY, "规则未能判定，按规则问题检索（由检索分闸门决定是否拒答）" + (f" — {why(POLICY, DATA)}" if scores[POLICY] or scores[DATA] else ""), scores, decided=False)
+    return Route(POLICY, "规则未能判定，按规则问题检索（由可答性评分决定是否拒答）" + (f" — {why(POLICY, DATA)}" if scores[POLICY] or scores[DATA] else ""), scores, decided=False)
 
 
 ROUTER_PROMPT = (
