@@ -215,10 +215,10 @@ def eval_agent(cmd, opts) -> dict:
     report["data_phrasings"] = phrasings["accuracy"]
     report["data_phrasings_misses"] = phrasings["misses"]
     w = cmd.stdout.write
-    first = next(iter(report.values()))
-    w(f"eval agent · LLM {first['llm_backend']} · embedder {first['embedder']} · max attempts {attempts_on} · "
-      + " · ".join(f"{n} {r['n']} questions" for n, r in report.items()))
     sets = {n: r for n, r in report.items() if isinstance(r, dict) and "latency_ms" in r}
+    first = next(iter(sets.values()))
+    w(f"eval agent · LLM {first['llm_backend']} · embedder {first['embedder']} · max attempts {attempts_on} · "
+      + " · ".join(f"{n} {r['n']} questions" for n, r in sets.items()))
     w(f"{'':22s}" + "".join(f"{n:>12s}" for n in sets))
     for key in ("routing_accuracy", "tool_accuracy", "param_accuracy", "figure_accuracy", "refusal_accuracy",
                 "key_content_hit", *ANSWER_KEYS, "fabricated_citations", "recall@1_agent_on", "recall@1_agent_off"):
