@@ -204,10 +204,11 @@ partial AS (
     GROUP BY t.chunk_id ORDER BY score DESC, t.chunk_id LIMIT %(pool)s
 ),
 scored AS (
-    SELECT p.chunk_id, SUM(w.idf * {tf}) AS score
-    FROM partial p CROSS JOIN w
-    JOIN LATERAL (SELECT tf, n_terms FROM {table} t WHERE t.chunk_id = p.chunk_id AND t.term = w.term LIMIT 1) t ON true
-    GROUP BY p.chunk_id
+    -- Every posting of the candidates, read through the (chunk, term) index: one range scan per
+    -- candidate, whatever the length of a common term's posting list.
+    SELECT t.chunk_id, SUM(w.idf * {tf}) AS score
+    FROM partial p JOIN {table} t ON t.chunk_id = p.chunk_id JOIN w ON w.term = t.term
+    GROUP BY t.chunk_id
 )
 SELECT {columns}, s.score FROM scored s
 JOIN knowledge_chunk c ON c.id = s.chunk_id JOIN knowledge_document d ON d.id = c.document_id
