@@ -350,6 +350,13 @@ def refuse(state: AgentState, layer: str, reason: str) -> None:
         pass
 
 
+def far_from_domain(state: AgentState) -> bool:
+    """A refused question no section even resembles (its closest chunk scores below the
+    calibrated answerable/far split) is out of scope, not a gap in the rules."""
+    first = state.rounds[0].verdict if state.rounds and state.rounds[0].verdict else None
+    return first is not None and first.signals.get("chunk_sim", 1.0) < thresholds()[0]
+
+
 def refusal_text(state: AgentState) -> str:
     """Say what the corpus does not cover, and where the nearest thing it covers is."""
     v = state.chosen.verdict if state.chosen else None
@@ -460,6 +467,8 @@ def run(state: AgentState) -> AgentState:
     state.first = first
     agent_loop(state, first)
     if not state.chosen.enough and state.route.intent == POLICY:
+        if far_from_domain(state):
+            state.route = Route(OUT_OF_SCOPE, f"与门店制度无关：{state.route.reason}", state.route.scores, state.route.layer)
         refuse(state, "answerability", state.chosen.reason)
         return state
     compose_answer(state)

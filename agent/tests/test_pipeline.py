@@ -391,3 +391,13 @@ def test_a_second_section_is_cited_only_when_it_answers_on_its_own(staff):
     assert compose.select_citation_hits([answer, unrelated], qvec=qvec) == [answer]
     same_again = _section_hit("活动核销规则 > 叠加规则", 0.98)
     assert compose.select_citation_hits([answer, same_again], qvec=qvec) == [answer]  # one section, cited once
+
+
+def test_a_refused_question_no_section_resembles_is_out_of_scope(staff, settings):
+    coverage_model()
+    settings.SM_REFUSAL_THRESHOLD = 0.0  # every chunk "resembles" it: a gap in the rules
+    near, _ = answer_question("员工可以带宠物狗上班吗", user=staff)
+    assert near.refused and near.intent == "policy"
+    settings.SM_REFUSAL_THRESHOLD = 0.999  # nothing resembles it: not a rules question at all
+    far, _ = answer_question("员工可以带宠物狗上班吗", user=staff)
+    assert far.refused and far.intent == "out_of_scope" and far.route_reason.startswith("与门店制度无关")
