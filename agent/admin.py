@@ -45,7 +45,7 @@ def _errors(exc: ValidationError) -> str:
 
 @admin.register(UnansweredQuestion)
 class UnansweredQuestionAdmin(admin.ModelAdmin):
-    list_display = ["question", "source", "reason", "top_score", "user", "created_at", "resolved", "resolution", "learn"]
+    list_display = ["question", "times_asked", "source", "reason", "top_score", "user", "created_at", "resolved", "resolution", "learn"]
     list_filter = ["resolved", "resolution", "source", ("created_at", admin.DateFieldListFilter)]
     search_fields = ["question", "note"]
     readonly_fields = ["question", "user", "message", "source", "reason", "top_score", "created_at", "resolved_by", "resolved_at",

@@ -69,6 +69,8 @@ class UnansweredQuestion(models.Model):
     source = models.CharField("来源", max_length=16, choices=Source.choices, default=Source.REFUSAL)
     reason = models.CharField("原因", max_length=255, blank=True)
     top_score = models.FloatField("最高检索分", null=True, blank=True)
+    times_asked = models.PositiveIntegerField("提问次数", default=1, help_text="同一人同一天重复问同一个问题只记一行，次数累加")
+    last_asked_at = models.DateTimeField("最近一次提问", null=True, blank=True)
     resolved = models.BooleanField("已处理", default=False)
     resolved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", verbose_name="处理人"

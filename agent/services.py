@@ -3,6 +3,7 @@ API, the chat page, Celery and MCP."""
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -121,12 +122,30 @@ def chat_ask(*, user, query, thread_id: str | None = None, on_step=None) -> tupl
         ])
         if result.refused and state.refusal_layer:  # router or answerability; not a system error
             top = max(((s["detail"].get("answerability") or {}).get("score", 0) for s in result.trace if s["step"] == "judge"), default=None)
-            UnansweredQuestion.objects.create(
+            unanswered_record(
                 question=query, user=user, message=reply, source=UnansweredQuestion.Source.REFUSAL,
                 reason=f"{state.refusal_layer}: {next((s['detail'].get('reason', '') for s in result.trace if s['step'] == 'refuse'), '')}"[:255],
                 top_score=top,
             )
     return result, conv, reply
+
+
+def unanswered_record(*, question: str, user, message, source: str, reason: str = "", top_score=None) -> UnansweredQuestion:
+    """One row per question, asker and day: asking the same unanswered question again counts
+    up instead of flooding the list a manager works through."""
+    from django.db.models import F
+    from django.utils import timezone
+
+    now = timezone.now()
+    existing = (UnansweredQuestion.objects.select_for_update()
+                .filter(question=question, user=user, source=source, resolved=False, created_at__gte=now - timedelta(days=1))
+                .order_by("created_at").first())
+    if existing is not None:
+        UnansweredQuestion.objects.filter(pk=existing.pk).update(times_asked=F("times_asked") + 1, last_asked_at=now)
+        existing.refresh_from_db()
+        return existing
+    return UnansweredQuestion.objects.create(question=question, user=user, message=message, source=source, reason=reason,
+                                             top_score=top_score, last_asked_at=now)
 
 
 def unanswered_resolve(*, item: UnansweredQuestion, user, note: str = "") -> UnansweredQuestion:

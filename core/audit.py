@@ -6,6 +6,7 @@ request middleware or the MCP server; never from a global.
 from __future__ import annotations
 
 import contextvars
+from datetime import timedelta
 
 from django.contrib.contenttypes.models import ContentType
 from django.db import transaction
@@ -32,11 +33,33 @@ def audit_record(*, actor, action: str, target=None, store=None, before=None, af
     )
 
 
+DENIAL_WINDOW = timedelta(minutes=1)
+
+
 def audit_denial(*, actor, attempt: str, reason: str, target=None, store=None, channel: str | None = None, **extra):
-    """A refused attempt, recorded in its own transaction so it survives the refusal."""
+    """A refused attempt, recorded in its own transaction so it survives the refusal. The same
+    refusal again within a minute of the last one counts up on that row (core.DenialRepeat)
+    instead of adding another: a flood of denials cannot flood the log."""
+    from django.db.models import F
+    from django.utils import timezone
+
+    from .models import AuditLog, DenialRepeat
+
     meta = request_meta.get() or {}
     after = {"attempt": attempt, "reason": reason, **extra}
     if channel or meta.get("channel"):
         after["channel"] = channel or meta.get("channel")
+    now = timezone.now()
     with transaction.atomic():
+        if getattr(actor, "pk", None):
+            same = AuditLog.objects.filter(
+                actor_id=actor.pk, action="permission_denied", after__attempt=attempt, after__reason=reason,
+                target_type=ContentType.objects.get_for_model(target) if target is not None else None,
+                target_id=getattr(target, "pk", None),
+            ).order_by("-created_at").first()
+            if same is not None:
+                repeat, _ = DenialRepeat.objects.select_for_update().get_or_create(audit=same, defaults={"last_at": same.created_at})
+                if now - repeat.last_at <= DENIAL_WINDOW:
+                    DenialRepeat.objects.filter(pk=repeat.pk).update(times=F("times") + 1, last_at=now)
+                    return same
         return audit_record(actor=actor, action="permission_denied", target=target, store=store, after=after)

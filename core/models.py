@@ -65,3 +65,21 @@ class AuditLog(models.Model):
 
     def delete(self, *args, **kwargs):
         raise PermissionError("审计日志只能追加，不能删除。")
+
+
+class DenialRepeat(models.Model):
+    """How often the same refused attempt came again within a minute of its audit row.
+
+    An identical denial (same person, attempt, reason and target) within DENIAL_WINDOW of the
+    last one is counted here instead of writing another audit row: 300 denied confirms in 18
+    seconds are one row that says 300, not 300 rows. The audit row itself never changes."""
+
+    audit = models.OneToOneField(AuditLog, on_delete=models.PROTECT, related_name="repeat", verbose_name="审计记录")
+    times = models.PositiveIntegerField("次数", default=1)
+    last_at = models.DateTimeField("最近一次")
+
+    class Meta:
+        verbose_name = verbose_name_plural = "重复越权计数"
+
+    def __str__(self) -> str:
+        return f"{self.audit_id} ×{self.times}"

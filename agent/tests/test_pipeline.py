@@ -401,3 +401,15 @@ def test_a_refused_question_no_section_resembles_is_out_of_scope(staff, settings
     settings.SM_REFUSAL_THRESHOLD = 0.999  # nothing resembles it: not a rules question at all
     far, _ = answer_question("员工可以带宠物狗上班吗", user=staff)
     assert far.refused and far.intent == "out_of_scope" and far.route_reason.startswith("与门店制度无关")
+
+
+def test_the_same_unanswered_question_asked_again_counts_up(staff):
+    # Was one row per ask: 150 off-topic chats made 150 rows on the manager's list.
+    for _ in range(3):
+        result, _, _ = chat_ask(user=staff, query="帮我写一首关于啤酒的诗")
+        assert result.refused
+    rows = UnansweredQuestion.objects.filter(user=staff, question="帮我写一首关于啤酒的诗")
+    assert rows.count() == 1 and rows.get().times_asked == 3
+    other = make_user("agent_staff_other", role="staff", stores=["GZ-TH"])
+    chat_ask(user=other, query="帮我写一首关于啤酒的诗")
+    assert UnansweredQuestion.objects.filter(question="帮我写一首关于啤酒的诗").count() == 2  # per asker

@@ -53,6 +53,7 @@ def test_demo_users_only_with_sm_demo(settings):
 def seed_digest(seed: int) -> str:
     with connection.cursor() as cur:  # inside the test's transaction: rolled back afterwards
         cur.execute("SET CONSTRAINTS ALL IMMEDIATE")  # deferred FK checks would block TRUNCATE
+        cur.execute("ALTER TABLE workflow_auditlog DISABLE TRIGGER core_audit_no_truncate")  # rolled back with the test
         cur.execute("TRUNCATE workflow_auditlog, workflow_restockline, workflow_restockrequest, workflow_ticket, workflow_proposal, "
                     "ops_apitoken, ops_inventoryadjustment, ops_storedvaluetxn, ops_storedvalueaccount, ops_orderline, ops_order, "
                     "ops_inventory, ops_member, ops_product, ops_store_members, ops_store CASCADE")
@@ -118,6 +119,7 @@ def test_bootstrap_without_demo_never_invents_sales(settings):
     settings.SM_DEMO = False
     with connection.cursor() as cur:  # an empty production database, inside this test's transaction
         cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cur.execute("ALTER TABLE workflow_auditlog DISABLE TRIGGER core_audit_no_truncate")  # rolled back with the test
         cur.execute("TRUNCATE workflow_auditlog, workflow_restockline, workflow_restockrequest, workflow_ticket, workflow_proposal, "
                     "ops_apitoken, ops_inventoryadjustment, ops_storedvaluetxn, ops_storedvalueaccount, ops_orderline, ops_order, "
                     "ops_inventory, ops_member, ops_product, ops_store_members, ops_store CASCADE")
