@@ -86,3 +86,12 @@ def test_out_of_scope_is_declined_in_one_line(question, decline):
     result, _ = answer_question(question, user=make_user("oos_staff", role="staff"))
     assert result.refused and result.answer == decision.decline and "\n" not in result.answer
     assert not result.citations
+
+
+@pytest.mark.parametrize("question, intent", [
+    ("明天广州会不会下雨", "out_of_scope"),  # a weather forecast (tuning set tf01)
+    ("帮我算一下 3x+5=20，x 等于几", "out_of_scope"),  # homework (tuning set tf02)
+    ("下雨天门口地滑要放什么", "policy"),  # rain as the store's own safety topic stays a rule question
+])
+def test_far_questions_of_the_tuning_set_are_declined_and_store_topics_are_not(question, intent):
+    assert route_by_rules(question).intent == intent
