@@ -38,19 +38,28 @@ class Sources:
         return {d["ref"] for d in self.data}
 
 
-def number_sources(hits: list[Hit], tool_result: ToolResult | None, *, qvec=None) -> Sources:
+def _units(hit: Hit, qvec, memo: dict | None) -> list[SectionUnit]:
+    """A section's units, read once per question (selection and numbering share `memo`)."""
+    if memo is None:
+        return section_units(hit, qvec)
+    if hit.chunk_id not in memo:
+        memo[hit.chunk_id] = section_units(hit, qvec)
+    return memo[hit.chunk_id]
+
+
+def number_sources(hits: list[Hit], tool_result: ToolResult | None, *, qvec=None, units: dict | None = None) -> Sources:
     """The single place where source numbers are assigned (prompt and response alike). A
     cited source is the whole section its chunk belongs to: an answer (and the LLM's prompt)
     never stops at a chunk boundary halfway through a procedure."""
     sources = Sources()
     for i, hit in enumerate(hits, start=1):
-        units = section_units(hit, qvec)
+        section = _units(hit, qvec, units)
         ref = str(i)
-        sources.sections[ref] = units
+        sources.sections[ref] = section
         sources.citations.append({
             "ref": ref, "document": hit.document, "section_path": hit.section_path, "score": round(hit.score, 4),
             "vector_score": round(hit.vector_score, 4) if hit.vector_score is not None else None,
-            "text": section_text(units) or hit.text, "chunk_id": hit.chunk_id,
+            "text": section_text(section) or hit.text, "chunk_id": hit.chunk_id,
         })
     if tool_result is not None:
         columns = list(tool_result.columns) + [k for k in (tool_result.rows[0] if tool_result.rows else {}) if k not in tool_result.columns]
@@ -89,7 +98,7 @@ def section_text(units: list[SectionUnit]) -> str:
     return "".join(lines).strip()
 
 
-def select_citation_hits(hits: list[Hit], *, qvec=None, limit: int = 2) -> list[Hit]:
+def select_citation_hits(hits: list[Hit], *, qvec=None, limit: int = 2, units: dict | None = None) -> list[Hit]:
     """The chosen section, and a second one only when it stands on its own: a different
     section whose best sentence is as close to the question as the first one's (never a
     runner-up that merely shares words)."""
@@ -98,11 +107,11 @@ def select_citation_hits(hits: list[Hit], *, qvec=None, limit: int = 2) -> list[
     chosen = [hits[0]]
     if qvec is None:
         return chosen
-    best_first = max((u.similarity for u in section_units(hits[0], qvec)), default=0.0)
+    best_first = max((u.similarity for u in _units(hits[0], qvec, units)), default=0.0)
     for hit in hits[1:3]:
         if len(chosen) >= limit or hit.section_path == hits[0].section_path:
             continue
-        best = max((u.similarity for u in section_units(hit, qvec)), default=0.0)
+        best = max((u.similarity for u in _units(hit, qvec, units)), default=0.0)
         if best >= best_first - SECOND_SECTION_MARGIN and hit.score >= hits[0].score * 0.8:
             chosen.append(hit)
     return chosen

@@ -371,11 +371,11 @@ def refusal_text(state: AgentState) -> str:
 def compose_answer(state: AgentState) -> None:
     with state.trace.step("answer") as detail:
         policy_hits = []
+        qvec = state.first.qvec if state.first is not None else None
+        units: dict = {}  # each candidate section read once for selection and numbering
         if state.chosen is not None and (state.chosen.enough or state.route.intent == BOTH):
-            qvec = state.first.qvec if state.first is not None else None
-            policy_hits = compose.select_citation_hits(state.chosen.hits, qvec=qvec)
-        state.sources = compose.number_sources(policy_hits, state.tool_result,
-                                               qvec=state.first.qvec if state.first is not None else None)
+            policy_hits = compose.select_citation_hits(state.chosen.hits, qvec=qvec, units=units)
+        state.sources = compose.number_sources(policy_hits, state.tool_result, qvec=qvec, units=units)
         terms = query_terms(state.resolved_query)
         parts = []
         llm = get_llm()

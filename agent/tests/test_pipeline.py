@@ -413,3 +413,15 @@ def test_the_same_unanswered_question_asked_again_counts_up(staff):
     other = make_user("agent_staff_other", role="staff", stores=["GZ-TH"])
     chat_ask(user=other, query="帮我写一首关于啤酒的诗")
     assert UnansweredQuestion.objects.filter(question="帮我写一首关于啤酒的诗").count() == 2  # per asker
+
+
+def test_a_cited_section_is_read_once_per_answer(staff, django_assert_max_num_queries):
+    from knowledge.embedders import get_embedder
+
+    qvec = get_embedder().embed_query("满减券和折扣券能叠加吗")
+    hit = _section_hit("活动核销规则 > 叠加规则", 1.0)
+    units: dict = {}
+    compose.select_citation_hits([hit], qvec=qvec, units=units)
+    with django_assert_max_num_queries(0):  # selection already read it
+        sources = compose.number_sources([hit], None, qvec=qvec, units=units)
+    assert sources.citations[0]["text"] and sources.sections["1"] is units[hit.chunk_id]
