@@ -18,6 +18,8 @@ from .vocabulary import ACTION, BOTH, DATA, OUT_OF_SCOPE, POLICY
 INTENTS = (POLICY, DATA, BOTH, ACTION, OUT_OF_SCOPE)
 THRESHOLD = 2  # a strong signal alone, or two weak ones
 _CLAUSES = re.compile(r"[，,。；;！!？?\n]+")
+# A clause that asks for something: a question word or particle, or a request to show.
+_ASKS = re.compile(r"多少|几|怎么样|如何|咋样|怎样|怎么|哪|谁|吗|嘛|么|呢|[?？]|是不是|有没有|查|看看|看一下|看下|告诉|列出|给我|报一下|说一下")
 _MEMBER_KEY = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)|(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
 
 
@@ -78,6 +80,27 @@ def _asks_both(text: str, whole: _Reading) -> bool:
     return any(c.is_data and not c.is_policy for c in clauses) and any(c.is_policy for c in clauses)
 
 
+def _about_the_store(text: str, r: _Reading) -> bool:
+    """Does an out-of-scope question still ask about the store? A generic question frame
+    (「要不要带伞」's 要不要, 「多少钱」) does not make 「明天会下雨吗」 a rule question; a rule word
+    (规定, 找谁, 怎么算) does, and so does a word of the store's world (客人, 酒, 上班 …) next to
+    an out-of-scope topic word (「客人在减肥…」 is a question about serving a guest). Salary and other people's
+    personal details are declined even about the store's own staff."""
+    if any(h.signal.intent == POLICY and not h.signal.topic and not h.signal.frame for h in r.hits):
+        return True
+    top = max((h for h in r.hits if h.signal.intent == OUT_OF_SCOPE), key=lambda h: h.score)
+    return top.signal.name == "与门店无关" and (vocab.about_the_store(text) or r.data_core > 0)
+
+
+def _data_only_describes(text: str) -> bool:
+    """「科罗娜卖光了，客人还点咋办」「九点多单子爆了…咋弄」: the data words tell what happened,
+    they ask for no figure. True when every clause with a data word asks nothing (no
+    多少/几/哪/吗 … in it) — then the question is a rule question."""
+    clauses = [c for c in _CLAUSES.split(text) if c.strip()]
+    data_clauses = [c for c in clauses if _read(c).data_core > 0]
+    return bool(data_clauses) and not any(_ASKS.search(c) for c in data_clauses)
+
+
 def route_by_rules(question: str) -> Route:
     text = question or ""
     r = _read(text)
@@ -88,10 +111,12 @@ def route_by_rules(question: str) -> Route:
 
     if scores[ACTION] >= 3:
         return Route(ACTION, f"动作请求 — {why(ACTION)}", scores)
-    if scores[OUT_OF_SCOPE] >= 3 and not r.is_policy:
+    if scores[OUT_OF_SCOPE] >= 3 and not _about_the_store(text, r):
         top = max((h for h in r.hits if h.signal.intent == OUT_OF_SCOPE), key=lambda h: h.score)
         return Route(OUT_OF_SCOPE, f"与门店运营无关 — {why(OUT_OF_SCOPE)}", scores, decline=vocab.DECLINE[top.signal.name])
     if r.is_data and r.is_policy:
+        if not _names_its_subject(text) and _data_only_describes(text):
+            return Route(POLICY, f"问的是规则（数据词只是在描述情况，没有问数字）— {why(POLICY, DATA)}", scores)
         if _asks_both(text, r):
             return Route(BOTH, f"既问规则又问数据 — {why(DATA, POLICY)}", scores)
         return Route(POLICY, f"问的是规则（数据词只是话题，没有指明门店或会员）— {why(POLICY, DATA)}", scores)

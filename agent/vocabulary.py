@@ -28,6 +28,7 @@ class Signal:
     weight: int
     tool: str | None = None
     topic: bool = False  # a policy topic word: it alone never makes a question a rule question
+    frame: bool = False  # a generic question frame (能不能, 怎么办 …): it says *that* something is asked, not what about
 
     @property
     def regex(self) -> re.Pattern:
@@ -57,7 +58,8 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("卖得最好", DATA, r"(卖|销量)[得的]?最(好|多|火)|(卖|销|销量)[得的]?好的?|什么卖得|啥卖得|卖了?哪些[^，。？！]{0,4}最多|哪些[^，。？！]{0,4}卖得?最多", 2, TOP_PRODUCTS),
     Signal("哪家店", DATA, r"哪(家|间|个门店|个店|个分店)|那(家|间)店?[^，。？！]{0,6}最(好|多|高)|谁卖得|谁的?(营业额|业绩|生意)|比谁|谁(卖得)?(多|高)", 3, COMPARE_STORES),
     Signal("门店排名", DATA, r"排第几|排在第几|排名(?!前)|排个名|(门店|各店|店)[^，。？！]{0,6}(排行|排名)(?!前)|(营业额|业绩|流水|销售额|订单数|单量)(排行|排名)", 3, COMPARE_STORES),
-    Signal("门店对比", DATA, r"对比|比较|比一比|占比|最赚钱", 3, COMPARE_STORES),
+    # 「比较」 compares only with something to compare to; 「比较严重的投诉」 is an adverb.
+    Signal("门店对比", DATA, r"对比|比一比|占比|最赚钱|比较(一下|下|看看)|比较[^，。？！]{0,10}(和|跟|与|哪|谁)|(和|跟|与)[^，。？！]{0,12}比较", 3, COMPARE_STORES),
     # 「哪家店最忙」 compares stores (by orders); 「几点最忙」 alone is the hourly peak.
     Signal("哪家最忙", DATA, r"哪(家|间|个)(门店|分店|店)?[^，。？！]{0,4}(最忙|人最多|客人最多|客流最)", 3, COMPARE_STORES),
     Signal("各店", DATA, r"各店|各门店|各家", 1, COMPARE_STORES),
@@ -69,24 +71,49 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("时间范围", DATA, r"今天|今儿|昨天|昨儿|前天|上周|本周|这周|礼拜|星期|上个?月|本月|这个?月|月初|最近\s*\S{1,2}天|近\s*\d+\s*天|这两天|周末|国庆|双十一|\d+月\d+[日号]|\d+\.\d+-\d+\.\d+|到目前为止|截至", 1),
 
     # --- policy: how things are done, whether they are allowed, who decides -----------------------
-    Signal("能不能", POLICY, r"能[^，。？！]{0,12}[吗嘛么]|可以[^，。？！]{0,12}[吗嘛么]|能不能|可不可以|行不行|允许|要不要", 2),
-    Signal("怎么办", POLICY, r"怎么(?!样)|咋(办|处理|整|弄)|如何(?!\s*$)|怎样", 2),
+    Signal("能不能", POLICY, r"能[^，。？！]{0,12}[吗嘛么]|可以[^，。？！]{0,12}[吗嘛么]|能不能|可不可以|行不行|(就|才)?行吗|允许|要不要", 2, frame=True),
+    Signal("怎么办", POLICY, r"怎么(?!样)|咋(办|处理|整|弄)|如何(?!\s*$)|怎样", 2, frame=True),
     Signal("规定", POLICY, r"规定|规则|流程|制度|标准|要求|政策|条款|须知|注意事项|口径|考核", 2),
-    Signal("谁来做", POLICY, r"谁(来)?(批|审批|同意|签字|负责|处理|说)|(跟|找|告诉|通知|报给|问)谁|要谁|要报|上报|报备|做哪些准备|要准备|提前几天", 2),
+    Signal("谁来做", POLICY, r"谁(来)?(批|审批|同意|签字|负责|处理|说)|(跟|找|告诉|通知|报给|问)谁|要谁|要报|上报|报上去|报备|做哪些准备|要准备|提前几天", 2),
     Signal("算不算", POLICY, r"多少.{0,4}算|算(是)?(低|高|缺|哪|谁|在)|怎么算", 2),
     Signal("库存规则", POLICY, r"安全库存(是|一般|标准|怎么|多少|定|设)|什么时候(要|该|需要)?补货|补货(的)?(规定|流程|时间|周期|标准|数量)", 3),
-    Signal("细节", POLICY, r"什么情况|哪些情况|什么时候|多久|几天|几点|多少钱|多少度|几度", 1),
-    Signal("知识", POLICY, r"是什么|什么意思|区别|有什么|哪些|多厚|多长|保质期", 1),
+    Signal("细节", POLICY, r"什么情况|哪些情况|什么时候|多久|几天|几点|多少钱|多少度|几度", 1, frame=True),
+    Signal("知识", POLICY, r"是什么|什么意思|区别|有什么|哪些|多厚|多长|保质期", 1, frame=True),
     Signal("门店话题", POLICY, r"客人|顾客|店员|员工|新人|店长|会员|储值|优惠券|团购|发票|存酒|包厢|扎啤|威士忌|黑牌|鸡尾酒|外卖|退款|退卡|投诉", 1, topic=True),
 
     # --- out of scope: declined with a one-line reason --------------------------------------------
-    Signal("与门店无关", OUT_OF_SCOPE, r"天气|会不会下雨|会下雨吗|要不要带伞|股票|基金|彩票|等于几|解方程|写(一首|首|一篇|篇)?[^，。？！]{0,8}(诗|歌词|小说)|写(一篇|篇)?作文|作文|翻译|讲个?笑话|你是谁|你叫什么|新闻|比赛结果|电影|菜谱|减肥|作业|数学题", 3),
+    # Topics: declined unless the question is also about the store (「客人在减肥…」 is about a guest).
+    Signal("与门店无关", OUT_OF_SCOPE, r"天气|会不会下雨|会下雨吗|要不要带伞|股票|基金|彩票|你是谁|你叫什么|新闻|比赛结果|电影|菜谱|减肥", 3),
+    # Tasks: a poem about beer is still a poem.
+    Signal("代写与作业", OUT_OF_SCOPE, r"等于几|解方程|写(一首|首|一篇|篇)?[^，。？！]{0,8}(诗|歌词|小说|绝句|律诗|对联)|写(一篇|篇)?作文|作文|翻译|讲个?笑话|作业|数学题", 3),
     Signal("薪资", OUT_OF_SCOPE, r"(工资|薪水|薪资|月薪|年薪|收入|奖金)[^，。？！]{0,4}(是|有|拿)?(多少|几千|几万)", 3),
     Signal("他人隐私", OUT_OF_SCOPE, r"(员工|店员|店长|同事|经理|老板|主管|小[王李张刘陈杨黄赵]|[张王李赵刘陈][三四五])[^，。？！]{0,6}(手机号|电话|身份证|住址|家住|住在|住哪|微信号?)|(家住|住在)(在)?哪", 3),
 )
 
+# Words that put a question in a store's or a workplace's world. A question nothing in the
+# corpus answers is a gap in the rules (the unanswered list) when it is about the store, and
+# out of scope when it is not (「明天会下雨吗」「红烧肉怎么做」).
+STORE_CONTEXT = re.compile(
+    r"店|客人|顾客|客户|员工|同事|新人|师傅|主管|经理|老板|领班|公司|总部|区域|上班|下班|班次|排班|值班|请假|加班|兼职|"
+    r"工资|入职|离职|试用期|培训|考勤|吧台|后厨|厨房|仓库|收银|买单|结账|点单|下单|出品|上菜|酒|啤|饮料|饮品|杯|桌|包厢|卡座|"
+    r"会员|储值|优惠|活动|团购|外卖|骑手|发票|小票|投诉|退款|库存|补货|盘点|供货|供应商|营业|开门|关门|打烊|消防|卫生|"
+    r"清洁|消毒|设备|POS|收银机|菜单|酒水单|营业额|朋友圈|抖音|小红书|点评|wifi|"
+    # the job: pay, contracts, leave, uniforms
+    r"年终奖|奖金|绩效|提成|福利|补贴|报销|社保|公积金|劳动合同|合同|辞职|辞退|转正|晋升|升职|调岗|工服|制服|工牌|宿舍|团建|"
+    r"婚假|产假|病假|年假|事假|调休|休假|体检|健康证|"
+    # the premises
+    r"门口|招牌|灯箱|乐队|驻场|演出|音响|背景音乐|装修|房租|租金|洗手间|卫生间|空调|舞台|绿植|前台|大堂",
+    re.IGNORECASE,
+)
+
+
+def about_the_store(text: str) -> bool:
+    return bool(STORE_CONTEXT.search(text or ""))
+
+
 DECLINE = {
     "与门店无关": "这个请求与门店运营无关，我只回答门店制度和经营数据方面的问题。",
+    "代写与作业": "这个请求与门店运营无关，我只回答门店制度和经营数据方面的问题。",
     "薪资": "员工的薪资属于个人信息，我不能提供；请找店长或人事。",
     "他人隐私": "其他人的个人信息（电话、证件、住址等）我不能提供。",
 }

@@ -19,7 +19,8 @@ ALL_STORES_WORDS = (
     "全部门店", "所有门店", "各门店", "各家门店", "各店", "各家店", "每家店", "每个店", "每家门店", "全部店", "所有店", "全店",
     "几家店", "几家门店", "四家店", "四家门店", "4家店", "全国", "整体", "总共", "一共",
 )
-_ALL_STORES = re.compile(r"(全部|所有|各|每|几|[2-9两三四五六七八九十])\s*(家|个|间)?\s*(门店|分店|店)|" + "|".join(ALL_STORES_WORDS))
+# 「两个店」 are stores; 「两个店长」「每个店员」 are people.
+_ALL_STORES = re.compile(r"(全部|所有|各|每|几|[2-9两三四五六七八九十])\s*(家|个|间)?\s*(门店|分店|店)(?![长员主])|(?:" + "|".join(ALL_STORES_WORDS) + r")(?![长员主])")
 # A run of Chinese characters right before 店 that might be a store nobody has heard of.
 _STORE_MENTION = re.compile(r"([\u4e00-\u9fff]{2,8})(?:门店|分店|店)")
 # Words that end in 店 or precede 店 in questions but are not store names.

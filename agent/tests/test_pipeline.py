@@ -393,14 +393,16 @@ def test_a_second_section_is_cited_only_when_it_answers_on_its_own(staff):
     assert compose.select_citation_hits([answer, same_again], qvec=qvec) == [answer]  # one section, cited once
 
 
-def test_a_refused_question_no_section_resembles_is_out_of_scope(staff, settings):
+def test_a_refused_question_not_about_the_store_is_out_of_scope(staff, settings):
+    # Was decided by how close the nearest section scored: 「红烧肉怎么做才不腻」 lands near the
+    # recipes and counted as a gap in the rules; 「店里WiFi密码多久换」 near nothing, as off-topic.
     coverage_model()
-    settings.SM_REFUSAL_THRESHOLD = 0.0  # every chunk "resembles" it: a gap in the rules
-    near, _ = answer_question("员工可以带宠物狗上班吗", user=staff)
-    assert near.refused and near.intent == "policy"
-    settings.SM_REFUSAL_THRESHOLD = 0.999  # nothing resembles it: not a rules question at all
-    far, _ = answer_question("员工可以带宠物狗上班吗", user=staff)
-    assert far.refused and far.intent == "out_of_scope" and far.route_reason.startswith("与门店制度无关")
+    for threshold in (0.0, 0.999):  # the cosine split no longer decides
+        settings.SM_REFUSAL_THRESHOLD = threshold
+        near, _ = answer_question("员工可以带宠物狗上班吗", user=staff)
+        assert near.refused and near.intent == "policy"
+        far, _ = answer_question("明年流行什么颜色的羽绒服", user=staff)
+        assert far.refused and far.intent == "out_of_scope" and far.route_reason.startswith("与门店制度无关")
 
 
 def test_the_same_unanswered_question_asked_again_counts_up(staff):

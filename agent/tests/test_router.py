@@ -26,6 +26,18 @@ TABLE = [
     ("客人投诉酒有异味，帮我建个工单", "action"), ("麻烦开一张客诉工单", "action"), ("请帮我申请补货", "action"),
     # out of scope
     ("今天天气怎么样", "out_of_scope"), ("给我讲个笑话", "out_of_scope"), ("帮我写一首诗", "out_of_scope"),
+    # A generic question frame (要不要, 怎么) does not make an off-topic question a rule question;
+    # a guest next to the off-topic word does; a poem about beer is still a poem.
+    ("明天广州会不会下雨，要不要带伞", "out_of_scope"), ("孩子六年级作文《我的妈妈》怎么开头", "out_of_scope"),
+    ("写一首关于秋天的七言绝句", "out_of_scope"), ("帮我写一首关于啤酒的诗", "out_of_scope"),
+    ("客人在减肥，问一杯莫吉托大概多少卡路里", "policy"),
+    # Data words that only tell what happened ask for no figure (no 多少/几/哪/吗 in their clause).
+    ("晚上九点多单子爆了，外卖十五分钟肯定做不出来，咋弄", "policy"), ("科罗娜卖光了，客人还点咋办，推荐啥给他", "policy"),
+    ("同一个时间段有两桌人都说吃完上吐下泻，症状一模一样，这算大事吧？店长要多久报上去", "policy"),
+    # 「两个店长」 are people, not two stores; 「比较严重」 compares nothing.
+    ("我们店威士忌快断货了，想从同城另一家店拉一整箱过来，两个店长说好就行吗", "policy"),
+    ("比较严重的那种投诉处理完还要再打电话问客人吗？打了两回都没人接咋整", "policy"),
+    ("天河店和福田店比较一下上周营业额", "data"), ("各店上周营业额比较", "data"),
 ]
 
 
