@@ -20,8 +20,8 @@ import numpy as np
 from django.db import connection
 from pgvector.django import CosineDistance
 
-from .models import Chunk, IndexMeta, Sentence
-from .selectors import Hit, SearchResult
+from .models import IndexMeta, Sentence
+from .selectors import Hit, SearchResult, _cosines, section_snapshot
 from .text import grams, tokenize
 
 FEATURES = ("chunk_sim", "sentence_sim", "alias_sim", "global_sim", "coverage", "gram_coverage", "section_coverage", "margin",
@@ -84,21 +84,20 @@ def signals(question: str, qvec, result: SearchResult, top: Hit | None, meta: In
     n = max(1, meta.n_chunks)
     terms = salient_terms(question)
     qgrams = list(dict.fromkeys(grams(question)))
-    with connection.cursor() as cur:
-        cur.execute("SELECT term, df FROM knowledge_termstat WHERE term = ANY(%s)", [terms])
-        df = dict(cur.fetchall())
-        cur.execute("SELECT term, df FROM knowledge_gramstat WHERE term = ANY(%s)", [qgrams])
-        gdf = dict(cur.fetchall())
     nouns = topic_words(question)
     noun_grams = list({w[i : i + 2] for w in nouns for i in range(len(w) - 1)})
-    with connection.cursor() as cur:
-        cur.execute("SELECT term FROM knowledge_termstat WHERE term = ANY(%s)", [nouns])
-        noun_words = {r[0] for r in cur.fetchall()}
-        cur.execute("SELECT term FROM knowledge_gramstat WHERE term = ANY(%s)", [noun_grams])
-        noun_gram_set = {r[0] for r in cur.fetchall()}
+    with connection.cursor() as cur:  # every statistic in one round trip
+        cur.execute("SELECT 'w', term, df FROM knowledge_termstat WHERE term = ANY(%s) "
+                    "UNION ALL SELECT 'g', term, df FROM knowledge_gramstat WHERE term = ANY(%s)",
+                    [list(set(terms) | set(nouns)), list(set(qgrams) | set(noun_grams))])
+        stats = cur.fetchall()
+    word_df = {t: d for kind, t, d in stats if kind == "w"}
+    gram_df = {t: d for kind, t, d in stats if kind == "g"}
+    df = {t: word_df[t] for t in terms if t in word_df}
+    gdf = {g: gram_df[g] for g in qgrams if g in gram_df}
     # A noun counts as known when the corpus uses the word, or every two characters of it
     # (jieba's split can differ between question and corpus).
-    unknown_nouns = [w for w in nouns if w not in noun_words and not all(w[i : i + 2] in noun_gram_set for i in range(len(w) - 1))]
+    unknown_nouns = [w for w in nouns if w not in word_df and not all(w[i : i + 2] in gram_df for i in range(len(w) - 1))]
     idf = {t: _idf(n, df.get(t)) for t in terms}
     gidf = {g: _idf(n, gdf.get(g)) for g in qgrams}
     missing = unknown_nouns or [t for t in terms if not df.get(t)]
@@ -113,19 +112,19 @@ def signals(question: str, qvec, result: SearchResult, top: Hit | None, meta: In
                             + [h.alias_score or 0.0 for h in rankings.get("alias", [])[:1]] + [0.0])
     if top is None:
         return out, missing
-    section_chunks = list(Chunk.objects.filter(document_id=top.document_id, section_path=top.section_path).values_list("id", flat=True))
+    # The chosen section's chunks, sentences and words from the process's snapshot of it;
+    # only its question aliases (a manager may add one at any time) are read live.
+    snap = section_snapshot(top.document_id, top.section_path)
+    chunk_sims = _cosines(snap.chunk_vectors, qvec)
+    out["chunk_sim"] = float(chunk_sims.max()) if len(chunk_sims) else 0.0
+    sentence_sims = _cosines(snap.sentence_vectors, qvec)
+    out["sentence_sim"] = float(sentence_sims.max()) if len(sentence_sims) else 0.0
     vec = [float(x) for x in qvec]
-    out["chunk_sim"] = 1.0 - min(
-        (float(d) for d in Chunk.objects.filter(id__in=section_chunks).annotate(d=CosineDistance("embedding", vec)).values_list("d", flat=True)),
+    out["alias_sim"] = 1.0 - min(
+        (float(d) for d in Sentence.objects.filter(chunk_id__in=snap.chunk_ids, kind=Sentence.Kind.ALIAS)
+         .annotate(d=CosineDistance("embedding", vec)).values_list("d", flat=True)),
         default=1.0)
-    for kind, key in ((Sentence.Kind.SENTENCE, "sentence_sim"), (Sentence.Kind.ALIAS, "alias_sim")):
-        out[key] = 1.0 - min(
-            (float(d) for d in Sentence.objects.filter(chunk_id__in=section_chunks, kind=kind)
-             .annotate(d=CosineDistance("embedding", vec)).values_list("d", flat=True)),
-            default=1.0)
-    with connection.cursor() as cur:
-        cur.execute("SELECT DISTINCT term FROM knowledge_term WHERE chunk_id = ANY(%s) AND term = ANY(%s)", [section_chunks, terms])
-        in_section = {r[0] for r in cur.fetchall()}
+    in_section = snap.terms & set(terms)
     out["section_coverage"] = _weighted_share(terms, idf, in_section)
     others = [h.score for h in (result.hits if result else []) if h.section_path != top.section_path]
     out["margin"] = (top.score - others[0]) / top.score if others and top.score else (1.0 if top.score else 0.0)

@@ -142,6 +142,9 @@ def bench_retrieval(cmd, opts) -> dict:
         load_s = json.loads(record.read_text())["seconds"]
     elif not TermStat.objects.exists():
         refresh_index_stats(IndexMeta.objects.first())
+    with connection.cursor() as cur:  # a corpus loaded before the per-kind sentence indexes gets them now
+        cur.execute("SET maintenance_work_mem = '1GB'")
+    _create_hnsw()
     meta = index_meta()
 
     questions = [q["query"] for q in load_golden() if q.get("kind", "policy") == "policy"]
@@ -159,7 +162,8 @@ def bench_retrieval(cmd, opts) -> dict:
         qvec = embedder.embed_query(expanded_query(q, terms))
         t1 = time.perf_counter()
         spans: dict = {}
-        rankings = channel_rankings(q, terms, qvec, meta, audiences, depth, spans)  # vector: chunk + sentence + alias; lexical: word + bigram
+        # vector: chunk + alias (+ sentence); lexical: word + bigram — the path search() takes
+        rankings = channel_rankings(q, terms, qvec, meta, audiences, depth, spans, sentence_index=params["weights"].get("sentence", 0) > 0)
         t3 = time.perf_counter()
         fuse(q, terms, rankings, params)
         t4 = time.perf_counter()

@@ -66,7 +66,7 @@ class Chunk(models.Model):
 class Term(models.Model):
     """Inverted index for BM25: one row per (chunk, term) with the term frequency."""
 
-    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="terms", verbose_name="切片")
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="terms", verbose_name="切片", db_index=False)
     term = models.CharField("词", max_length=64)
     tf = models.PositiveIntegerField("词频")
     n_terms = models.PositiveIntegerField("切片词数", default=0, help_text="the chunk's length, copied so scoring needs no join")
@@ -74,7 +74,10 @@ class Term(models.Model):
     class Meta:
         verbose_name = verbose_name_plural = "词项索引"
         indexes = [models.Index(fields=["term"], name="term_term_idx", include=["chunk", "tf", "n_terms"])]
-        constraints = [models.UniqueConstraint(fields=["chunk", "term"], name="term_unique_per_chunk")]
+        # (chunk, term) covering tf and length: BM25's second phase scores each candidate chunk
+        # from this index alone. It also serves every lookup by chunk, so the foreign key has
+        # no index of its own.
+        constraints = [models.UniqueConstraint(fields=["chunk", "term"], name="term_unique_per_chunk", include=["tf", "n_terms"])]
 
     def __str__(self) -> str:
         return f"{self.term}×{self.tf}"
@@ -146,7 +149,7 @@ class Gram(models.Model):
     """Inverted index of character bigrams (the second lexical channel): immune to word
     segmentation errors such as 「存在天河店的酒」 read as 存在."""
 
-    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="grams", verbose_name="切片")
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="grams", verbose_name="切片", db_index=False)
     term = models.CharField("二元字", max_length=8)
     tf = models.PositiveIntegerField("词频")
     n_terms = models.PositiveIntegerField("切片二元字数", default=0, help_text="the chunk's bigram count")
@@ -154,7 +157,7 @@ class Gram(models.Model):
     class Meta:
         verbose_name = verbose_name_plural = "二元字索引"
         indexes = [models.Index(fields=["term"], name="gram_term_idx", include=["chunk", "tf", "n_terms"])]
-        constraints = [models.UniqueConstraint(fields=["chunk", "term"], name="gram_unique_per_chunk")]
+        constraints = [models.UniqueConstraint(fields=["chunk", "term"], name="gram_unique_per_chunk", include=["tf", "n_terms"])]
 
     def __str__(self) -> str:
         return f"{self.term}×{self.tf}"

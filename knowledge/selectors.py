@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import copy
 import math
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
 from django.conf import settings
 from django.db import connection
 from django.utils.module_loading import import_string
@@ -153,35 +155,66 @@ def vector_channel(qvec, audiences: list[str], limit: int) -> list[Hit]:
         return _ranked(cur.fetchall(), "vector")
 
 
-SENTENCE_SQL = f"""
-SELECT {_HIT_COLUMNS}, 1 - (s.embedding <=> %s::vector) AS sim, s.kind, s.text
-FROM (SELECT chunk_id, kind, text, embedding FROM knowledge_sentence WHERE audience = ANY(%s)
+# Nearest sentences (or question aliases) through that kind's own partial HNSW index (the
+# literal kind in the WHERE clause is what lets the planner use it). Several rows of one
+# chunk can come back; the best per chunk is kept.
+_NEAREST_SENTENCES_SQL = """
+SELECT {columns}, 1 - (s.embedding <=> %s::vector) AS sim, s.text
+FROM (SELECT chunk_id, text, embedding FROM knowledge_sentence WHERE kind = '{kind}' AND audience = ANY(%s)
       ORDER BY embedding <=> %s::vector LIMIT %s) s
 JOIN knowledge_chunk c ON c.id = s.chunk_id JOIN knowledge_document d ON d.id = c.document_id
 ORDER BY sim DESC, c.id
 """
+# The best sentence of each given chunk, exactly (no index: a few hundred distances).
+_BEST_SENTENCE_OF_SQL = """
+SELECT DISTINCT ON (s.chunk_id) {columns}, 1 - (s.embedding <=> %s::vector) AS sim, s.text
+FROM knowledge_sentence s JOIN knowledge_chunk c ON c.id = s.chunk_id JOIN knowledge_document d ON d.id = c.document_id
+WHERE s.kind = 'sentence' AND s.chunk_id = ANY(%s) AND s.audience = ANY(%s)
+ORDER BY s.chunk_id, s.embedding <=> %s::vector
+"""
+ROWS_PER_CHUNK = 4  # sentences or aliases fetched per wanted chunk (several of one chunk come back)
+
+
+def _per_chunk(rows, channel: str, limit: int) -> list[Hit]:
+    """Rows of (_HIT_COLUMNS…, sim, text), best first → one hit per chunk, ranked."""
+    out, seen = [], set()
+    for row in rows:
+        if row[0] in seen or len(out) >= limit:
+            continue
+        seen.add(row[0])
+        hit = _row_hit(row)
+        setattr(hit, f"{channel}_rank", len(out) + 1)
+        setattr(hit, f"{channel}_score", float(row[7]))
+        setattr(hit, f"{channel}_text", row[8])
+        out.append(hit)
+    return out
+
+
+def nearest_sentence_channel(qvec, audiences: list[str], limit: int, *, kind: str) -> list[Hit]:
+    """Chunks ranked by their best sentence (`kind="sentence"`) or question alias (`"alias"`)."""
+    assert kind in ("sentence", "alias")
+    literal = _vector_literal(qvec)
+    rows_wanted = limit * ROWS_PER_CHUNK
+    with connection.cursor() as cur:
+        cur.execute("SET hnsw.ef_search = %s", [max(40, rows_wanted)])
+        cur.execute(_NEAREST_SENTENCES_SQL.format(columns=_HIT_COLUMNS, kind=kind), [literal, audiences, literal, rows_wanted])
+        return _per_chunk(cur.fetchall(), kind, limit)
+
+
+def best_sentence_of(qvec, chunk_ids: list[int], audiences: list[str], limit: int) -> list[Hit]:
+    """The sentence channel restricted to `chunk_ids`: each chunk scored by its best sentence."""
+    if not chunk_ids:
+        return []
+    literal = _vector_literal(qvec)
+    with connection.cursor() as cur:
+        cur.execute(_BEST_SENTENCE_OF_SQL.format(columns=_HIT_COLUMNS), [literal, list(chunk_ids), audiences, literal])
+        rows = sorted(cur.fetchall(), key=lambda r: (-r[7], r[0]))
+    return _per_chunk(rows, "sentence", limit)
 
 
 def sentence_channels(qvec, audiences: list[str], limit: int) -> dict[str, list[Hit]]:
     """The best sentence and the best question alias per chunk, each ranked by cosine."""
-    literal = _vector_literal(qvec)
-    with connection.cursor() as cur:
-        cur.execute("SET hnsw.ef_search = %s", [max(40, limit * 6)])
-        cur.execute(SENTENCE_SQL, [literal, audiences, literal, limit * 6])
-        rows = cur.fetchall()
-    out: dict[str, list[Hit]] = {"sentence": [], "alias": []}
-    seen: dict[str, set] = {"sentence": set(), "alias": set()}
-    for row in rows:
-        channel = "alias" if row[8] == "alias" else "sentence"
-        if row[0] in seen[channel] or len(out[channel]) >= limit:
-            continue
-        seen[channel].add(row[0])
-        hit = _row_hit(row)
-        setattr(hit, f"{channel}_rank", len(out[channel]) + 1)
-        setattr(hit, f"{channel}_score", float(row[7]))
-        setattr(hit, f"{channel}_text", row[9])
-        out[channel].append(hit)
-    return out
+    return {kind: nearest_sentence_channel(qvec, audiences, limit, kind=kind) for kind in ("sentence", "alias")}
 
 
 # Two phases, as search engines do. Candidates: chunks scored on the query's selective terms
@@ -204,11 +237,14 @@ partial AS (
     GROUP BY t.chunk_id ORDER BY score DESC, t.chunk_id LIMIT %(pool)s
 ),
 scored AS (
-    -- Every posting of the candidates, read through the (chunk, term) index: one range scan per
-    -- candidate, whatever the length of a common term's posting list.
-    SELECT t.chunk_id, SUM(w.idf * {tf}) AS score
-    FROM partial p JOIN {table} t ON t.chunk_id = p.chunk_id JOIN w ON w.term = t.term
-    GROUP BY t.chunk_id
+    -- Each candidate's postings of the query's terms, looked up in the (chunk, term) index:
+    -- a few probes per candidate, however long a common term's posting list is. (Written as
+    -- a join, the planner — blind to the terms inside the CTE — read whole posting lists of
+    -- words like 客人 and hashed them against the candidates: 90,000 rows at 100k chunks.)
+    SELECT p.chunk_id, s.score FROM partial p CROSS JOIN LATERAL (
+        SELECT SUM(w.idf * {tf}) AS score FROM {table} t JOIN w ON w.term = t.term
+        WHERE t.chunk_id = p.chunk_id AND t.term = ANY(%(w_terms)s)
+    ) s
 )
 SELECT {columns}, s.score FROM scored s
 JOIN knowledge_chunk c ON c.id = s.chunk_id JOIN knowledge_document d ON d.id = c.document_id
@@ -316,18 +352,30 @@ def fusion_params(meta: IndexMeta | None = None) -> dict:
 
 
 def channel_rankings(query: str, terms: list[str], qvec, meta: IndexMeta, audiences: list[str], depth: int,
-                     timings: dict | None = None) -> dict[str, list[Hit]]:
-    """Every channel's own ranking, `depth` deep (fused afterwards, possibly many ways)."""
+                     timings: dict | None = None, *, sentence_index: bool = True) -> dict[str, list[Hit]]:
+    """Every channel's own ranking, `depth` deep (fused afterwards, possibly many ways).
+
+    `sentence_index=False` (search() when fusion gives sentences no weight): the sentence
+    ranking is not searched over the whole corpus but computed for the other channels'
+    candidates only. It then still shows the best sentence of every chunk fusion can pick
+    (the answerability score reads it), without a walk through the largest vector index."""
     timings = timings if timings is not None else {}
     rankings = {}
     t = time.perf_counter()
     rankings["vector"] = vector_channel(qvec, audiences, depth)
-    rankings.update(sentence_channels(qvec, audiences, depth))
+    rankings["alias"] = nearest_sentence_channel(qvec, audiences, depth, kind="alias")
+    if sentence_index:
+        rankings["sentence"] = nearest_sentence_channel(qvec, audiences, depth, kind="sentence")
     timings["vector"] = (time.perf_counter() - t) * 1000
     t = time.perf_counter()
     rankings["lexical"] = lexical_channel(terms, meta, audiences, depth)
     rankings["gram"] = lexical_channel(grams(query), meta, audiences, depth, channel="gram")
     timings["lexical"] = (time.perf_counter() - t) * 1000
+    if not sentence_index:
+        t = time.perf_counter()
+        candidates = list(dict.fromkeys(h.chunk_id for hits in rankings.values() for h in hits))
+        rankings["sentence"] = best_sentence_of(qvec, candidates, audiences, depth)
+        timings["vector"] += (time.perf_counter() - t) * 1000
     return rankings
 
 
@@ -375,7 +423,8 @@ def search(query: str, *, user=None, audiences: list[str] | None = None, k: int 
     timings["embed_query"] = (time.perf_counter() - t) * 1000
     check_signature(meta, embedder, len(qvec))
 
-    rankings = channel_rankings(query, terms, qvec, meta, audiences, int(params["candidates"]), timings)
+    rankings = channel_rankings(query, terms, qvec, meta, audiences, int(params["candidates"]), timings,
+                                sentence_index=params["weights"].get("sentence", 0) > 0)
     t = time.perf_counter()
     fused = pin_taught_alias(fuse(query, terms, rankings, params), rankings.get("alias", []))
     timings["fusion"] = (time.perf_counter() - t) * 1000
@@ -438,18 +487,51 @@ class SectionUnit:
     similarity: float = 0.0
 
 
-def section_units(hit: Hit, qvec=None) -> list[SectionUnit]:
-    """The whole section the hit belongs to (every chunk of it, overlaps removed), unit by unit
-    in document order, each scored against the question vector with its own stored vector."""
-    from .chunking import _blocks, split_sentences
-    from .models import Chunk, Sentence
+@dataclass(frozen=True)
+class SectionSnapshot:
+    """What one section is made of, as the current index holds it: its chunks and their
+    vectors, its units in document order with each unit's sentence vector (None: no vector,
+    e.g. a table), and the words it contains. Fixed between ingests, so each process keeps
+    one per section and scores a question against it in numpy instead of asking the
+    database every time (three queries per candidate section per chat, before)."""
 
-    chunks = list(Chunk.objects.filter(document_id=hit.document_id, section_path=hit.section_path).order_by("ordinal")
-                  .values_list("id", "text"))
-    units: list[SectionUnit] = []
+    chunk_ids: tuple[int, ...]
+    chunk_vectors: np.ndarray  # (chunks, dim), unit length
+    units: tuple[tuple[str, str, int], ...]  # (kind, text, block)
+    unit_vectors: np.ndarray  # (units, dim); rows of units without a vector are zero
+    has_vector: np.ndarray  # (units,) bool
+    sentence_vectors: np.ndarray  # (sentences, dim): every sentence vector of the section
+    terms: frozenset[str]
+
+
+_SNAPSHOTS: dict[tuple[int, str], SectionSnapshot] = {}
+_SNAPSHOT_VERSION: list = [None]
+_SNAPSHOT_LOCK = threading.Lock()
+
+
+def _index_version():
+    """Changes with every ingest (the index metadata row is saved) and every alias change."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT id, updated_at, n_chunks FROM knowledge_indexmeta ORDER BY id LIMIT 1")
+        return (connection.settings_dict["NAME"], cur.fetchone())
+
+
+def _matrix(vectors: list, dim: int) -> np.ndarray:
+    if not vectors:
+        return np.zeros((0, dim), dtype=np.float32)
+    return np.array([np.asarray(v, dtype=np.float32) for v in vectors], dtype=np.float32)
+
+
+def _build_snapshot(document_id: int, section_path: str) -> SectionSnapshot:
+    from .chunking import _blocks, split_sentences
+    from .models import Chunk, Sentence, Term
+
+    chunks = list(Chunk.objects.filter(document_id=document_id, section_path=section_path).order_by("ordinal")
+                  .values_list("id", "text", "embedding"))
+    units: list[tuple[str, str, int]] = []
     seen: set[str] = set()
     block = 0
-    for _, text in chunks:
+    for _, text, _ in chunks:
         for kind, body in _blocks(text.split("\n")):
             block += 1
             if kind == "table":
@@ -462,15 +544,51 @@ def section_units(hit: Hit, qvec=None) -> list[SectionUnit]:
                 if unit in seen:  # the overlap a long section carries into its next chunk
                     continue
                 seen.add(unit)
-                units.append(SectionUnit(unit_kind, unit, block))
-    if qvec is not None and units:
-        from pgvector.django import CosineDistance
+                units.append((unit_kind, unit, block))
+    ids = [c for c, _, _ in chunks]
+    vectors = dict(Sentence.objects.filter(chunk_id__in=ids, kind=Sentence.Kind.SENTENCE).values_list("text", "embedding"))
+    dim = len(chunks[0][2]) if chunks and chunks[0][2] is not None else 0
+    unit_vectors = np.zeros((len(units), dim), dtype=np.float32)
+    has_vector = np.zeros(len(units), dtype=bool)
+    for i, (_, text, _) in enumerate(units):
+        if text in vectors:
+            unit_vectors[i], has_vector[i] = np.asarray(vectors[text], dtype=np.float32), True
+    chunk_vectors = _matrix([v for _, _, v in chunks if v is not None], dim)
+    terms = frozenset(Term.objects.filter(chunk_id__in=ids).values_list("term", flat=True).distinct())
+    sentence_vectors = _matrix(list(vectors.values()), dim)
+    return SectionSnapshot(tuple(ids), chunk_vectors, tuple(units), unit_vectors, has_vector, sentence_vectors, terms)
 
-        distances = dict(
-            Sentence.objects.filter(chunk_id__in=[c for c, _ in chunks], kind=Sentence.Kind.SENTENCE)
-            .annotate(distance=CosineDistance("embedding", [float(x) for x in qvec]))
-            .values_list("text", "distance")
-        )
-        for u in units:
-            u.similarity = 1.0 - float(distances[u.text]) if u.text in distances else 0.0
-    return units
+
+def section_snapshot(document_id: int, section_path: str) -> SectionSnapshot:
+    version = _index_version()
+    with _SNAPSHOT_LOCK:
+        if _SNAPSHOT_VERSION[0] != version:
+            _SNAPSHOTS.clear()
+            _SNAPSHOT_VERSION[0] = version
+        snap = _SNAPSHOTS.get((document_id, section_path))
+    if snap is None:
+        snap = _build_snapshot(document_id, section_path)
+        with _SNAPSHOT_LOCK:
+            if _SNAPSHOT_VERSION[0] == version:
+                _SNAPSHOTS[(document_id, section_path)] = snap
+    return snap
+
+
+def _cosines(vectors: np.ndarray, qvec) -> np.ndarray:
+    """Cosine similarity of each row with the question (stored vectors are unit length; the
+    norms are divided out anyway, as pgvector's <=> does)."""
+    if not len(vectors):
+        return np.zeros(0)
+    q = np.asarray(qvec, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(q) or 1.0)
+    norms[norms == 0] = 1.0
+    return (vectors @ q) / norms
+
+
+def section_units(hit: Hit, qvec=None) -> list[SectionUnit]:
+    """The whole section the hit belongs to (every chunk of it, overlaps removed), unit by unit
+    in document order, each scored against the question vector with its own stored vector."""
+    snap = section_snapshot(hit.document_id, hit.section_path)
+    sims = _cosines(snap.unit_vectors, qvec) if qvec is not None else None
+    return [SectionUnit(kind, text, block, float(sims[i]) if sims is not None and snap.has_vector[i] else 0.0)
+            for i, (kind, text, block) in enumerate(snap.units)]

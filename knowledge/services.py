@@ -29,8 +29,16 @@ from .text import gram_counts, term_counts
 
 log = logging.getLogger(__name__)
 HNSW_INDEX = "knowledge_chunk_embedding_hnsw"
-SENTENCE_HNSW_INDEX = "knowledge_sentence_embedding_hnsw"
-VECTOR_TABLES = {"knowledge_chunk": HNSW_INDEX, "knowledge_sentence": SENTENCE_HNSW_INDEX}
+# Sentences and question aliases share a table but are searched apart, each through its own
+# partial index: the alias channel walks a graph of aliases only (a few per section), not one
+# ten times its size where most neighbours are sentences it would throw away.
+HNSW_INDEXES = (
+    ("knowledge_chunk", HNSW_INDEX, ""),
+    ("knowledge_sentence", "knowledge_sentence_sentence_hnsw", "kind = 'sentence'"),
+    ("knowledge_sentence", "knowledge_sentence_alias_hnsw", "kind = 'alias'"),
+)
+RETIRED_INDEXES = ("knowledge_sentence_embedding_hnsw",)  # one index over both kinds (before 0009)
+VECTOR_TABLES = ("knowledge_chunk", "knowledge_sentence")
 VALID_DOC_TYPES = set(Document.DocType.values)
 VALID_AUDIENCES = set(Document.Audience.values)
 
@@ -82,16 +90,18 @@ def _column_dimension(table: str = "knowledge_chunk") -> int | None:
 
 def _drop_hnsw() -> None:
     with connection.cursor() as cur:
-        for index in VECTOR_TABLES.values():
+        for index in (*(i for _, i, _ in HNSW_INDEXES), *RETIRED_INDEXES):
             cur.execute(f"DROP INDEX IF EXISTS {index}")
 
 
 def _create_hnsw() -> None:
     with connection.cursor() as cur:
-        for table, index in VECTOR_TABLES.items():
+        for index in RETIRED_INDEXES:
+            cur.execute(f"DROP INDEX IF EXISTS {index}")
+        for table, index, predicate in HNSW_INDEXES:
             cur.execute(
                 f"CREATE INDEX IF NOT EXISTS {index} ON {table} USING hnsw (embedding vector_cosine_ops) "
-                "WITH (m = 16, ef_construction = 64)"
+                f"WITH (m = 16, ef_construction = 64){f' WHERE {predicate}' if predicate else ''}"
             )
 
 

@@ -117,10 +117,63 @@ def test_search_reports_every_channel(corpus):
 def test_an_index_built_before_sentence_vectors_is_rebuilt_on_the_next_ingest(corpus, emb):
     from django.db import connection
 
+    from knowledge.services import HNSW_INDEXES
+
     # What an upgraded database looks like: chunks, no sentence rows, an untyped vector column.
     with connection.cursor() as cur:
-        cur.execute("DROP INDEX IF EXISTS knowledge_sentence_embedding_hnsw")
+        for _, index, predicate in HNSW_INDEXES:
+            if predicate:
+                cur.execute(f"DROP INDEX IF EXISTS {index}")
         cur.execute("DELETE FROM knowledge_sentence")
         cur.execute("ALTER TABLE knowledge_sentence ALTER COLUMN embedding TYPE vector")
     report = corpus_ingest(path=corpus, embedder=emb)
     assert report.rebuilt and Sentence.objects.filter(kind="sentence").exists() and Sentence.objects.filter(kind="alias").exists()
+
+
+def test_each_sentence_kind_is_searched_through_its_own_partial_index(corpus, emb):
+    import numpy as np
+    from django.db import connection
+
+    from knowledge.selectors import _HIT_COLUMNS, _NEAREST_SENTENCES_SQL
+
+    # Enough rows that walking the graph beats sorting them all, as on a real corpus.
+    chunk = Chunk.objects.first()
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((4000, 256)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    Sentence.objects.bulk_create(Sentence(chunk=chunk, kind="alias" if i % 4 == 0 else "sentence", text=f"s{i}", audience="staff",
+                                          embedding=v.tolist()) for i, v in enumerate(vectors))
+    literal = "[" + ",".join(f"{x:.6f}" for x in emb.embed_query("包厢多少钱")) + "]"
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE knowledge_sentence")
+        for kind in ("sentence", "alias"):
+            cur.execute("EXPLAIN " + _NEAREST_SENTENCES_SQL.format(columns=_HIT_COLUMNS, kind=kind), [literal, ["staff"], literal, 80])
+            plan = "\n".join(r[0] for r in cur.fetchall())
+            assert f"knowledge_sentence_{kind}_hnsw" in plan, plan
+
+
+def test_with_no_sentence_weight_the_sentence_ranking_covers_the_other_channels_candidates(corpus, emb):
+    # Fusion gives sentences weight 0 by default: search() then skips the walk through the
+    # largest vector index and scores the best sentence of every chunk another channel found,
+    # exactly as the full channel would.
+    question = "麦克风用什么消毒"
+    result = search(question, audiences=["staff"], embedder=emb, weights={"sentence": 0.0})
+    others = {h.chunk_id for c, hits in result.rankings.items() if c != "sentence" for h in hits}
+    ranked = result.rankings["sentence"]
+    assert ranked and {h.chunk_id for h in ranked} <= others
+    full = {h.chunk_id: h for h in sentence_channels(emb.embed_query(question), ["staff"], 10)["sentence"]}
+    for hit in ranked:
+        assert hit.sentence_score == pytest.approx(full[hit.chunk_id].sentence_score, abs=1e-5)
+        assert hit.sentence_text == full[hit.chunk_id].sentence_text
+
+
+def test_a_section_snapshot_follows_the_next_ingest(corpus, emb):
+    from knowledge.selectors import section_units
+
+    hit = search("麦克风消毒", audiences=["staff"], embedder=emb).rankings["vector"][0]
+    hit = next(h for h in search("麦克风消毒", audiences=["staff"], embedder=emb).hits if h.section_path.endswith("包厢清洁"))
+    assert any("酒精棉片" in u.text for u in section_units(hit))
+    write(corpus, "rooms.md", "包厢规定", {"包厢清洁": "麦克风每场结束后用消毒湿巾擦拭。"})
+    corpus_ingest(path=corpus, embedder=emb)
+    hit = next(h for h in search("麦克风消毒", audiences=["staff"], embedder=emb).hits if h.section_path.endswith("包厢清洁"))
+    assert [u.text for u in section_units(hit)] == ["麦克风每场结束后用消毒湿巾擦拭。"]
