@@ -11,6 +11,7 @@ proposals that a person confirms (workflow app).
 """
 from __future__ import annotations
 
+import contextvars
 import os
 import re
 import threading
@@ -29,6 +30,7 @@ from core.scoping import warm
 from knowledge import answerability
 from knowledge.selectors import IndexNotReady, SearchResult, nearest_section_titles, search, visible_audiences
 from knowledge.text import query_terms
+from ops.selectors import store_list_read_once
 from ops.tools import ToolResult, local_today, run_tool
 
 from . import compose
@@ -229,8 +231,9 @@ def guards_node(state: AgentState) -> SearchResult | None:
         started = time.perf_counter()
         if state.route.intent == BOTH:
             pool = guard_pool()
-            retrieval = pool.submit(_timed, retrieve_guard, state, started)
-            data = pool.submit(_timed, data_guard, state, started)
+            # Each guard runs in a copy of the request's context (its per-question memos).
+            retrieval = pool.submit(contextvars.copy_context().run, _timed, retrieve_guard, state, started)
+            data = pool.submit(contextvars.copy_context().run, _timed, data_guard, state, started)
             (result, r_span), ((plan, tool_result, error), d_span) = retrieval.result(), data.result()
         else:
             (result, r_span) = _timed(retrieve_guard, state, started, inline=True)
@@ -513,7 +516,7 @@ def answer_question(question: str, *, user, previous: dict | None = None, histor
         question=question, user=user, today=today or local_today(), previous=previous or {}, history=history or [],
         max_attempts=settings.SM_AGENT_MAX_ATTEMPTS if max_attempts is None else max_attempts, trace=Trace(on_step),
     )
-    with llm_budget():  # one deadline for every LLM call of this question
+    with llm_budget(), store_list_read_once():  # one deadline for every LLM call; the store list read once
         run(state)
     intent = state.route.intent if state.route else POLICY
     result = AgentResult(

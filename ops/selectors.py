@@ -7,6 +7,8 @@ gets exactly the answer an unknown store gets, listing the stores the caller may
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
@@ -43,9 +45,34 @@ class StoreMatch:
     matched: str
 
 
+# One question reads the store list once: the router, the data planner and the slot filler
+# each look for store names in it (four queries per data chat, before).
+_STORE_MEMO: ContextVar[dict | None] = ContextVar("store_memo", default=None)
+
+
+@contextmanager
+def store_list_read_once():
+    """Within this block (one question, its guard threads included when they run in a copy
+    of this context), the store list is read from the database once."""
+    token = _STORE_MEMO.set({})
+    try:
+        yield
+    finally:
+        _STORE_MEMO.reset(token)
+
+
 def store_candidates() -> list[tuple[str, Store]]:
     """Every way to name a store: name, code, aliases, and each of them without its 店
     (「珠城店」 → 「珠城」, so 「珠城那边」 and 「珠城这个月」 resolve too). Longest first."""
+    memo = _STORE_MEMO.get()
+    if memo is not None:
+        if "candidates" not in memo:
+            memo["candidates"] = _store_candidates()
+        return memo["candidates"]
+    return _store_candidates()
+
+
+def _store_candidates() -> list[tuple[str, Store]]:
     pairs: dict[str, Store] = {}
     for store in Store.objects.all():
         for name in [store.name, store.code, *store.aliases]:
