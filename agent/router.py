@@ -20,6 +20,8 @@ THRESHOLD = 2  # a strong signal alone, or two weak ones
 _CLAUSES = re.compile(r"[，,。；;！!？?\n]+")
 # A clause that asks for something: a question word or particle, or a request to show.
 _ASKS = re.compile(r"多少|几|怎么样|如何|咋样|怎样|怎么|哪|谁|吗|嘛|么|呢|[?？]|是不是|有没有|查|看看|看一下|看下|告诉|列出|给我|报一下|说一下")
+# Doing something with a figure (print it, send it, show it) rather than asking for it.
+_HANDLES = re.compile(r"打出来|打印|打小票|打给|发给|发到|发朋友圈|截图|截个图|拍照|拍下来|给(他|她|客人|顾客)看|告诉(他|她|客人|顾客)")
 _MEMBER_KEY = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)|(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
 
 
@@ -94,11 +96,13 @@ def _about_the_store(text: str, r: _Reading) -> bool:
 
 def _data_only_describes(text: str) -> bool:
     """「科罗娜卖光了，客人还点咋办」「九点多单子爆了…咋弄」: the data words tell what happened,
-    they ask for no figure. True when every clause with a data word asks nothing (no
-    多少/几/哪/吗 … in it) — then the question is a rule question."""
+    they ask for no figure. 「客人让我把他卡里还剩多少钱打出来给他看看，可以吗」: the figure is
+    the object of something the asker wants to do, and the question is whether they may.
+    True when no clause with a data word asks for it (no 多少/几/哪/吗 … in it, or only as the
+    object of printing, sending, showing) — then the question is a rule question."""
     clauses = [c for c in _CLAUSES.split(text) if c.strip()]
     data_clauses = [c for c in clauses if _read(c).data_core > 0]
-    return bool(data_clauses) and not any(_ASKS.search(c) for c in data_clauses)
+    return bool(data_clauses) and not any(_ASKS.search(c) and not _HANDLES.search(c) for c in data_clauses)
 
 
 def route_by_rules(question: str) -> Route:

@@ -38,6 +38,8 @@ TABLE = [
     ("我们店威士忌快断货了，想从同城另一家店拉一整箱过来，两个店长说好就行吗", "policy"),
     ("比较严重的那种投诉处理完还要再打电话问客人吗？打了两回都没人接咋整", "policy"),
     ("天河店和福田店比较一下上周营业额", "data"), ("各店上周营业额比较", "data"),
+    # A figure the asker wants to print or show is not one they ask for.
+    ("客人让我把他卡里还剩多少钱打出来给他看看，可以吗", "policy"),
 ]
 
 
