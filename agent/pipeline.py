@@ -356,9 +356,9 @@ def refuse(state: AgentState, layer: str, reason: str) -> None:
 
 def far_from_domain(state: AgentState) -> bool:
     """A refused question that is not about the store or the job at all (no word of that
-    world: 店, 客人, 酒, 上班 …) is out of scope, not a gap in the rules: it is declined and
-    kept off the unanswered list managers read. How close the nearest section scores says
-    little here: 「红烧肉怎么做」 lands near the recipes, 「店里WiFi密码多久换」 near nothing."""
+    world: 店, 客人, 酒, 上班 …) is out of scope, not a gap in the rules, and its intent says
+    so. How close the nearest section scores says little here: 「红烧肉怎么做」 lands near the
+    recipes, 「店里WiFi密码多久换」 near nothing."""
     return not vocab.about_the_store(state.question)
 
 
