@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from knowledge.chunking import split_sentences
 from knowledge.models import Chunk, Document
-from knowledge.selectors import Hit, SectionUnit, section_units
+from knowledge.selectors import Hit, SectionUnit, index_cached, section_units
 from knowledge.text import tokenize
 from ops.tools import ToolResult
 
@@ -253,11 +253,15 @@ def guard_all_rows(answer: str, tool_result: ToolResult | None, sources: Sources
 
 
 def mandatory_rules(audiences: list[str]) -> list[dict]:
-    rules = []
-    for doc in Document.objects.filter(audience__in=audiences).exclude(meta__mandatory=None).only("title", "meta"):
-        for rule in doc.meta.get("mandatory") or []:
-            rules.append({**rule, "document": doc.title, "document_id": doc.id})
-    return rules
+    """The corpus's conditional clauses (front matter `mandatory`), read once per ingest."""
+    def read() -> list[dict]:
+        rules = []
+        for doc in Document.objects.filter(audience__in=audiences).exclude(meta__mandatory=None).only("title", "meta"):
+            for rule in doc.meta.get("mandatory") or []:
+                rules.append({**rule, "document": doc.title, "document_id": doc.id})
+        return rules
+
+    return index_cached(("mandatory", tuple(sorted(audiences))), read)
 
 
 def guard_mandatory_clauses(question: str, answer: str, sources: Sources, audiences: list[str]) -> tuple[str, list[str]]:

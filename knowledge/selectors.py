@@ -504,7 +504,7 @@ class SectionSnapshot:
     terms: frozenset[str]
 
 
-_SNAPSHOTS: dict[tuple[int, str], SectionSnapshot] = {}
+_SNAPSHOTS: dict = {}
 _SNAPSHOT_VERSION: list = [None]
 _SNAPSHOT_LOCK = threading.Lock()
 
@@ -559,19 +559,25 @@ def _build_snapshot(document_id: int, section_path: str) -> SectionSnapshot:
     return SectionSnapshot(tuple(ids), chunk_vectors, tuple(units), unit_vectors, has_vector, sentence_vectors, terms)
 
 
-def section_snapshot(document_id: int, section_path: str) -> SectionSnapshot:
+def index_cached(key, build):
+    """`build()`'s value, kept by this process until the index changes (the next ingest).
+    For what is derived from the corpus alone: section snapshots, the mandatory clauses."""
     version = _index_version()
     with _SNAPSHOT_LOCK:
         if _SNAPSHOT_VERSION[0] != version:
             _SNAPSHOTS.clear()
             _SNAPSHOT_VERSION[0] = version
-        snap = _SNAPSHOTS.get((document_id, section_path))
-    if snap is None:
-        snap = _build_snapshot(document_id, section_path)
-        with _SNAPSHOT_LOCK:
-            if _SNAPSHOT_VERSION[0] == version:
-                _SNAPSHOTS[(document_id, section_path)] = snap
-    return snap
+        if key in _SNAPSHOTS:
+            return _SNAPSHOTS[key]
+    value = build()
+    with _SNAPSHOT_LOCK:
+        if _SNAPSHOT_VERSION[0] == version:
+            _SNAPSHOTS[key] = value
+    return value
+
+
+def section_snapshot(document_id: int, section_path: str) -> SectionSnapshot:
+    return index_cached(("section", document_id, section_path), lambda: _build_snapshot(document_id, section_path))
 
 
 def _cosines(vectors: np.ndarray, qvec) -> np.ndarray:
