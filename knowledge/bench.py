@@ -24,7 +24,7 @@ from core.bench import percentile, use_bench_database
 from .embedders import get_embedder
 from .evaluation import load_golden
 from .models import Chunk, Gram, IndexMeta, Sentence, Term, TermStat
-from .selectors import channel_rankings, expanded_query, fuse, fusion_params, index_meta
+from .selectors import best_sentence_of, channel_rankings, expanded_query, fuse, fusion_params, index_meta
 from .services import HNSW_INDEX, _create_hnsw, _drop_hnsw, _retype_embedding, corpus_ingest, refresh_index_stats
 from .text import gram_counts, query_terms
 
@@ -162,10 +162,14 @@ def bench_retrieval(cmd, opts) -> dict:
         qvec = embedder.embed_query(expanded_query(q, terms))
         t1 = time.perf_counter()
         spans: dict = {}
-        # vector: chunk + alias (+ sentence); lexical: word + bigram — the path search() takes
-        rankings = channel_rankings(q, terms, qvec, meta, audiences, depth, spans, sentence_index=params["weights"].get("sentence", 0) > 0)
+        # vector: chunk + alias (+ sentence); lexical: word + bigram; fusion: RRF + each
+        # candidate's best sentence — the path search() takes
+        sentence_index = params["weights"].get("sentence", 0) > 0
+        rankings = channel_rankings(q, terms, qvec, meta, audiences, depth, spans, sentence_index=sentence_index)
         t3 = time.perf_counter()
-        fuse(q, terms, rankings, params)
+        fused = fuse(q, terms, rankings, params)
+        if not sentence_index:
+            best_sentence_of(qvec, [h.chunk_id for h in fused[:depth]], audiences, depth)
         t4 = time.perf_counter()
         for key, ms in (("embed_query", t1 - t), ("fusion", t4 - t3), ("retrieval", t4 - t1)):
             timings[key].append(ms * 1000)

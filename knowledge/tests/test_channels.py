@@ -154,7 +154,7 @@ def test_each_sentence_kind_is_searched_through_its_own_partial_index(corpus, em
 
 def test_with_no_sentence_weight_the_sentence_ranking_covers_the_other_channels_candidates(corpus, emb):
     # Fusion gives sentences weight 0 by default: search() then skips the walk through the
-    # largest vector index and scores the best sentence of every chunk another channel found,
+    # largest vector index and scores the best sentence of every candidate fusion kept,
     # exactly as the full channel would.
     question = "麦克风用什么消毒"
     result = search(question, audiences=["staff"], embedder=emb, weights={"sentence": 0.0})
