@@ -1,6 +1,7 @@
 """Warm start: each web and worker process loads, as it starts, what the first question would
 otherwise pay for (the embedding model and its first inference, jieba's dictionaries, the
-synonym list, the URL resolver), so the first user's answer costs the same as the hundredth.
+synonym list, the URL resolver, every section's snapshot), so the first user's answer costs the
+same as the hundredth.
 
 Called after the fork (gunicorn `post_worker_init`, Celery `worker_process_init`), never in a
 parent that forks: a native thread pool or a database connection made before a fork would be
@@ -63,8 +64,18 @@ def warm_process() -> dict[str, float]:
         for question in WARM_PIPELINE_QUESTIONS:
             answer_question(question, user=None)
 
+    def sections():
+        # Every section's snapshot (units, vectors, words: a few MB for the bundled corpus), so
+        # no user's question pays for reading a section the first time this process meets it.
+        from knowledge.models import Chunk
+        from knowledge.selectors import section_snapshot
+
+        for document_id, section_path in Chunk.objects.values_list("document_id", "section_path").distinct():
+            section_snapshot(document_id, section_path)
+
     step("embedder", embedder)
     step("tokenizer", tokenizer)
     step("code", code_paths)
+    step("sections", sections)
     step("pipeline", pipeline)
     return timings

@@ -56,7 +56,7 @@ def test_real_gunicorn_worker_is_warm_before_its_first_request(chat_user, django
     try:
         server.wait_ready(timeout=90)
         log = (tmp_path / "gunicorn.log").read_text()
-        assert re.search(r"worker \d+ warm: embedder [\d.]+ ms, tokenizer [\d.]+ ms, code [\d.]+ ms, pipeline [\d.]+ ms", log), log
+        assert re.search(r"worker \d+ warm: embedder [\d.]+ ms, tokenizer [\d.]+ ms, code [\d.]+ ms, sections [\d.]+ ms, pipeline [\d.]+ ms", log), log
         ms, status, body = chat(server.port, chat_user, "上周天河店卖了多少")
         assert status == 200 and body["intent"] == "data" and body["data"], body
         ms, status, body = chat(server.port, chat_user, "会员卡能跨店用吗")
@@ -78,9 +78,14 @@ def test_warm_process_loads_everything_and_writes_nothing(caplog):
     models = (Conversation, Message, UnansweredQuestion, Proposal, AuditLog)
     before = [m.objects.count() for m in models]
     timings = warm_process()
-    assert set(timings) == {"embedder", "tokenizer", "code", "pipeline"}
+    assert set(timings) == {"embedder", "tokenizer", "code", "sections", "pipeline"}
     assert not [r for r in caplog.records if "warm-up step" in r.getMessage()], caplog.text
     assert text._ready and get_embedder().query_cache.get(WARM_QUESTION) is not None
+    from knowledge.models import Chunk
+    from knowledge.selectors import _SNAPSHOTS
+
+    sections = set(Chunk.objects.values_list("document_id", "section_path").distinct())
+    assert sections and sections <= {k[1:] for k in _SNAPSHOTS if k[0] == "section"}  # no question reads a section cold
     assert [m.objects.count() for m in models] == before
 
 
