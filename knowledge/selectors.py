@@ -205,7 +205,8 @@ def _per_chunk(rows, channel: str, limit: int) -> list[Hit]:
 
 def nearest_sentence_channel(qvec, audiences: list[str], limit: int, *, kind: str) -> list[Hit]:
     """Chunks ranked by their best sentence (`kind="sentence"`) or question alias (`"alias"`)."""
-    assert kind in ("sentence", "alias")
+    if kind not in ("sentence", "alias"):  # formatted into the SQL: only these two
+        raise ValueError(f"unknown sentence kind {kind!r}")
     literal = _vector_literal(qvec)
     rows_wanted = limit * ROWS_PER_CHUNK
     with connection.cursor() as cur:
