@@ -8,6 +8,8 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # One embedding thread per process (storemind/settings.py pins it as well).
 export SM_EMBED_THREADS ?= 1
+# A one-off batch process (bootstrap's first ingest) has the machine to itself: every core.
+NPROC := $(shell nproc 2>/dev/null || echo 1)
 
 .PHONY: run stop test fuzz screenshots install lint bench-ops browser-deps
 
@@ -19,7 +21,7 @@ $(STAMP): requirements.txt
 install: $(STAMP)
 
 run: install
-	SM_DEMO=1 $(BIN)/python manage.py bootstrap --host http://$(HOST):$(PORT)
+	SM_DEMO=1 SM_EMBED_THREADS=$(NPROC) $(BIN)/python manage.py bootstrap --host http://$(HOST):$(PORT)
 	@# one shell: exec keeps the pid written here, so `make stop` finds the server by it
 	@mkdir -p var; echo $$$$ > var/server.pid; echo "serving on http://$(HOST):$(PORT)/ (make stop stops it)"; \
 	  SM_DEMO=1 exec $(BIN)/python manage.py runserver --noreload $(HOST):$(PORT)
