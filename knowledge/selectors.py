@@ -225,11 +225,6 @@ def best_sentence_of(qvec, chunk_ids: list[int], audiences: list[str], limit: in
     return _per_chunk(rows, "sentence", limit)
 
 
-def sentence_channels(qvec, audiences: list[str], limit: int) -> dict[str, list[Hit]]:
-    """The best sentence and the best question alias per chunk, each ranked by cosine."""
-    return {kind: nearest_sentence_channel(qvec, audiences, limit, kind=kind) for kind in ("sentence", "alias")}
-
-
 # Two phases, as search engines do. Candidates: chunks scored on the query's selective terms
 # (df ≤ max(MIN_RARE_DF, 1% of N); failing any, the least frequent term alone), best CANDIDATE_POOL kept. Then each candidate is scored
 # exactly with every query term (Okapi BM25 as rank_bm25 computes it). Very common words
@@ -431,15 +426,25 @@ def search(query: str, *, user=None, audiences: list[str] | None = None, k: int 
     timings["embed_query"] = (time.perf_counter() - t) * 1000
     check_signature(meta, embedder, len(qvec))
 
+    fused, rankings = retrieve(query, terms, qvec, meta, audiences, params, timings)
+    timings["retrieval"] = timings["vector"] + timings["lexical"] + timings["fusion"]
+    return SearchResult(query, fused[:k], terms, timings, rankings, qvec)
+
+
+def retrieve(query: str, terms: list[str], qvec, meta: IndexMeta, audiences: list[str], params: dict,
+             timings: dict) -> tuple[list[Hit], dict[str, list[Hit]]]:
+    """Everything search() does once the question is embedded (bench retrieval times this very
+    path): the channels, fusion, the taught-alias pin and, when fusion gives sentences no
+    weight, the best sentence of each fused candidate (order unchanged; the answerability score
+    reads it). Fills `timings` with vector, lexical and fusion milliseconds."""
     depth, sentence_index = int(params["candidates"]), params["weights"].get("sentence", 0) > 0
     rankings = channel_rankings(query, terms, qvec, meta, audiences, depth, timings, sentence_index=sentence_index)
     t = time.perf_counter()
     fused = pin_taught_alias(fuse(query, terms, rankings, params), rankings.get("alias", []))
-    if not sentence_index:  # the best sentence of each candidate fusion kept (no weight: order unchanged)
+    if not sentence_index:
         rankings["sentence"] = best_sentence_of(qvec, [h.chunk_id for h in fused[:depth]], audiences, depth)
     timings["fusion"] = (time.perf_counter() - t) * 1000
-    timings["retrieval"] = timings["vector"] + timings["lexical"] + timings["fusion"]
-    return SearchResult(query, fused[:k], terms, timings, rankings, qvec)
+    return fused, rankings
 
 
 def nearest_section_titles(query: str, *, user=None, n: int = 2, exclude: set[str] | None = None) -> list[str]:

@@ -4,7 +4,7 @@ import pytest
 
 from knowledge.embedders import HashingEmbedder
 from knowledge.models import Chunk, IndexMeta, SectionAlias, Sentence
-from knowledge.selectors import fusion_params, index_meta, lexical_channel, search, sentence_channels
+from knowledge.selectors import fusion_params, index_meta, lexical_channel, nearest_sentence_channel, search
 from knowledge.services import corpus_ingest, section_alias_add
 from knowledge.text import grams, tokenize
 from ops.tests.factories import make_user
@@ -45,14 +45,14 @@ def test_alias_lines_leave_the_section_text_and_point_at_their_section(corpus):
 
 
 def test_alias_channel_finds_the_section_by_the_way_staff_ask(corpus, emb):
-    ranked = sentence_channels(emb.embed_query("订包厢要花多少钱"), ["staff"], 5)["alias"]
+    ranked = nearest_sentence_channel(emb.embed_query("订包厢要花多少钱"), ["staff"], 5, kind="alias")
     assert ranked[0].section_path == "包厢规定 > 包厢收费"
     assert ranked[0].alias_text == "订包厢要花多少钱" and ranked[0].alias_score == pytest.approx(1.0, abs=1e-4)
 
 
 def test_sentence_channel_scores_a_chunk_by_its_best_sentence(corpus, emb):
     question = "麦克风每场结束后用酒精棉片消毒"
-    best = sentence_channels(emb.embed_query(question), ["staff"], 5)["sentence"][0]
+    best = nearest_sentence_channel(emb.embed_query(question), ["staff"], 5, kind="sentence")[0]
     assert best.section_path == "包厢规定 > 包厢清洁"
     assert best.sentence_text == "麦克风每场结束后用酒精棉片消毒。"
     # Each sentence has its own vector; the chunk's own vector mixes four of them.
@@ -86,7 +86,7 @@ def test_admin_alias_is_embedded_at_once_and_survives_reingest_and_rebuild(corpu
     manager = make_user("alias_mgr", role="manager")
     alias = section_alias_add(document_path="rooms.md", section_path="包厢规定 > 包厢装修", question="墙皮掉了多久修一次",
                               user=manager, embedder=emb)
-    hit = sentence_channels(emb.embed_query("墙皮掉了多久修一次"), ["staff"], 3)["alias"][0]
+    hit = nearest_sentence_channel(emb.embed_query("墙皮掉了多久修一次"), ["staff"], 3, kind="alias")[0]
     assert hit.section_path == "包厢规定 > 包厢装修"
     # Re-ingest after a change, then a full rebuild: the alias is attached again each time.
     write(corpus, "rooms.md", "包厢规定", {"包厢收费": "包厢低消按时段计算。", "包厢装修": "包厢的墙面每半年检查一次。"})
@@ -161,7 +161,7 @@ def test_with_no_sentence_weight_the_sentence_ranking_covers_the_other_channels_
     others = {h.chunk_id for c, hits in result.rankings.items() if c != "sentence" for h in hits}
     ranked = result.rankings["sentence"]
     assert ranked and {h.chunk_id for h in ranked} <= others
-    full = {h.chunk_id: h for h in sentence_channels(emb.embed_query(question), ["staff"], 10)["sentence"]}
+    full = {h.chunk_id: h for h in nearest_sentence_channel(emb.embed_query(question), ["staff"], 10, kind="sentence")}
     for hit in ranked:
         assert hit.sentence_score == pytest.approx(full[hit.chunk_id].sentence_score, abs=1e-5)
         assert hit.sentence_text == full[hit.chunk_id].sentence_text
