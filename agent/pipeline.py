@@ -11,10 +11,7 @@ proposals that a person confirms (workflow app).
 """
 from __future__ import annotations
 
-import contextvars
-import os
 import re
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -24,8 +21,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import close_old_connections
 
+from core.pools import submit, thread_pool
 from core.scoping import warm
 from knowledge import answerability
 from knowledge.selectors import IndexNotReady, SearchResult, nearest_section_titles, search, visible_audiences
@@ -200,28 +197,11 @@ def data_guard(state: AgentState) -> tuple[DataPlan | None, ToolResult | None, s
         return plan, None, "；".join(messages)
 
 
-_guard_pool: ThreadPoolExecutor | None = None
-_guard_pool_pid = 0
-_guard_pool_lock = threading.Lock()
-
-
 def guard_pool() -> ThreadPoolExecutor:
     """Two long-lived guard threads per process, made after any fork: their database
     connections persist (CONN_MAX_AGE) like the request thread's, instead of two new
     connections, and two PostgreSQL backends, per question."""
-    global _guard_pool, _guard_pool_pid
-    with _guard_pool_lock:
-        if _guard_pool is None or _guard_pool_pid != os.getpid():
-            _guard_pool, _guard_pool_pid = ThreadPoolExecutor(max_workers=2, thread_name_prefix="guard"), os.getpid()
-        return _guard_pool
-
-
-def _in_thread(fn, state):
-    close_old_connections()  # as a request does: honour CONN_MAX_AGE, drop a broken connection
-    try:
-        return fn(state)
-    finally:
-        close_old_connections()
+    return thread_pool("guard", 2)
 
 
 def guards_node(state: AgentState) -> SearchResult | None:
@@ -232,12 +212,12 @@ def guards_node(state: AgentState) -> SearchResult | None:
         if state.route.intent == BOTH:
             pool = guard_pool()
             # Each guard runs in a copy of the request's context (its per-question memos).
-            retrieval = pool.submit(contextvars.copy_context().run, _timed, retrieve_guard, state, started)
-            data = pool.submit(contextvars.copy_context().run, _timed, data_guard, state, started)
+            retrieval = submit(pool, _timed, retrieve_guard, state, started)
+            data = submit(pool, _timed, data_guard, state, started)
             (result, r_span), ((plan, tool_result, error), d_span) = retrieval.result(), data.result()
         else:
-            (result, r_span) = _timed(retrieve_guard, state, started, inline=True)
-            ((plan, tool_result, error), d_span) = _timed(data_guard, state, started, inline=True)
+            (result, r_span) = _timed(retrieve_guard, state, started)
+            ((plan, tool_result, error), d_span) = _timed(data_guard, state, started)
         state.plan, state.tool_result, state.tool_error = plan, tool_result, error
         detail["retrieve_guard"] = {"span_ms": r_span, "hits": _hits_detail(result) if result else [], "skipped": result is None}
         detail["data_guard"] = {
@@ -252,9 +232,9 @@ def guards_node(state: AgentState) -> SearchResult | None:
     return result
 
 
-def _timed(fn, state, started, inline=False):
+def _timed(fn, state, started):
     begin = (time.perf_counter() - started) * 1000
-    out = fn(state) if inline else _in_thread(fn, state)
+    out = fn(state)
     return out, [round(begin, 2), round((time.perf_counter() - started) * 1000, 2)]
 
 

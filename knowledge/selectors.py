@@ -26,6 +26,8 @@ from django.conf import settings
 from django.db import connection
 from django.utils.module_loading import import_string
 
+from core.pools import can_share_work, submit, thread_pool
+
 from .embedders import Embedder, get_embedder
 from .models import Document, IndexMeta
 from .text import grams, query_terms, tokenize
@@ -359,27 +361,47 @@ def fusion_params(meta: IndexMeta | None = None) -> dict:
     return params
 
 
+def _vector_half(qvec, audiences: list[str], depth: int, sentence_index: bool) -> tuple[dict[str, list[Hit]], float]:
+    t = time.perf_counter()
+    rankings = {"vector": vector_channel(qvec, audiences, depth),
+                "alias": nearest_sentence_channel(qvec, audiences, depth, kind="alias")}
+    if sentence_index:
+        rankings["sentence"] = nearest_sentence_channel(qvec, audiences, depth, kind="sentence")
+    return rankings, (time.perf_counter() - t) * 1000
+
+
+def _lexical_half(query: str, terms: list[str], meta: IndexMeta, audiences: list[str], depth: int) -> tuple[dict[str, list[Hit]], float]:
+    t = time.perf_counter()
+    rankings = {"lexical": lexical_channel(terms, meta, audiences, depth),
+                "gram": lexical_channel(grams(query), meta, audiences, depth, channel="gram")}
+    return rankings, (time.perf_counter() - t) * 1000
+
+
 def channel_rankings(query: str, terms: list[str], qvec, meta: IndexMeta, audiences: list[str], depth: int,
                      timings: dict | None = None, *, sentence_index: bool = True) -> dict[str, list[Hit]]:
     """Every channel's own ranking, `depth` deep (fused afterwards, possibly many ways).
+
+    The vector half (chunk, alias and sentence indexes) and the lexical half (word and bigram
+    BM25) are independent queries of about equal cost; they run side by side, the vector half
+    on a retrieval thread with its own connection, so a question waits for the slower half, not
+    the sum (`timings["channels"]`). Inside a transaction both run here, one after the other:
+    another connection could not see its uncommitted rows.
 
     `sentence_index=False` (search() when fusion gives sentences no weight): the sentence
     channel is left out here; search() scores the best sentence of each fused candidate
     afterwards (`best_sentence_of`), which is what the answerability score reads, without a
     walk through the largest vector index."""
     timings = timings if timings is not None else {}
-    rankings = {}
     t = time.perf_counter()
-    rankings["vector"] = vector_channel(qvec, audiences, depth)
-    rankings["alias"] = nearest_sentence_channel(qvec, audiences, depth, kind="alias")
-    if sentence_index:
-        rankings["sentence"] = nearest_sentence_channel(qvec, audiences, depth, kind="sentence")
-    timings["vector"] = (time.perf_counter() - t) * 1000
-    t = time.perf_counter()
-    rankings["lexical"] = lexical_channel(terms, meta, audiences, depth)
-    rankings["gram"] = lexical_channel(grams(query), meta, audiences, depth, channel="gram")
-    timings["lexical"] = (time.perf_counter() - t) * 1000
-    return rankings
+    if settings.SM_RETRIEVAL_THREADS > 0 and can_share_work():
+        vector_future = submit(thread_pool("retrieval", settings.SM_RETRIEVAL_THREADS), _vector_half, qvec, audiences, depth, sentence_index)
+        lexical, timings["lexical"] = _lexical_half(query, terms, meta, audiences, depth)
+        vector, timings["vector"] = vector_future.result()
+    else:
+        vector, timings["vector"] = _vector_half(qvec, audiences, depth, sentence_index)
+        lexical, timings["lexical"] = _lexical_half(query, terms, meta, audiences, depth)
+    timings["channels"] = (time.perf_counter() - t) * 1000
+    return {**vector, **lexical}
 
 
 def fuse(query: str, terms: list[str], rankings: dict[str, list[Hit]], params: dict) -> list[Hit]:
@@ -427,7 +449,7 @@ def search(query: str, *, user=None, audiences: list[str] | None = None, k: int 
     check_signature(meta, embedder, len(qvec))
 
     fused, rankings = retrieve(query, terms, qvec, meta, audiences, params, timings)
-    timings["retrieval"] = timings["vector"] + timings["lexical"] + timings["fusion"]
+    timings["retrieval"] = timings["channels"] + timings["fusion"]
     return SearchResult(query, fused[:k], terms, timings, rankings, qvec)
 
 

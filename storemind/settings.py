@@ -278,6 +278,9 @@ SM_RRF_GRAM_WEIGHT = env_float("SM_RRF_GRAM_WEIGHT", 1.0)
 SM_TAUGHT_ALIAS_MIN = env_float("SM_TAUGHT_ALIAS_MIN", 0.92)
 SM_TITLE_BOOST = env_float("SM_TITLE_BOOST", 0.0)
 SM_RETRIEVAL_CANDIDATES = env_int("SM_RETRIEVAL_CANDIDATES", 20)
+# Threads per process that run retrieval's vector half beside its lexical half (0: one after
+# the other in the request thread). Each keeps its own database connection.
+SM_RETRIEVAL_THREADS = env_int("SM_RETRIEVAL_THREADS", 4)
 SM_RERANKER = env("SM_RERANKER", "knowledge.selectors.title_boost_rerank")
 # Produced by `manage.py eval calibrate` with the e5 embedder on this corpus (answerable
 # min 0.862 vs far-from-domain max 0.860); a calibration stored in the index metadata wins.

@@ -1,0 +1,38 @@
+"""Retrieval's two halves side by side: read against the session's committed corpus, outside any
+test transaction (a second connection cannot see inside one), writing nothing."""
+import threading
+
+import pytest
+from django.db import connection, transaction
+
+from knowledge import selectors
+from knowledge.selectors import search
+
+
+@pytest.fixture
+def committed_corpus(django_db_setup, django_db_blocker):
+    """The session's committed corpus, read outside any test transaction (this test writes nothing)."""
+    with django_db_blocker.unblock():
+        yield
+
+
+def test_the_vector_half_runs_beside_the_lexical_half_on_its_own_connection(committed_corpus, settings, monkeypatch):
+    settings.SM_RETRIEVAL_THREADS = 2
+    threads = {}
+    real_vector = selectors.vector_channel
+
+    def recording(*args, **kwargs):
+        threads["vector"] = threading.current_thread().name
+        return real_vector(*args, **kwargs)
+
+    monkeypatch.setattr(selectors, "vector_channel", recording)
+    question = "客人说酒喝着有股怪味怎么办"
+    parallel = search(question, audiences=["staff"], k=5)
+    assert threads["vector"].startswith("retrieval") and "channels" in parallel.timings_ms
+    with transaction.atomic():  # inside a transaction another connection would not see its rows: one thread
+        assert connection.in_atomic_block
+        serial = search(question, audiences=["staff"], k=5)
+    assert threads["vector"] == threading.current_thread().name
+    assert [h.chunk_id for h in parallel.hits] == [h.chunk_id for h in serial.hits]
+    for channel in ("vector", "alias", "lexical", "gram", "sentence"):
+        assert [h.chunk_id for h in parallel.rankings[channel]] == [h.chunk_id for h in serial.rankings[channel]], channel
