@@ -25,7 +25,15 @@ from django.core.exceptions import ValidationError
 from core.pools import submit, thread_pool
 from core.scoping import warm
 from knowledge import answerability
-from knowledge.selectors import IndexNotReady, SearchResult, nearest_section_titles, search, visible_audiences
+from knowledge.selectors import (
+    IndexNotReady,
+    SearchResult,
+    current_index,
+    index_read_once,
+    nearest_section_titles,
+    search,
+    visible_audiences,
+)
 from knowledge.text import query_terms
 from ops.selectors import store_list_read_once
 from ops.tools import ToolResult, local_today, run_tool
@@ -110,9 +118,7 @@ class AgentState:
         # Resolved once per question, here: the guard threads use their own connections and
         # must not look the user's role up again; the judge runs up to three times.
         self.audiences = self.audiences or visible_audiences(self.user)
-        from knowledge.models import IndexMeta
-
-        self.index = IndexMeta.objects.order_by("pk").first()
+        self.index = current_index()
 
 
 @dataclass
@@ -138,9 +144,7 @@ class AgentResult:
 def thresholds() -> tuple[float, float]:
     """The calibrated cosine thresholds (`eval calibrate`): no longer a refusal gate (the
     answerability score decides), still the scale the chat page grades relevance 高/中/低 on."""
-    from knowledge.models import IndexMeta
-
-    meta = IndexMeta.objects.order_by("pk").first()
+    meta = current_index()
     refusal = meta.refusal_threshold if meta and meta.refusal_threshold is not None else settings.SM_REFUSAL_THRESHOLD
     judge = meta.judge_threshold if meta and meta.judge_threshold is not None else settings.SM_JUDGE_THRESHOLD
     return refusal, judge
@@ -492,11 +496,12 @@ def answer_question(question: str, *, user, previous: dict | None = None, histor
                     today: date | None = None, max_attempts: int | None = None, on_step=None) -> tuple[AgentResult, AgentState]:
     """Run the whole pipeline for one question (no persistence: see agent.services)."""
     warm(user)  # permissions and stores read here: the guard threads' connections may not see the user
-    state = AgentState(
-        question=question, user=user, today=today or local_today(), previous=previous or {}, history=history or [],
-        max_attempts=settings.SM_AGENT_MAX_ATTEMPTS if max_attempts is None else max_attempts, trace=Trace(on_step),
-    )
-    with llm_budget(), store_list_read_once():  # one deadline for every LLM call; the store list read once
+    # One deadline for every LLM call; the store list and the index metadata read once per question.
+    with llm_budget(), store_list_read_once(), index_read_once():
+        state = AgentState(
+            question=question, user=user, today=today or local_today(), previous=previous or {}, history=history or [],
+            max_attempts=settings.SM_AGENT_MAX_ATTEMPTS if max_attempts is None else max_attempts, trace=Trace(on_step),
+        )
         run(state)
     intent = state.route.intent if state.route else POLICY
     result = AgentResult(

@@ -21,7 +21,7 @@ from django.db import connection
 from pgvector.django import CosineDistance
 
 from .models import IndexMeta, Sentence
-from .selectors import Hit, SearchResult, _cosines, section_snapshot
+from .selectors import Hit, SearchResult, _cosines, read_once, section_snapshot
 from .text import grams, tokenize
 
 FEATURES = ("chunk_sim", "sentence_sim", "alias_sim", "global_sim", "coverage", "gram_coverage", "section_coverage", "margin",
@@ -86,11 +86,16 @@ def signals(question: str, qvec, result: SearchResult, top: Hit | None, meta: In
     qgrams = list(dict.fromkeys(grams(question)))
     nouns = topic_words(question)
     noun_grams = list({w[i : i + 2] for w in nouns for i in range(len(w) - 1)})
-    with connection.cursor() as cur:  # every statistic in one round trip
-        cur.execute("SELECT 'w', term, df FROM knowledge_termstat WHERE term = ANY(%s) "
-                    "UNION ALL SELECT 'g', term, df FROM knowledge_gramstat WHERE term = ANY(%s)",
-                    [list(set(terms) | set(nouns)), list(set(qgrams) | set(noun_grams))])
-        stats = cur.fetchall()
+    words, word_grams = sorted(set(terms) | set(nouns)), sorted(set(qgrams) | set(noun_grams))
+
+    def read_stats():
+        with connection.cursor() as cur:  # every statistic in one round trip
+            cur.execute("SELECT 'w', term, df FROM knowledge_termstat WHERE term = ANY(%s) "
+                        "UNION ALL SELECT 'g', term, df FROM knowledge_gramstat WHERE term = ANY(%s)",
+                        [words, word_grams])
+            return cur.fetchall()
+
+    stats = read_once(("corpus_df", tuple(words), tuple(word_grams)), read_stats)  # once per question, not per round
     word_df = {t: d for kind, t, d in stats if kind == "w"}
     gram_df = {t: d for kind, t, d in stats if kind == "g"}
     df = {t: word_df[t] for t in terms if t in word_df}

@@ -15,10 +15,12 @@ for a staff user. Query terms reach SQL only as bound parameters.
 """
 from __future__ import annotations
 
+import contextvars
 import copy
 import math
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -107,8 +109,45 @@ def visible_audiences(user) -> list[str]:
     return ["staff", "manager"] if user.has_perm("knowledge.view_manager_document") else ["staff"]
 
 
+_INDEX_MEMO: contextvars.ContextVar[dict | None] = contextvars.ContextVar("index_memo", default=None)
+
+
+@contextmanager
+def index_read_once():
+    """Within this block (one question, its guard threads included when they run in a copy of
+    this context), the index metadata row is read once: search() in every round, the judge,
+    and the per-index caches' version checks all see that one read."""
+    token = _INDEX_MEMO.set({})
+    try:
+        yield
+    finally:
+        _INDEX_MEMO.reset(token)
+
+
+def current_index() -> IndexMeta | None:
+    """The index metadata row (None before the first ingest); read once per question inside
+    `index_read_once()`, read afresh outside it."""
+    memo = _INDEX_MEMO.get()
+    if memo is None:
+        return IndexMeta.objects.order_by("pk").first()
+    if "meta" not in memo:
+        memo["meta"] = IndexMeta.objects.order_by("pk").first()
+    return memo["meta"]
+
+
+def read_once(key, read):
+    """`read()`, remembered under `key` for the rest of the question inside `index_read_once()`
+    (the judge's corpus statistics for the same words, round after round)."""
+    memo = _INDEX_MEMO.get()
+    if memo is None:
+        return read()
+    if key not in memo:
+        memo[key] = read()
+    return memo[key]
+
+
 def index_meta() -> IndexMeta:
-    meta = IndexMeta.objects.order_by("pk").first()
+    meta = current_index()
     if meta is None or not meta.n_chunks:
         raise IndexNotReady("知识库索引还没有建立，请先运行 python manage.py ingest。")
     return meta
@@ -138,6 +177,19 @@ def _fetch_prepared(sql: str, params) -> list[tuple]:
         return cur.fetchall()
 
 
+def _set_ef_search(value: int) -> None:
+    """`SET hnsw.ef_search` when this connection's value differs (a round trip saved on most
+    searches). Remembered only outside transactions: a rollback undoes a SET made inside one."""
+    connection.ensure_connection()
+    raw = connection.connection
+    known = getattr(connection, "_sm_ef_search", None)  # (raw connection, value): the object, so a new one never matches
+    if not connection.in_atomic_block and known is not None and known[0] is raw and known[1] == value:
+        return
+    with connection.cursor() as cur:
+        cur.execute("SET hnsw.ef_search = %s", [value])
+    connection._sm_ef_search = (raw, value) if not connection.in_atomic_block else None
+
+
 def _row_hit(row) -> Hit:
     chunk_id, doc_id, title, path, section_path, text, audience = row[:7]
     return Hit(chunk_id, doc_id, title, path, section_path, text, audience)
@@ -159,8 +211,7 @@ def _ranked(rows, channel: str) -> list[Hit]:
 
 def vector_channel(qvec, audiences: list[str], limit: int) -> list[Hit]:
     literal = _vector_literal(qvec)
-    with connection.cursor() as cur:
-        cur.execute("SET hnsw.ef_search = %s", [max(40, limit * 2)])
+    _set_ef_search(max(40, limit * 2))
     rows = _fetch_prepared(
         f"SELECT {_HIT_COLUMNS}, 1 - (c.embedding <=> %s::vector) AS sim FROM knowledge_chunk c "
         "JOIN knowledge_document d ON d.id = c.document_id WHERE c.audience = ANY(%s) "
@@ -211,8 +262,7 @@ def nearest_sentence_channel(qvec, audiences: list[str], limit: int, *, kind: st
         raise ValueError(f"unknown sentence kind {kind!r}")
     literal = _vector_literal(qvec)
     rows_wanted = limit * ROWS_PER_CHUNK
-    with connection.cursor() as cur:
-        cur.execute("SET hnsw.ef_search = %s", [max(40, rows_wanted)])
+    _set_ef_search(max(40, rows_wanted))
     rows = _fetch_prepared(_NEAREST_SENTENCES_SQL.format(columns=_HIT_COLUMNS, kind=kind), [literal, audiences, literal, rows_wanted])
     return _per_chunk(rows, kind, limit)
 
@@ -547,7 +597,10 @@ _SNAPSHOT_LOCK = threading.Lock()
 
 
 def _index_version():
-    """Changes with every ingest (the index metadata row is saved) and every alias change."""
+    """Changes with every ingest (the index metadata row is saved)."""
+    if _INDEX_MEMO.get() is not None:  # the question's one read of the row
+        meta = current_index()
+        return (connection.settings_dict["NAME"], (meta.id, meta.updated_at, meta.n_chunks) if meta else None)
     with connection.cursor() as cur:
         cur.execute("SELECT id, updated_at, n_chunks FROM knowledge_indexmeta ORDER BY id LIMIT 1")
         return (connection.settings_dict["NAME"], cur.fetchone())

@@ -82,3 +82,23 @@ def test_a_follow_up_reads_the_history_and_keeps_the_title(staff):
     with pytest.raises(PermissionDenied):
         chat_ask(user=other, query="会员卡能跨店用吗", thread_id="cost-thread-1")
     assert again.messages.count() == 4
+
+
+def test_every_round_of_a_question_shares_one_read_of_the_index_and_of_its_words_statistics(staff):
+    """A refused question runs three rounds (search, judge, rewrite); the index metadata row,
+    its version (the per-index caches' key) and the corpus statistics of the question's words
+    are the same in each, so each is read once."""
+    from knowledge.answerability import FEATURES
+    from knowledge.models import IndexMeta
+
+    meta = IndexMeta.objects.order_by("pk").first()  # a fitted model that answers nothing: every round is judged
+    meta.answerability = {"signature": meta.signature, "features": list(FEATURES), "mean": [0.0] * len(FEATURES),
+                          "std": [1.0] * len(FEATURES), "coef": [0.0] * len(FEATURES), "bias": 0.0, "threshold": 0.9}
+    meta.save(update_fields=["answerability"])
+    answer_question("店里能不能带宠物狗进来", user=staff)  # the section snapshots are built on first use
+    with CaptureQueriesContext(connection) as ctx:
+        result, state = answer_question("店里能不能带宠物狗进来", user=staff)
+    assert result.refused and len(state.rounds) == 3, "the question should be judged three times"
+    sqls = [q["sql"] for q in ctx.captured_queries]
+    assert sum('FROM "knowledge_indexmeta"' in s or "FROM knowledge_indexmeta" in s for s in sqls) == 1, sqls
+    assert sum("FROM knowledge_termstat" in s for s in sqls) == 1

@@ -1,5 +1,6 @@
-"""Retrieval's two halves side by side: read against the session's committed corpus, outside any
-test transaction (a second connection cannot see inside one), writing nothing."""
+"""Retrieval outside a test transaction: its two halves side by side, its per-connection
+settings. Read against the session's committed corpus (a second connection cannot see inside
+a test transaction); these tests write nothing."""
 import threading
 
 import pytest
@@ -36,3 +37,16 @@ def test_the_vector_half_runs_beside_the_lexical_half_on_its_own_connection(comm
     assert [h.chunk_id for h in parallel.hits] == [h.chunk_id for h in serial.hits]
     for channel in ("vector", "alias", "lexical", "gram", "sentence"):
         assert [h.chunk_id for h in parallel.rankings[channel]] == [h.chunk_id for h in serial.rankings[channel]], channel
+
+
+def test_hnsw_ef_search_is_set_once_per_connection_outside_transactions(committed_corpus, settings):
+    from django.test.utils import CaptureQueriesContext
+
+    settings.SM_RETRIEVAL_THREADS = 0
+    search("客人说酒喝着有股怪味怎么办", audiences=["staff"])
+    with CaptureQueriesContext(connection) as ctx:
+        search("存的酒过期了怎么办", audiences=["staff"])
+    assert not [q for q in ctx.captured_queries if "ef_search" in q["sql"]], "the connection already has this ef_search"
+    with transaction.atomic(), CaptureQueriesContext(connection) as ctx:  # a rollback would undo it: set every time
+        search("存的酒过期了怎么办", audiences=["staff"])
+    assert [q for q in ctx.captured_queries if "ef_search" in q["sql"]]
