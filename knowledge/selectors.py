@@ -479,8 +479,9 @@ def pin_taught_alias(fused: list[Hit], alias_ranking: list[Hit]) -> list[Hit]:
 
 
 def search(query: str, *, user=None, audiences: list[str] | None = None, k: int = 5, candidates: int | None = None,
-           embedder: Embedder | None = None, weights: dict[str, float] | None = None) -> SearchResult:
-    """Hybrid search. `user` decides visibility unless `audiences` is given."""
+           embedder: Embedder | None = None, weights: dict[str, float] | None = None, qvec=None) -> SearchResult:
+    """Hybrid search. `user` decides visibility unless `audiences` is given. `qvec`: the query
+    vector when the caller already has one (no model call); else the query is embedded."""
     query = (query or "").strip()
     embedder = embedder or get_embedder()
     audiences = audiences or visible_audiences(user)
@@ -494,7 +495,8 @@ def search(query: str, *, user=None, audiences: list[str] | None = None, k: int 
 
     t = time.perf_counter()
     terms = query_terms(query)
-    qvec = embedder.embed_query(expanded_query(query, terms))
+    if qvec is None:
+        qvec = embedder.embed_query(expanded_query(query, terms))
     timings["embed_query"] = (time.perf_counter() - t) * 1000
     check_signature(meta, embedder, len(qvec))
 

@@ -148,12 +148,23 @@ def test_without_a_calibrated_model_nothing_is_refused_on_a_score(staff):
 
 
 def test_rewrite_prepends_terms_and_keeps_the_question(staff, settings, fake_http):
+    import numpy as np
+
+    from knowledge.embedders import get_embedder, normalise_query
+
     state = state_for("客人说吃到变质的酒", staff)
-    query = rewrite(state, _round([]))
+    state.first = search(state.resolved_query, audiences=state.audiences, k=5)
+    query, vector = rewrite(state, _round([]))
     assert query.endswith("客人说吃到变质的酒") and len(query) > len("客人说吃到变质的酒")
+    # Section titles: the vector is the question's plus the titles' mean, no model call for the new text.
+    titles = query[: -len("客人说吃到变质的酒")].split()
+    embedder = get_embedder()
+    expected = state.first.qvec + np.mean([embedder.embed_query(t) for t in titles], axis=0)
+    assert np.allclose(vector, expected / np.linalg.norm(expected), atol=1e-6)
+    assert embedder.query_cache.get(normalise_query(query)) is None, "the rewritten text was embedded"
     settings.SM_LLM_BACKEND, settings.SM_OPENAI_BASE = "openai", fake_http.url + "/v1"
     fake_http.routes["/v1/chat/completions"] = openai_chat("酒水异味 品质问题")
-    assert rewrite(state, _round([])) == "酒水异味 品质问题 客人说吃到变质的酒"
+    assert rewrite(state, _round([])) == ("酒水异味 品质问题 客人说吃到变质的酒", None)  # an LLM's words are embedded
 
 
 def test_first_round_judged_enough_is_used_and_rounds_are_never_pooled(staff, monkeypatch):
