@@ -40,6 +40,24 @@ TABLE = [
     ("天河店和福田店比较一下上周营业额", "data"), ("各店上周营业额比较", "data"),
     # A figure the asker wants to print or show is not one they ask for.
     ("客人让我把他卡里还剩多少钱打出来给他看看，可以吗", "policy"),
+    ("今晚营业额破纪录了，我想把后台的流水截图发个朋友圈庆祝一下", "policy"),
+    ("把昨天天河店的营业额截图发给我", "data"),  # a store named: the figure is what is asked for
+    # 「单子」 is also a work order or a handover sheet; an order count only with a quantity.
+    ("上一班跟我说8号桌客人对花生过敏，这事要写进换班的单子里吗", "policy"),
+    ("昨天那单客诉已经建好单子了，最晚啥时候要给客人一个说法", "policy"),
+    ("本周哪家店单子最多", "data"), ("祖庙上周几点单子最多", "data"),
+    # Spoken permission frames: 行不 / 可以不 / 接不接 / 就行了吧.
+    ("外卖点的鸡翅没货了，我直接换成薯条给他发出去行不", "policy"), ("今晚台风要登陆，外卖单子还接不接", "policy"),
+    ("交班的时候点钱少了15块，我在单子上写一笔就行了吧", "policy"),
+    ("客人想要张能证明储值余额的东西，我拿手机拍一下POS屏幕发他微信可以不", "policy"),
+    # Someone else wants the figure: whether to give it is the question.
+    ("一个女的说是客人姐姐，到前台想查她弟弟卡里还有多少钱", "policy"),
+    ("会员13812345678卡里还有多少钱", "data"),
+    # A price is on the drinks list; what was sold is in the figures.
+    ("扎啤一杯现在卖多少钱", "policy"), ("炸鸡翅一份现在卖多少钱", "policy"), ("外卖单子的打包费一份收多少", "policy"),
+    ("天河店上周卖了多少钱", "data"), ("这个月哪家店客单价最高", "data"),
+    # Pay rules are about the job (a gap in the rules if unanswered); someone's salary is declined.
+    ("我还在试用期，试用期一般多久能转正，工资会涨多少", "policy"), ("小王工资多少", "out_of_scope"),
 ]
 
 
