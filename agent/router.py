@@ -21,18 +21,8 @@ _CLAUSES = re.compile(r"[，,。；;！!？?\n]+")
 # A clause that asks for something: a question word or particle, or a request to show.
 _ASKS = re.compile(r"多少|几|怎么样|如何|咋样|怎样|怎么|哪|谁|吗|嘛|么|呢|[?？]|是不是|有没有|查|看看|看一下|看下|告诉|列出|给我|报一下|说一下")
 # Doing something with a figure (print it, send it, show it) rather than asking for it.
-_HANDLES = re.compile(r"打出来|打印|打小票|打给|发给|发到|发(个|条|他|她)?(朋友圈|微信|群)|截图|截个图|截屏|拍照|拍(一)?下|拍下来|"
+_HANDLES = re.compile(r"打出来|打印|打小票|打给|发给|发到|发(个|条|他|她)?(朋友圈|微信)|截图|截个图|截屏|拍照|拍(一)?下|拍下来|"
                       r"给(他|她|客人|顾客)看|告诉(他|她|客人|顾客)")
-# Someone else wants a figure (「客人姐姐想查她弟弟卡里还有多少钱」): the asker is not asking for
-# it, they are asking whether to give it.
-_THIRD_PARTY_WANTS = re.compile(r"(客人|顾客|有人|有个人|一个[^，。？！]{0,3}|他|她|对方|别人)[^，。？！]{0,10}(想|要|让我|叫我|非要|问能不能)(查|看|知道|打听)|"
-                                r"(查|看|问)(他|她)的?(弟弟|哥哥|姐姐|妹妹|老公|老婆|丈夫|妻子|男朋友|女朋友|朋友|家人|爸|妈|儿子|女儿|同事)")
-# A price is on the drinks list, not in the sales figures: 「扎啤一杯现在卖多少钱」「多少钱一瓶」.
-_UNITS = "杯|份|瓶|扎|个|打|桶|支|罐|位|例|盘|碟|听"
-_PRICE = re.compile(rf"(一|每|单)({_UNITS})[^，。？！]{{0,6}}(卖|收|要|是)?多少钱?|多少钱一({_UNITS})|(?<!客)单价|售价|定价|价格|价钱|什么价|啥价")
-_SALES = re.compile(r"卖了|营业额|销售额|营收|流水|业绩|销量")
-# Pay *rules* (when pay rises, when it is paid) are a question about the job, not about someone's salary.
-_PAY_RULES = re.compile(r"转正|试用期|涨|调薪|加薪|扣|几号发|什么时候发|啥时候发")
 _MEMBER_KEY = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)|(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
 
 
@@ -102,8 +92,8 @@ def _about_the_store(text: str, r: _Reading) -> bool:
     if any(h.signal.intent == POLICY and not h.signal.topic and not h.signal.frame for h in r.hits):
         return True
     top = max((h for h in r.hits if h.signal.intent == OUT_OF_SCOPE), key=lambda h: h.score)
-    if top.signal.name == "薪资":
-        return bool(_PAY_RULES.search(text))
+    if top.signal.name == "薪资":  # one's own pay rules, not a named person's pay
+        return bool(vocab.PAY_RULES.search(text)) and not vocab.SOMEONE_ELSE.search(text)
     return top.signal.name == "与门店无关" and (vocab.about_the_store(text) or r.data_core > 0)
 
 
@@ -116,6 +106,24 @@ def _data_only_describes(text: str) -> bool:
     clauses = [c for c in _CLAUSES.split(text) if c.strip()]
     data_clauses = [c for c in clauses if _read(c).data_core > 0]
     return bool(data_clauses) and not any(_ASKS.search(c) and not _HANDLES.search(c) for c in data_clauses)
+
+
+def _core_data_signals(r: _Reading) -> set[str]:
+    return {h.signal.name for h in r.hits if h.signal.intent == DATA and h.signal.tool is not None}
+
+
+def _asks_a_price(text: str, r: _Reading) -> bool:
+    """「扎啤一杯现在卖多少钱」「多少钱一瓶」: a price is on the drinks list. Only when 卖多少钱 is the
+    one data signal and no period is named (「上周每杯平均卖多少钱」 is a figure over a period)."""
+    return bool(vocab.PRICE.search(text)) and _core_data_signals(r) <= {"营业额"} and r.data == r.data_core \
+        and not re.search(r"卖了|营业额|销售额|营收|流水|业绩", text)
+
+
+def _someone_elses_card(r: _Reading, text: str) -> bool:
+    """「一个女的说是客人姐姐，想查她弟弟卡里还有多少钱」: someone other than the cardholder wants a
+    member's balance; the question is whether to tell them. Sales figures a boss wants are
+    still a data request (「他想知道上周哪家店卖得最好」)."""
+    return _core_data_signals(r) == {"会员余额"} and bool(vocab.THIRD_PARTY_WANTS.search(text))
 
 
 def route_by_rules(question: str) -> Route:
@@ -132,10 +140,10 @@ def route_by_rules(question: str) -> Route:
         top = max((h for h in r.hits if h.signal.intent == OUT_OF_SCOPE), key=lambda h: h.score)
         return Route(OUT_OF_SCOPE, f"与门店运营无关 — {why(OUT_OF_SCOPE)}", scores, decline=vocab.DECLINE[top.signal.name])
     if r.is_data and not _names_its_subject(text):
-        if _PRICE.search(text) and not _SALES.search(text):
+        if _asks_a_price(text, r):
             return Route(POLICY, f"问的是价格（酒水单），不是销售数据 — {why(POLICY, DATA)}", scores)
-        if _THIRD_PARTY_WANTS.search(text) or (_HANDLES.search(text) and _data_only_describes(text)):
-            return Route(POLICY, f"问的是能不能这样做（数字是别人要的，或要拿去打印、发送）— {why(POLICY, DATA)}", scores)
+        if _someone_elses_card(r, text) or (vocab.PUBLISHES.search(text) and _data_only_describes(text)):
+            return Route(POLICY, f"问的是能不能这样做（别人要查会员的卡，或要把数字发到社交媒体）— {why(POLICY, DATA)}", scores)
     if r.is_data and r.is_policy:
         if not _names_its_subject(text) and _data_only_describes(text):
             return Route(POLICY, f"问的是规则（数据词只是在描述情况，没有问数字）— {why(POLICY, DATA)}", scores)

@@ -54,7 +54,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("营业额", DATA, r"卖了多少|卖得?多少钱|买了多少|卖[得的]?(怎么样|如何|咋样|好不好|还行吗)|生意(怎么样|如何|咋样|好不好|好吗)|营业额|销售额|营收|流水|业绩", 2, STORE_SALES),
     Signal("销量", DATA, r"销量", 1, STORE_SALES),
     # 「单子」 is also a work order, a handover sheet, a receipt: an order count only with a quantity.
-    Signal("订单指标", DATA, r"客单价|订单数|多少单|几单|单量|单子[^，。？！]{0,3}(最?多|少|几|爆|量)|成交|客流|来客数?|进店人数", 2, STORE_SALES),
+    Signal("订单指标", DATA, r"客单价|订单数|多少单|几单|单量|单子[^，。？！]{0,3}(最?多|少|几|爆|量|怎么样|咋样|如何|情况)|成交|客流|来客数?|进店人数", 2, STORE_SALES),
     Signal("商品排行", DATA, rf"排行|热[销消卖]|畅销|好卖|人气最高|最火|前\s*{N}\s*(名|个|款|样|位)?|top\s*\d+|榜|第一名?的是", 2, TOP_PRODUCTS),
     Signal("卖得最好", DATA, r"(卖|销量)[得的]?最(好|多|火)|(卖|销|销量)[得的]?好的?|什么卖得|啥卖得|卖了?哪些[^，。？！]{0,4}最多|哪些[^，。？！]{0,4}卖得?最多", 2, TOP_PRODUCTS),
     Signal("哪家店", DATA, r"哪(家|间|个门店|个店|个分店)|那(家|间)店?[^，。？！]{0,6}最(好|多|高)|谁卖得|谁的?(营业额|业绩|生意)|比谁|谁(卖得)?(多|高)", 3, COMPARE_STORES),
@@ -110,6 +110,22 @@ STORE_CONTEXT = re.compile(
     r"门口|招牌|灯箱|乐队|驻场|演出|音响|背景音乐|装修|房租|租金|洗手间|卫生间|空调|舞台|绿植|前台|大堂",
     re.IGNORECASE,
 )
+
+
+# A price is on the drinks list: 「扎啤一杯现在卖多少钱」「多少钱一瓶」「单价」 (not 客单价).
+_UNITS = "杯|份|瓶|扎|个|打|桶|支|罐|位|例|盘|碟|听"
+PRICE = re.compile(rf"(一|每|单)({_UNITS})[^，。？！]{{0,6}}(卖|收|要|是)?多少钱?|多少钱一({_UNITS})|(?<!客)单价|售价|定价|价格|什么价|啥价")
+# Someone other than the asker wants to look something up (「客人姐姐…想查她弟弟卡里…」). 他/她 not
+# inside 其他, 一个 not in 一个月.
+THIRD_PARTY_WANTS = re.compile(
+    r"(客人|顾客|有人|有个人|一个(?![月星礼])[^，。？！]{0,3}|(?<!其)[他她]|对方|别人)[^，。？！]{0,10}(想|要|让我|叫我|非要)(查|看|知道|打听)|"
+    r"(查|看|问)[他她]的?(弟弟|哥哥|姐姐|妹妹|老公|老婆|丈夫|妻子|男朋友|女朋友|朋友|家人|爸|妈|儿子|女儿|同事)")
+# Posting a figure where the public sees it (the social-media rules), not sending it to someone.
+PUBLISHES = re.compile(r"(发|晒|传)[^，。？！]{0,3}(朋友圈|抖音|小红书|微博|视频号|快手)")
+# Pay *rules* (when pay rises, when it is paid, what is docked) are about the job; a named
+# person's pay (「小王工资扣了多少」「店长工资涨到多少了」) is still declined.
+PAY_RULES = re.compile(r"转正|试用期|什么时候涨|多久(能|才|会)?涨|怎么(扣|算|涨)|会不会扣|几号发|什么时候发|啥时候发|调薪|加薪")
+SOMEONE_ELSE = re.compile(r"员工|店员|店长|同事|经理|老板|主管|别人|小[王李张刘陈杨黄赵]|[张王李赵刘陈][三四五]|(?<!其)[他她]的?(工资|薪)")
 
 
 def about_the_store(text: str) -> bool:

@@ -19,17 +19,22 @@ _lock = threading.Lock()
 
 
 def thread_pool(name: str, workers: int) -> ThreadPoolExecutor:
-    """The process's pool called `name` (made on first use, and again in a forked child)."""
+    """The process's pool called `name` (made on first use, again in a forked child, and again
+    when asked for a different number of workers: a settings change takes effect)."""
     with _lock:
         pid, pool = _pools.get(name, (0, None))
-        if pool is None or pid != os.getpid():
+        if pool is None or pid != os.getpid() or pool._max_workers != workers:
+            if pool is not None and pid == os.getpid():
+                pool.shutdown(wait=False)  # its threads finish what they hold, then exit
             pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
             _pools[name] = (os.getpid(), pool)
         return pool
 
 
 def with_own_connection(fn, *args, **kwargs):
-    """Run `fn` as a request would: stale or broken connections dropped before and after."""
+    """Run `fn` on this pool thread's own connection (Django keeps one per thread), handled as a
+    request handles its: dropped before and after when broken or older than CONN_MAX_AGE. With
+    CONN_MAX_AGE 0 every task opens a new connection, which costs more than it saves."""
     close_old_connections()
     try:
         return fn(*args, **kwargs)

@@ -179,15 +179,18 @@ def _fetch_prepared(sql: str, params) -> list[tuple]:
 
 def _set_ef_search(value: int) -> None:
     """`SET hnsw.ef_search` when this connection's value differs (a round trip saved on most
-    searches). Remembered only outside transactions: a rollback undoes a SET made inside one."""
+    searches). Remembered only in autocommit outside transactions (a rollback undoes a SET made
+    inside one), and per raw connection object (a reconnect sets it again). Assumes one raw
+    connection is one PostgreSQL session: behind a transaction-mode pooler (pgbouncer) it is not."""
     connection.ensure_connection()
     raw = connection.connection
+    settled = connection.get_autocommit() and not connection.in_atomic_block
     known = getattr(connection, "_sm_ef_search", None)  # (raw connection, value): the object, so a new one never matches
-    if not connection.in_atomic_block and known is not None and known[0] is raw and known[1] == value:
+    if settled and known is not None and known[0] is raw and known[1] == value:
         return
     with connection.cursor() as cur:
         cur.execute("SET hnsw.ef_search = %s", [value])
-    connection._sm_ef_search = (raw, value) if not connection.in_atomic_block else None
+    connection._sm_ef_search = (raw, value) if settled else None
 
 
 def _row_hit(row) -> Hit:
@@ -519,6 +522,16 @@ def retrieve(query: str, terms: list[str], qvec, meta: IndexMeta, audiences: lis
         rankings["sentence"] = best_sentence_of(qvec, [h.chunk_id for h in fused[:depth]], audiences, depth)
     timings["fusion"] = (time.perf_counter() - t) * 1000
     return fused, rankings
+
+
+def query_vector_with(qvec, texts: list[str], *, embedder: Embedder | None = None) -> np.ndarray:
+    """`qvec` moved toward `texts` (short section titles): the question's vector plus the mean
+    of theirs, unit length. Stands in for embedding 「title title question」 as one text: the
+    titles are embedded once each and then come from the query cache, so a rewrite round
+    needs no model call for the rewritten text."""
+    embedder = embedder or get_embedder()
+    v = np.asarray(qvec, dtype=np.float32) + np.mean([embedder.embed_query(t) for t in texts], axis=0)
+    return v / (np.linalg.norm(v) or 1.0)
 
 
 def nearest_section_titles(query: str, *, user=None, n: int = 2, exclude: set[str] | None = None) -> list[str]:

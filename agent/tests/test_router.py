@@ -40,8 +40,7 @@ TABLE = [
     ("天河店和福田店比较一下上周营业额", "data"), ("各店上周营业额比较", "data"),
     # A figure the asker wants to print or show is not one they ask for.
     ("客人让我把他卡里还剩多少钱打出来给他看看，可以吗", "policy"),
-    ("今晚营业额破纪录了，我想把后台的流水截图发个朋友圈庆祝一下", "policy"),
-    ("把昨天天河店的营业额截图发给我", "data"),  # a store named: the figure is what is asked for
+    ("今晚营业额破纪录了，我想把后台的流水截图发个朋友圈庆祝一下", "policy"),  # publishing a figure
     # 「单子」 is also a work order or a handover sheet; an order count only with a quantity.
     ("上一班跟我说8号桌客人对花生过敏，这事要写进换班的单子里吗", "policy"),
     ("昨天那单客诉已经建好单子了，最晚啥时候要给客人一个说法", "policy"),
@@ -57,7 +56,14 @@ TABLE = [
     ("扎啤一杯现在卖多少钱", "policy"), ("炸鸡翅一份现在卖多少钱", "policy"), ("外卖单子的打包费一份收多少", "policy"),
     ("天河店上周卖了多少钱", "data"), ("这个月哪家店客单价最高", "data"),
     # Pay rules are about the job (a gap in the rules if unanswered); someone's salary is declined.
-    ("我还在试用期，试用期一般多久能转正，工资会涨多少", "policy"), ("小王工资多少", "out_of_scope"),
+    ("我还在试用期，试用期一般多久能转正，工资会涨多少", "policy"),
+    ("小王工资扣了多少", "out_of_scope"), ("店长工资涨到多少了", "out_of_scope"),
+    # Asking for figures stays a data request: sending them to me, a boss who wants them,
+    # a price over a period, 其他店 / 一个月 are not someone else wanting a member's card.
+    ("上周营业额发给我", "data"), ("把昨天的营业额截图发给我", "data"), ("上周营业额发到群里", "data"),
+    ("他要看上周的销量", "data"), ("他想知道上周哪家店卖得最好", "data"), ("其他店上周营业额我要看看", "data"),
+    ("上一个月营业额我想看看", "data"), ("上周哪款酒价格最高卖得最好", "data"), ("上周每杯平均卖多少钱", "data"),
+    ("今天单子怎么样", "data"), ("昨天单子情况", "data"),
 ]
 
 

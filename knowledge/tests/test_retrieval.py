@@ -153,4 +153,3 @@ def test_http_embedder_failure_is_a_clear_error(fake_http):
     fake_http.routes["/api/embed"] = lambda body: (500, {"error": "model not found"})
     with pytest.raises(EmbedderError, match="ollama embeddings"):
         OllamaEmbedder(fake_http.url, "nope").embed_passages(["甲"])
-
