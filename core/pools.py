@@ -14,7 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from django.db import close_old_connections, connection
 
-_pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
+_pools: dict[str, tuple[int, int, ThreadPoolExecutor]] = {}  # name → (pid, workers, pool)
 _lock = threading.Lock()
 
 
@@ -22,12 +22,12 @@ def thread_pool(name: str, workers: int) -> ThreadPoolExecutor:
     """The process's pool called `name` (made on first use, again in a forked child, and again
     when asked for a different number of workers: a settings change takes effect)."""
     with _lock:
-        pid, pool = _pools.get(name, (0, None))
-        if pool is None or pid != os.getpid() or pool._max_workers != workers:
+        pid, size, pool = _pools.get(name, (0, 0, None))
+        if pool is None or pid != os.getpid() or size != workers:
             if pool is not None and pid == os.getpid():
                 pool.shutdown(wait=False)  # its threads finish what they hold, then exit
             pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
-            _pools[name] = (os.getpid(), pool)
+            _pools[name] = (os.getpid(), workers, pool)
         return pool
 
 

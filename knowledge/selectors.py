@@ -435,10 +435,11 @@ def channel_rankings(query: str, terms: list[str], qvec, meta: IndexMeta, audien
     """Every channel's own ranking, `depth` deep (fused afterwards, possibly many ways).
 
     The vector half (chunk, alias and sentence indexes) and the lexical half (word and bigram
-    BM25) are independent queries of about equal cost; they run side by side, the vector half
-    on a retrieval thread with its own connection, so a question waits for the slower half, not
-    the sum (`timings["channels"]`). Inside a transaction both run here, one after the other:
-    another connection could not see its uncommitted rows.
+    BM25) are independent queries of about equal cost. With SM_RETRIEVAL_THREADS they run side
+    by side, the vector half on a retrieval thread with its own connection, so a question waits
+    for the slower half, not the sum (`timings["channels"]`); that pays only with a core to
+    spare for the second PostgreSQL backend. Inside a transaction both run here, one after the
+    other: another connection could not see its uncommitted rows.
 
     `sentence_index=False` (search() when fusion gives sentences no weight): the sentence
     channel is left out here; search() scores the best sentence of each fused candidate
