@@ -20,6 +20,8 @@ HISTORY_TURNS = 6
 
 
 def validate_query(query) -> str:
+    if query is None:
+        raise ValidationError({"query": ["缺少 query：要问的问题。"]})
     if not isinstance(query, str):
         raise ValidationError({"query": ["query 必须是字符串。"]})
     if problem := text_problem(query):

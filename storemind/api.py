@@ -58,6 +58,10 @@ def exception_handler(exc, context):
         log.warning("database unavailable: %s", exc)
         restart_embedded_database()
         return Response({"detail": DATABASE_DOWN}, status=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+    if isinstance(exc, exceptions.PermissionDenied) and str(exc.detail).startswith("CSRF Failed"):
+        # A browser session without its CSRF token (DRF's message is English and says only that).
+        return Response({"detail": "缺少或无效的 CSRF 令牌：网页请求要带 X-CSRFToken 头；API 客户端请用令牌（Authorization: Bearer …）。"},
+                        status=status.HTTP_403_FORBIDDEN)
     response = drf_exception_handler(exc, context)
     if response is None and isinstance(exc, IntegrityError):
         # A race no service anticipated: the other request won; retrying sees its result.

@@ -1,16 +1,44 @@
-"""The API's only parser: JSON whose strings PostgreSQL can store."""
+"""The API's only parser: JSON whose strings PostgreSQL can store, nested no deeper than a
+request of ours ever is."""
 from django.core.exceptions import ValidationError
+from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
 from ops.validation import find_bad_text
 
+MAX_DEPTH = 32  # the deepest request body (a POS batch: orders → lines → fields) is 4
+
+
+def json_depth(data) -> int:
+    """How deeply arrays and objects nest in a parsed JSON value (iterative: any depth)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
 
 class StrictJSONParser(JSONParser):
-    """A NUL byte or a lone surrogate (legal in JSON as \\u0000 / \\ud800) is a 400 naming
-    the field, before any view code runs."""
+    """A body that is not JSON, or nests more than MAX_DEPTH levels (Python's parser recurses
+    and gave a 500 near a thousand), is a 400 in Chinese. A NUL byte or a lone surrogate (legal
+    in JSON as \\u0000 / \\ud800) is a 400 naming the field, before any view code runs."""
 
     def parse(self, stream, media_type=None, parser_context=None):
-        data = super().parse(stream, media_type, parser_context)
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError(f"请求体的 JSON 嵌套太深（最多 {MAX_DEPTH} 层）。") from None
+        except ParseError as exc:
+            raise ParseError(f"请求体不是合法的 JSON：{str(exc.detail).removeprefix('JSON parse error - ')}") from None
+        if json_depth(data) > MAX_DEPTH:
+            raise ParseError(f"请求体的 JSON 嵌套太深（最多 {MAX_DEPTH} 层）。")
         bad = find_bad_text(data)
         if bad:
             raise ValidationError({bad[0]: [bad[1]]})

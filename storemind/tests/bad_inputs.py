@@ -184,6 +184,12 @@ case("chat-query-empty", "staff", "post", C, {"query": "  "}, 400, "query")
 case("chat-query-too-long", "staff", "post", C, {"query": "酒" * 2001}, 400, "query")
 case("chat-body-list", "staff", "post", C, [CHAT], 400, "non_field_errors")
 case("chat-body-string", "staff", "post", C, "会员卡", 400, "non_field_errors")
+case("chat-query-missing", "staff", "post", C, {}, 400, "query")
+# Python's JSON parser recurses: ~1,000 levels of nesting was a 500 before the depth limit.
+case("chat-nested-deep", "staff", "post", C, RAW(b'{"query": ' + b"[" * 5000 + b"]" * 5000 + b"}"), 400, "detail")
+case("chat-nested-40", "staff", "post", C, RAW(b'{"query": ' + b"[" * 40 + b"]" * 40 + b"}"), 400, "detail")
+case("chat-not-json", "staff", "post", C, RAW(b'{"query": '), 400, "detail")
+case("proposal-nested-deep", "manager", "post", "/api/v1/proposals", RAW(b'{"kind": ' + b"[" * 5000 + b"]" * 5000 + b"}"), 400, "detail")
 case("chat-task-nul", "staff", "get", "/api/v1/chat/tasks/%00", None, 404, "detail")
 case("chat-task-not-uuid", "staff", "get", "/api/v1/chat/tasks/..%2F..", None, 404, "detail")
 # --- query parameters ----------------------------------------------------------------------

@@ -68,3 +68,18 @@ def test_bad_input_is_a_4xx_naming_the_field_and_writes_nothing(clients, cid, wh
 def test_the_corpus_has_at_least_120_cases():
     assert len(CASES) >= 120
     assert len({c[0] for c in CASES}) == len(CASES), "case ids must be unique"
+
+
+def test_parse_errors_and_a_missing_csrf_token_are_explained_in_chinese(clients):
+    from django.test import Client
+
+    deep = clients["staff"].post("/api/v1/chat", data=b'{"query": ' + b"[" * 5000 + b"]" * 5000 + b"}", content_type="application/json")
+    assert deep.status_code == 400 and "嵌套太深" in deep.json()["detail"]
+    broken = clients["staff"].post("/api/v1/chat", data=b'{"query": ', content_type="application/json")
+    assert broken.status_code == 400 and broken.json()["detail"].startswith("请求体不是合法的 JSON")
+    missing = clients["staff"].post("/api/v1/chat", data=b"{}", content_type="application/json")
+    assert missing.status_code == 400 and missing.json()["query"] == ["缺少 query：要问的问题。"]
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(make_user("bad_csrf", role="staff"))
+    r = browser.post("/api/v1/chat", data='{"query": "会员卡能跨店用吗"}'.encode(), content_type="application/json")
+    assert r.status_code == 403 and "CSRF 令牌" in r.json()["detail"]
