@@ -29,9 +29,20 @@ def _key(state, kind: str) -> str:
     return f"chat:{state.user.pk}:{kind}:{digest}"
 
 
+def pending_restock_for(store: Store, skus: list[str]) -> Proposal | None:
+    """The newest pending restock proposal of `store` for exactly these products, if any."""
+    wanted = sorted(skus)
+    for p in Proposal.objects.filter(kind=Proposal.Kind.RESTOCK, store=store, status=Proposal.Status.PENDING) \
+            .select_related("proposed_by").order_by("-created_at")[:20]:
+        if sorted(line.get("sku") for line in p.payload.get("lines", [])) == wanted:
+            return p
+    return None
+
+
 def restock_offer(state):
     """After a low-stock answer for one store: a pending restock proposal with the suggested
-    quantities (safety stock + 7 days of sales − on hand)."""
+    quantities (safety stock + 7 days of sales − on hand), or the one already waiting for the
+    same products: every low-stock question used to add another identical proposal."""
     rows = state.tool_result.rows
     stores = {r["store"] for r in rows}
     if len(stores) != 1:
@@ -46,6 +57,10 @@ def restock_offer(state):
     ]
     if not lines:
         return None, ""
+    pending = pending_restock_for(store, [line["sku"] for line in lines])
+    if pending is not None:  # asked again, in other words or by a colleague: one proposal waits for the manager
+        return proposal_dict(pending, state.user), (
+            f"这些商品已有待确认的补货提案 #{pending.pk}（{pending.proposed_by.username} 提交），没有重复生成。")
     try:
         proposal, _ = proposal_create(user=state.user, kind=Proposal.Kind.RESTOCK, store=store, payload={"lines": lines},
                                       source=Proposal.Source.CHAT, idempotency_key=_key(state, "offer"))
