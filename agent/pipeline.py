@@ -470,9 +470,13 @@ def run(state: AgentState) -> AgentState:
     state.first = first
     agent_loop(state, first)
     if not state.chosen.enough and state.route.intent == POLICY:
-        if far_from_domain(state):
-            state.route = Route(OUT_OF_SCOPE, f"与门店制度无关：{state.route.reason}", state.route.scores, state.route.layer)
+        far = far_from_domain(state)
+        if far:
+            state.route = Route(OUT_OF_SCOPE, f"与门店制度无关：{state.route.reason}", state.route.scores, state.route.layer,
+                                decline=vocab.DECLINE["与门店无关"])
         refuse(state, "answerability", state.chosen.reason)
+        if far:  # declined in one line like the router's out-of-scope: no "nearest SOP" for the weather
+            state.answer = state.route.decline
         return state
     compose_answer(state)
     maybe_offer_restock(state)

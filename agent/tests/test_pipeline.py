@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 
 from agent import compose, pipeline
+from agent import vocabulary as vocab
 from agent.models import Message, UnansweredQuestion
 from agent.pipeline import AgentState, Round, agent_loop, answer_question, judge, rewrite
 from agent.services import chat_ask
@@ -414,6 +415,8 @@ def test_a_refused_question_not_about_the_store_is_out_of_scope(staff, settings)
         assert near.refused and near.intent == "policy"
         far, _ = answer_question("明年流行什么颜色的羽绒服", user=staff)
         assert far.refused and far.intent == "out_of_scope" and far.route_reason.startswith("与门店制度无关")
+        # Declined in one line: no "nearest SOP" for a question about something else entirely.
+        assert far.answer == vocab.DECLINE["与门店无关"] and "相近的内容" in near.answer
 
 
 def test_the_same_unanswered_question_asked_again_counts_up(staff):
