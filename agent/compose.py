@@ -205,7 +205,9 @@ def row_key(tool: str, row: dict) -> str:
 
 
 def extractive_data_answer(tool_result: ToolResult, sources: Sources) -> str:
-    lines = [tool_result.summary.split("：")[0] + "：" if tool_result.rows else tool_result.summary]
+    summary = tool_result.summary
+    # 「上周天河店的营业额：…」 leads into the rows; a summary that is one sentence stays as it is.
+    lines = [summary.split("：")[0] + "：" if tool_result.rows and "：" in summary else summary]
     fmt = ROW_FORMATS.get(tool_result.tool, _labelled_row)
     for d in sources.data:
         lines.append(f"- {fmt(d['row'])} [{d['ref']}]")

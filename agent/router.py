@@ -108,6 +108,11 @@ def _data_only_describes(text: str) -> bool:
     return bool(data_clauses) and not any(_ASKS.search(c) and not _HANDLES.search(c) for c in data_clauses)
 
 
+def _only_question_words(r: _Reading) -> bool:
+    """The policy side is nothing but question words (哪些, 什么时候 …) and topic words."""
+    return all(h.signal.name in vocab.QUESTION_WORD_SIGNALS or h.signal.topic for h in r.hits if h.signal.intent == POLICY)
+
+
 def _core_data_signals(r: _Reading) -> set[str]:
     return {h.signal.name for h in r.hits if h.signal.intent == DATA and h.signal.tool is not None}
 
@@ -144,6 +149,9 @@ def route_by_rules(question: str) -> Route:
             return Route(POLICY, f"问的是价格（酒水单），不是销售数据 — {why(POLICY, DATA)}", scores)
         if _someone_elses_card(r, text) or (vocab.PUBLISHES.search(text) and _data_only_describes(text)):
             return Route(POLICY, f"问的是能不能这样做（别人要查会员的卡，或要把数字发到社交媒体）— {why(POLICY, DATA)}", scores)
+    if r.is_data and r.is_policy and _only_question_words(r) and not _data_only_describes(text):
+        # 「全公司现在哪些店哪些货库存不够」: 哪些 / 多久 ask *for* the data; no rule word is there.
+        return Route(DATA, f"数据问题（问句词问的就是数据）— {why(DATA, POLICY)}", scores)
     if r.is_data and r.is_policy:
         if not _names_its_subject(text) and _data_only_describes(text):
             return Route(POLICY, f"问的是规则（数据词只是在描述情况，没有问数字）— {why(POLICY, DATA)}", scores)

@@ -69,13 +69,14 @@ SIGNALS: tuple[Signal, ...] = (
     # 「上周每天卖了多少」「这个月每天的营业额」: a figure per day, not one total
     Signal("每日趋势", DATA, r"(每天|每日|逐日|按天|每一天)[^，。？！]{0,8}(卖|营业额|销售额|营收|流水|业绩|订单|单量|多少单|几单|生意)|(营业额|销售额|营收|流水|业绩|订单|单量)[^，。？！]{0,6}(趋势|走势|每天|每日|按天)", 3, DAILY_TREND),
     Signal("库存告急", DATA, r"(?<!安全)库存|低于安全|低库存|缺货|缺什么|缺啥|断货|断获|快没了|快没货|没货了|快卖完|卖光|不够卖|不够了|够不够卖|还够吗|还剩多少(?!钱)|剩多少(?!钱)|还有(多少|几)(瓶|箱|杯|份|桶|货)|(库存|存货)还有多少|见底|补什么货|该补货|要补货", 2, LOW_STOCK),
-    Signal("会员余额", DATA, r"余额|储值.{0,4}(还有|多少)|卡里.{0,4}(还有|还剩|有)多少", 2, MEMBER_BALANCE),
+    Signal("会员余额", DATA, r"余额|储值.{0,4}(还有|多少)|卡里.{0,4}(还有|还剩|有)多少|"
+           r"(?<![A-Za-z0-9])M\d{5}(?!\d)[^，。？！]{0,8}储值|储值[^，。？！]{0,6}(?<![A-Za-z0-9])M\d{5}(?!\d)", 2, MEMBER_BALANCE),
     Signal("时间范围", DATA, r"今天|今儿|昨天|昨儿|前天|上周|本周|这周|礼拜|星期|上个?月|本月|这个?月|月初|最近\s*\S{1,2}天|近\s*\d+\s*天|这两天|周末|国庆|双十一|\d+月\d+[日号]|\d+\.\d+-\d+\.\d+|到目前为止|截至", 1),
 
     # --- policy: how things are done, whether they are allowed, who decides -----------------------
     # … plus the spoken forms: 「…发他微信可以不」「…拉两箱来行不」「写一笔就行了吧」「外卖还接不接」.
     Signal("能不能", POLICY, r"能[^，。？！]{0,12}[吗嘛么]|可以[^，。？！]{0,12}[吗嘛么]|能不能|可不可以|行不行|(就|才)?行吗|允许|要不要|"
-           r"(可以|行|能|成)不(?=[，。？！?!\s]|$)|(就|才)?(行|可以)了?吧|(?P<verb>[接收给用卖送开退换让带放拿办签补做报管算记写查发刷打])不(?P=verb)", 2, frame=True),
+           r"(可以|行|能|成)不(?=[，。？！?!\s]|$)|(可以|能)[^，。？！不]{1,12}不(?=[，。？！?!\s]|$)|(就|才)?(行|可以)了?吧|(?P<verb>[接收给用卖送开退换让带放拿办签补做报管算记写查发刷打])不(?P=verb)", 2, frame=True),
     Signal("怎么办", POLICY, r"怎么(?!样)|咋(办|处理|整|弄)|如何(?!\s*$)|怎样", 2, frame=True),
     Signal("规定", POLICY, r"规定|规则|流程|制度|标准|要求|政策|条款|须知|注意事项|口径|考核", 2),
     Signal("谁来做", POLICY, r"谁(来)?(批|审批|同意|签字|负责|处理|说)|(跟|找|告诉|通知|报给|问)谁|要谁|要报|上报|报上去|报备|做哪些准备|要准备|提前几天", 2),
@@ -93,6 +94,9 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("薪资", OUT_OF_SCOPE, r"(工资|薪水|薪资|月薪|年薪|收入|奖金)[^，。？！]{0,4}(是|有|拿)?(多少|几千|几万)", 3),
     Signal("他人隐私", OUT_OF_SCOPE, r"(员工|店员|店长|同事|经理|老板|主管|小[王李张刘陈杨黄赵]|[张王李赵刘陈][三四五])[^，。？！]{0,6}(手机号|电话|身份证|住址|家住|住在|住哪|微信号?)|(家住|住在)(在)?哪", 3),
 )
+
+# Policy signals that are only question words: they ask *for* something, data or rule alike.
+QUESTION_WORD_SIGNALS = ("细节", "知识")
 
 # Words that put a question in a store's or a workplace's world. A question nothing in the
 # corpus answers is a gap in the rules (the unanswered list) when it is about the store, and
@@ -115,7 +119,7 @@ STORE_CONTEXT = re.compile(
 
 # A price is on the drinks list: 「扎啤一杯现在卖多少钱」「多少钱一瓶」「单价」 (not 客单价).
 _UNITS = "杯|份|瓶|扎|个|打|桶|支|罐|位|例|盘|碟|听"
-PRICE = re.compile(rf"(一|每|单)({_UNITS})[^，。？！]{{0,6}}(卖|收|要|是)?多少钱?|多少钱一({_UNITS})|(?<!客)单价|售价|定价|价格|什么价|啥价")
+PRICE = re.compile(rf"(一|每|单|整)({_UNITS})[^，。？！]{{0,6}}(卖|收|要|是)?多少钱?|多少钱一({_UNITS})|(?<!客)单价|售价|定价|价格|什么价|啥价")
 # Someone other than the asker wants to look something up (「客人姐姐…想查她弟弟卡里…」). 他/她 not
 # inside 其他, 一个 not in 一个月.
 THIRD_PARTY_WANTS = re.compile(

@@ -65,6 +65,10 @@ TABLE = [
     ("他要看上周的销量", "data"), ("他想知道上周哪家店卖得最好", "data"), ("其他店上周营业额我要看看", "data"),
     ("上一个月营业额我想看看", "data"), ("上周哪款酒价格最高卖得最好", "data"), ("上周每杯平均卖多少钱", "data"),
     ("今天单子怎么样", "data"), ("昨天单子情况", "data"),
+    # From a new user's trial: 整瓶 is a unit, 能…补不 asks permission, 哪些 asks for the data,
+    # a member number next to 储值 asks for the balance.
+    ("黑牌整瓶卖多少钱，单杯呢", "policy"), ("客人卡里余额不够，差的能用微信补不", "policy"),
+    ("全公司现在哪些店哪些货库存不够", "data"), ("帮我查下M00002这个会员的储值，客人在吧台等着", "data"),
 ]
 
 
