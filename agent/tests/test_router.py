@@ -68,7 +68,7 @@ TABLE = [
     # From a new user's trial: 整瓶 is a unit, 能…补不 asks permission, 哪些 asks for the data,
     # a member number next to 储值 asks for the balance.
     ("黑牌整瓶卖多少钱，单杯呢", "policy"), ("客人卡里余额不够，差的能用微信补不", "policy"),
-    ("全公司现在哪些店哪些货库存不够", "data"), ("帮我查下M00002这个会员的储值，客人在吧台等着", "data"),
+    ("全公司现在哪些店哪些货库存不够", "data"), ("我把客人的储值余额页面截个图发店群里让店长看行不", "policy"), ("帮我查下M00002这个会员的储值，客人在吧台等着", "data"),
 ]
 
 

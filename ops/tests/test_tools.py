@@ -39,6 +39,8 @@ def test_find_store_in_question_prefers_whitelist_over_regex():
     assert find_store_in_text("上周天河店卖了多少").store.name == "广州天河店"
     assert find_store_in_text("各店上周营业额").store is None
     assert find_store_in_text("上周卖了多少") is None
+    # 「发店群」 is sending to the store's group chat, not a store called 「图发店」.
+    assert find_store_in_text("我把客人的储值余额页面截个图发店群里让店长看行不") is None
 
 
 def test_unknown_store_is_a_clear_error_listing_known_stores():
