@@ -14,3 +14,12 @@ def test_a_one_sentence_summary_is_not_followed_by_a_colon():
     result = ToolResult("member_balance", {}, [row], "会员 M00002（王*）储值本金 ¥800.00，赠送余额 ¥167.00，合计 ¥967.00。", list(row))
     answer = extractive_data_answer(result, Sources(data=[{"ref": "D1", "row": row}]))
     assert answer.splitlines()[0] == result.summary and "。：" not in answer
+
+
+def test_the_busiest_hours_lead_the_hourly_answer():
+    # Was 「…订单最多的时段：」 followed by every hour in clock order: the peak itself was cut off.
+    rows = [{"hour": "20:00", "orders": 5, "revenue": 500.0}, {"hour": "21:00", "orders": 9, "revenue": 900.0}]
+    summary = "广州天河店 上周 订单最多的时段：21:00（9 单）、20:00（5 单）。"
+    result = ToolResult("hourly_peak", {}, rows, summary, ["hour", "orders", "revenue"])
+    answer = extractive_data_answer(result, Sources(data=[{"ref": f"D{i}", "row": r} for i, r in enumerate(rows, 1)]))
+    assert answer.splitlines()[0] == summary and len(answer.splitlines()) == 3
