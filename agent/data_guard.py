@@ -42,12 +42,17 @@ class DataPlan:
         return {"tool": self.tool, "params": self.params, "clarify": self.clarify, "reason": self.reason}
 
 
+# Something meant as a member key that is not one: 「M1001」「M0001」, 「尾号1234」, a short number.
+_MALFORMED_KEY = re.compile(r"(?<![A-Za-z0-9])[Mm]\d{1,4}(?!\d)|(?<![A-Za-z0-9])[Mm]\d{6,}|尾号|(?<!\d)1\d{5,9}(?!\d)")
+
+
 def choose_tool(question: str) -> tuple[str | None, str]:
     """The tool whose table entries weigh most in the question; the reason names them."""
     hits = vocab.match(question)
     scores = vocab.tool_scores(hits)
     if not (_PHONE.search(question) or _MEMBER_NO.search(question)):
-        scores.pop(MEMBER_BALANCE, None)  # a balance needs a phone number or a member number
+        if len(scores) > 1:  # a balance needs a phone number or a member number: another tool fits better
+            scores.pop(MEMBER_BALANCE, None)
     elif MEMBER_BALANCE in scores:
         scores[MEMBER_BALANCE] += 10  # a member key plus a balance word leaves no doubt
     extra = ""
@@ -97,7 +102,8 @@ def plan_data(question: str, *, today: date, previous: dict | None = None, data_
     if tool == MEMBER_BALANCE:
         m = _PHONE.search(question) or _MEMBER_NO.search(question)
         if not m:
-            return DataPlan(tool, clarify="请提供会员的手机号或会员号（如 M00012），我再查余额。", reason=reason)
+            hint = "会员号是 M 加 5 位数字（如 M00012），手机号是 11 位；" if _MALFORMED_KEY.search(question) else ""
+            return DataPlan(tool, clarify=f"{hint}请提供会员的手机号或会员号（如 M00012），我再查余额。", reason=reason)
         return DataPlan(tool, {"member": m.group(0).upper() if m.group(0)[0] in "mM" else m.group(0)}, reason=reason)
 
     if tool != COMPARE_STORES:

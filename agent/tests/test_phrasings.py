@@ -27,3 +27,18 @@ def test_the_table_is_big_and_covers_every_tool():
 def test_eval_reports_the_accuracy():
     report = eval_data_phrasings()
     assert report["n"] == len(ITEMS) and report["accuracy"] >= 0.98, report["misses"][:5]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("question,hint", [
+    ("会员 M1001 余额", True), ("M0001的余额多少", True), ("尾号1234的会员卡里还有多少钱", True), ("余额还有多少", False),
+])
+def test_a_balance_question_without_a_usable_member_key_asks_for_one(question, hint):
+    # Was the generic 「想查哪项经营数据？」 menu: the balance tool was dropped for want of a key.
+    from datetime import date
+
+    from agent.data_guard import plan_data
+
+    plan = plan_data(question, today=date(2026, 11, 18), data_since=None)
+    assert plan.tool == "member_balance" and "请提供会员的手机号或会员号" in plan.clarify
+    assert ("会员号是 M 加 5 位数字" in plan.clarify) is hint
