@@ -37,6 +37,7 @@ class DataPlan:
     params: dict = field(default_factory=dict)
     clarify: str | None = None
     reason: str = ""
+    store_words: str = ""  # how the question named the store (「福田店」), for messages that echo it
 
     def as_dict(self) -> dict:
         return {"tool": self.tool, "params": self.params, "clarify": self.clarify, "reason": self.reason}
@@ -98,6 +99,7 @@ def plan_data(question: str, *, today: date, previous: dict | None = None, data_
         return DataPlan(None, clarify="想查哪项经营数据？可以问营业额、每日趋势、热销排行、门店对比、高峰时段、低库存或会员余额。", reason="没有匹配的数据工具")
     params: dict = {}
     prev_params = previous.get("params") or {}
+    store_words = ""
 
     if tool == MEMBER_BALANCE:
         m = _PHONE.search(question) or _MEMBER_NO.search(question)
@@ -108,11 +110,18 @@ def plan_data(question: str, *, today: date, previous: dict | None = None, data_
 
     if tool != COMPARE_STORES:
         try:
-            match = find_store_in_text(question)
+            match, unknown = find_store_in_text(question), None
         except UnknownStore as exc:
-            return DataPlan(tool, clarify=exc.messages[0], reason=reason)
-        if match is not None:
+            match, unknown = None, getattr(exc, "mention", None)
+            if not unknown:
+                return DataPlan(tool, clarify=exc.messages[0], reason=reason)
+        if unknown:
+            # The tool resolves the name within the asker's stores and names only those (never
+            # the whole store list: a store outside them must read exactly like a typo).
+            params["store"] = store_words = unknown
+        elif match is not None:
             params["store"] = match.store.name if match.store else None
+            store_words = match.matched if match.store else ""
         elif inherited and "store" in prev_params:
             params["store"] = prev_params["store"]
         else:
@@ -140,4 +149,4 @@ def plan_data(question: str, *, today: date, previous: dict | None = None, data_
                 break
     if tool == COMPARE_STORES:
         params["metric"] = "avg_ticket" if "客单价" in question else "orders" if re.search(r"订单|单数|多少单|单子|单量|最忙|人最多|客人最多|客流", question) else "revenue"
-    return DataPlan(tool, params, reason=reason + ("（追问）" if inherited else ""))
+    return DataPlan(tool, params, reason=reason + ("（追问）" if inherited else ""), store_words=store_words)

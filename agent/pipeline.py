@@ -200,6 +200,10 @@ def data_guard(state: AgentState) -> tuple[DataPlan | None, ToolResult | None, s
         return plan, run_tool(plan.tool, plan.params, user=state.user, today=state.today), None
     except ValidationError as exc:
         messages = [m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms]
+        if plan.store_words and plan.params.get("store"):
+            # Echo the store as the question named it: 「福田店」 out of the asker's scope must not
+            # come back as 「深圳福田店」 (that would confirm a store the asker cannot see).
+            messages = [m.replace(f"「{plan.params['store']}」", f"「{plan.store_words}」") for m in messages]
         return plan, None, "；".join(messages)
 
 

@@ -140,7 +140,9 @@ def find_store_in_text(text: str) -> StoreMatch | None:
             continue
         mention = _name_before_store_word(m.group(1))
         if mention:
-            raise UnknownStore(f"没有找到「{mention}店」这家门店。已知门店：{known_stores_text()}。")
+            error = UnknownStore(f"没有找到「{mention}店」这家门店。已知门店：{known_stores_text()}。")
+            error.mention = f"{mention}店"  # for a caller that knows the asker and can name only their stores
+            raise error
     return None
 
 

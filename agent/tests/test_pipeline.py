@@ -59,6 +59,9 @@ def test_data_answer_states_the_database_figures(staff):
 def test_unknown_store_and_missing_period_become_clarifying_replies(staff):
     result, _ = answer_question("上周北京三里屯店卖了多少", user=staff)
     assert "北京三里屯店" in result.answer and "广州天河店" in result.answer and not result.data
+    assert "深圳福田店" not in result.answer  # only the asker's own stores are listed
+    other, _ = answer_question("上周福田店卖了多少", user=staff)  # a store outside the asker's scope
+    assert "「福田店」" in other.answer and "深圳福田店" not in other.answer and not other.data
     result, _ = answer_question("天河店卖了多少", user=staff)
     assert "哪段时间" in result.answer and not result.data
 
