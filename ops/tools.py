@@ -265,6 +265,10 @@ def compare_stores(*, period: Period, metric: str = "revenue", scope: list[Store
         for r in rows
     )
     summary = f"{period.describe()} 各门店按{names[metric]}排名：{listing}。"
+    if scope is not None and len(scope) == 1:  # a ranking of one would read as "first place"
+        only = rows[0] if rows else {"revenue": 0.0, "orders": 0}
+        summary = (f"{period.describe()} 你能查看的门店只有{scope[0].name}一家，没有可以对比的门店；"
+                   f"{scope[0].name}营业额 {_yuan(only['revenue'])}，{only['orders']} 单。")
     return ToolResult("compare_stores", {}, rows, summary, ["rank", "store", "revenue", "orders", "avg_ticket", "revenue_share"])
 
 

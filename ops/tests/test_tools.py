@@ -107,6 +107,15 @@ def test_compare_stores_ranks_by_revenue_and_shares_sum_to_100():
     assert [r["orders"] for r in by_orders.rows] == sorted((r["orders"] for r in by_orders.rows), reverse=True)
 
 
+def test_comparing_stores_with_one_store_in_scope_says_there_is_nothing_to_compare():
+    from ops.tests.factories import make_user
+
+    staff = make_user("cmp_staff", role="staff", stores=["GZ-TH"])
+    result = run_tool("compare_stores", {"period": "上周"}, user=staff)
+    assert [r["store"] for r in result.rows] == ["广州天河店"]
+    assert "只有广州天河店一家，没有可以对比的门店" in result.summary and "排名" not in result.summary
+
+
 def test_hourly_peak_matches_sql_in_local_time():
     result = run_tool("hourly_peak", {"store": "天河店", "period": "最近30天"}, user=None)
     p = result.params["period"]
