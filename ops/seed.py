@@ -62,7 +62,9 @@ PRODUCTS = [
     ("N001", "干红葡萄酒", "葡萄酒", "瓶", "288.00", 6, 2, 1, ["红酒"], 6),
 ]
 
-HOUR_WEIGHTS = {11: 1, 12: 2, 13: 2, 14: 1, 15: 1, 16: 1, 17: 2, 18: 4, 19: 6, 20: 8, 21: 10, 22: 9, 23: 6, 0: 3, 1: 1}
+# Orders fall in opening hours: 17:00 to 02:30, last orders 30 minutes before closing (corpus:
+# 开店与闭店流程 > 营业时间). The demo used to sell at 11:00–16:00, when every store is closed.
+HOUR_WEIGHTS = {17: 2, 18: 4, 19: 6, 20: 8, 21: 10, 22: 9, 23: 6, 0: 3, 1: 1}
 WEEKDAY_FACTOR = [0.8, 0.8, 0.9, 1.0, 1.35, 1.5, 1.1]
 CHANNELS = [("堂食", 78), ("外卖", 12), ("团购", 10)]
 TOPUP_TIERS = [(Decimal("500"), Decimal("30")), (Decimal("1000"), Decimal("100")), (Decimal("2000"), Decimal("300"))]
