@@ -356,6 +356,21 @@ def refuse(state: AgentState, layer: str, reason: str) -> None:
         pass
 
 
+def decide_in_chat(state: AgentState) -> bool:
+    """「确认提案7」: a proposal is confirmed or rejected by a person on its card (the chat page,
+    /proposals/, the admin), never by the assistant; say where, instead of refusing."""
+    m = vocab.DECIDE_PROPOSAL.search(state.question)
+    if not m:
+        return False
+    pk = next(g for g in m.groups()[1:] if g)
+    state.route = Route(ACTION, f"确认或驳回提案 #{pk}：在提案卡片上完成，助手不代为决定")
+    state.answer = (f"提案 #{pk} 要由有权限的人在提案卡片上点「确认」或「驳回」：打开「提案」页面（/proposals/）找到 #{pk}；"
+                    "店长也可以在后台的「提案」里处理。我不会替任何人确认或驳回。")
+    with state.trace.step("route") as detail:
+        detail.update(state.route.as_dict())
+    return True
+
+
 def far_from_domain(state: AgentState) -> bool:
     """A refused question that is not about the store or the job at all (no word of that
     world: 店, 客人, 酒, 上班 …) is out of scope, not a gap in the rules, and its intent says
@@ -450,6 +465,8 @@ def pending_action_node(state: AgentState) -> bool:
 
 def run(state: AgentState) -> AgentState:
     resolve_follow_up(state)
+    if decide_in_chat(state):
+        return state
     route_node(state)
     if state.previous.get("pending_action") and pending_action_node(state):
         return state

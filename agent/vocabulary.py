@@ -95,6 +95,10 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("他人隐私", OUT_OF_SCOPE, r"(员工|店员|店长|同事|经理|老板|主管|小[王李张刘陈杨黄赵]|[张王李赵刘陈][三四五])[^，。？！]{0,6}(手机号|电话|身份证|住址|家住|住在|住哪|微信号?)|(家住|住在)(在)?哪", 3),
 )
 
+# Deciding a proposal in chat (「确认提案7」「驳回 #12」): done on the proposal card, never by the assistant.
+DECIDE_PROPOSAL = re.compile(r"(确认|批准|同意|通过|驳回|拒绝|否决)[^，。？！\d#]{0,4}"
+                             r"(?:(?:提案|补货单|补货申请|工单)\s*#?\s*(\d+)|#\s*(\d+)|(\d+)\s*号?(?:提案|补货单|补货申请|工单))")
+
 # Policy signals that are only question words: they ask *for* something, data or rule alike.
 QUESTION_WORD_SIGNALS = ("细节", "知识")
 

@@ -444,3 +444,18 @@ def test_a_cited_section_is_read_once_per_answer(staff, django_assert_max_num_qu
     with django_assert_max_num_queries(0):  # selection already read it
         sources = compose.number_sources([hit], None, qvec=qvec, units=units)
     assert sources.citations[0]["text"] and sources.sections["1"] is units[hit.chunk_id]
+
+
+@pytest.mark.parametrize("question,pk", [("确认提案7", "7"), ("驳回 #12", "12"), ("批准一下12号补货单", "12")])
+def test_deciding_a_proposal_in_chat_points_at_its_card(manager, question, pk):
+    # Was an out-of-scope refusal pointing at 《演出与活动安排》, logged as an unanswered question.
+    result, _ = answer_question(question, user=manager)
+    assert not result.refused and result.intent == "action" and not result.proposal
+    assert f"#{pk}" in result.answer and "/proposals/" in result.answer and "不会替任何人确认" in result.answer
+    chat_ask(user=manager, query=question)
+    assert not UnansweredQuestion.objects.filter(question=question).exists()
+
+
+def test_numbers_of_people_are_not_proposal_numbers(staff):
+    result, _ = answer_question("同意3个人一起请假吗", user=staff)
+    assert result.intent == "policy"
