@@ -36,7 +36,7 @@ from knowledge.selectors import (
     search,
     visible_audiences,
 )
-from knowledge.text import query_terms
+from knowledge.text import query_terms, tokenize
 from ops.selectors import store_list_read_once
 from ops.tools import ToolResult, local_today, run_tool
 
@@ -165,7 +165,18 @@ def resolve_follow_up(state: AgentState) -> None:
         return
     if prev.get("intent") in (POLICY, BOTH) and prev.get("top_document"):
         core = re.sub(r"^(那么?|那如果|如果|还有|另外|然后|再问一下)|呢\s*[？?]?$", "", q).strip()
-        state.resolved_query = f"{prev['top_document']} {core}".strip()
+        # 「那团购券呢」 names a new thing: look for it in the previous answer's document. 「那要不要打120」
+        # names none: it continues the previous answer's section (the document's title alone,
+        # 未成年人与醉酒客人, sent it to the section on minors).
+        heading = (prev.get("top_section") or "").split(" > ")[-1]
+        context = prev["top_document"] if _names_a_new_thing(core) or not heading else heading
+        state.resolved_query = f"{context} {core}".strip()
+
+
+def _names_a_new_thing(core: str) -> bool:
+    """Does a follow-up name something of its own (团购券, 退卡, 客人…不舒服), or only ask more
+    about the last answer (要不要打120, 要多久, 要多少钱)?"""
+    return any(len(t) >= 2 and not t.isdigit() and t not in vocab.FOLLOW_UP_FUNCTION_WORDS for t in tokenize(core))
 
 
 def route_node(state: AgentState) -> None:

@@ -99,6 +99,11 @@ SIGNALS: tuple[Signal, ...] = (
 DECIDE_PROPOSAL = re.compile(r"(确认|批准|同意|通过|驳回|拒绝|否决)[^，。？！\d#]{0,4}"
                              r"(?:(?:提案|补货单|补货申请|工单)\s*#?\s*(\d+)|#\s*(\d+)|(\d+)\s*号?(?:提案|补货单|补货申请|工单))")
 
+# Words of a follow-up that ask *about* the last answer rather than name a new thing
+# (「那要不要打120」「那要多久」): such a follow-up continues the previous answer's section.
+FOLLOW_UP_FUNCTION_WORDS = frozenset(
+    "不要 不能 可以 能够 多久 多长 别的 怎么 怎样 什么 哪些 哪个 需要 应该 还要 还能 还是 一下 多少 几天 几次 是不是 是否 一定 必须".split())
+
 # Policy signals that are only question words: they ask *for* something, data or rule alike.
 QUESTION_WORD_SIGNALS = ("细节", "知识")
 

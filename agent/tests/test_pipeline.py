@@ -283,8 +283,20 @@ def test_policy_follow_up_resolves_against_the_previous_turn(staff):
     _, conv, _ = chat_ask(user=staff, query="会员卡能跨店用吗")
     result, _, _ = chat_ask(user=staff, query="那退卡呢", thread_id=conv.thread_id)
     route = next(s for s in result.trace if s["step"] == "route")["detail"]
-    assert route["resolved_query"] == "会员与储值规则 退卡"
+    assert route["resolved_query"] == "会员与储值规则 退卡"  # a new thing: looked for in the previous answer's document
     assert any(c["section_path"].endswith("退卡与退款") for c in result.citations)
+    _, conv, _ = chat_ask(user=staff, query="满减和折扣券能一起用吗")
+    result, _, _ = chat_ask(user=staff, query="那团购券呢", thread_id=conv.thread_id)
+    assert next(s for s in result.trace if s["step"] == "route")["detail"]["resolved_query"] == "活动核销规则 团购券"
+
+
+def test_a_follow_up_without_a_new_thing_continues_the_previous_section(staff):
+    # Was resolved against the document's title (「未成年人与醉酒客人 要不要打120」) and answered
+    # from the section on minors; a follow-up that names no new thing continues the section.
+    chat_ask(user=staff, query="客人喝多了吐了咋办", thread_id="fu-drunk")
+    result, _, _ = chat_ask(user=staff, query="那要不要打120", thread_id="fu-drunk")
+    route = next(s for s in result.trace if s["step"] == "route")["detail"]
+    assert route["resolved_query"] == "醉酒客人的处理 要不要打120"
 
 
 def test_data_follow_up_keeps_the_period():
