@@ -474,6 +474,8 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tupl
         # "All stores" means the caller's stores; None (every store) only for those who may read every one.
         ids = store_ids_for(user, spec.perm)
         kwargs["scope"] = None if ids is ALL else list(Store.objects.filter(pk__in=ids))
+        if used.get("store") == "全部门店" and kwargs["scope"] is not None:
+            used["store"] = _store_label(None, kwargs["scope"])  # a store's staff see their store, not 「全部门店」
     if "period" in props and params.get("period") not in (None, ""):
         raw = params["period"]
         try:

@@ -247,3 +247,13 @@ def test_every_tool_column_has_a_chinese_label():
     assert format_cell("qty", {"qty": 12, "unit": "箱"}) == "12箱"
     assert format_cell("orders", {"orders": 1234}) == "1,234单"
     assert format_cell("days_of_cover", {"days_of_cover": None}) == "—"
+
+
+def test_all_stores_for_one_stores_staff_is_labelled_with_their_store():
+    # A 天河 staff member's 「热销商品」 said 「全部门店」 above figures that were only 天河's.
+    from ops.tests.factories import make_user
+
+    staff = make_user("label_staff", role="staff", stores=["GZ-TH"])
+    result = run_tool("top_products", {"period": "上周"}, user=staff)
+    assert result.params["store"] == "广州天河店"
+    assert run_tool("top_products", {"period": "上周"}, user=None).params["store"] == "全部门店"
