@@ -20,8 +20,54 @@ def cite_links(answer: str, message_id) -> str:
         kind = "data" if ref.startswith("D") else "doc"
         return f'<a href="#{target}" class="cite cite-{kind}" data-target="{target}">[{ref}]</a>'
 
-    html = _REF.sub(link, escape(answer or ""))
-    return mark_safe(html.replace("\n", "<br>"))
+    def inline(text: str) -> str:
+        return _REF.sub(link, escape(text))
+
+    out, table = [], []
+
+    def flush_table():
+        if table:
+            out.append(_table_html(table, inline))
+            table.clear()
+
+    for line in (answer or "").split("\n"):
+        if _TABLE_ROW.match(line):
+            table.append(line)
+            continue
+        flush_table()
+        out.append(inline(line) + "<br>")
+    flush_table()
+    html = "".join(out)
+    return mark_safe(html[:-4] if html.endswith("<br>") else html)
+
+
+# A Markdown table row as the corpus writes them (「| 充值金额 | 赠送金额 |」), a citation may follow.
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*(\[D?\d+\]\s*)*$")
+_TABLE_RULE = re.compile(r"^\s*\|(\s*:?-{3,}:?\s*\|)+\s*$")
+
+
+def _table_html(lines: list[str], inline) -> str:
+    """A table in an answer is shown as a table (it was raw 「| --- |」 text on the chat page);
+    citations after a row stay links, below the table."""
+    refs = []
+    rows = []
+    for line in lines:
+        if _TABLE_RULE.match(line):
+            continue
+        body, _, tail = line.rstrip().rpartition("|")
+        refs.extend(_REF.findall(tail))
+        rows.append([c.strip() for c in body.strip().lstrip("|").split("|")])
+    if not rows:
+        return ""
+    head, *body = rows
+    html = ['<div class="answer-table-wrap"><table class="answer-table"><thead><tr>']
+    html += [f"<th>{inline(c)}</th>" for c in head] + ["</tr></thead><tbody>"]
+    for r in body:
+        html += ["<tr>"] + [f"<td>{inline(c)}</td>" for c in r] + ["</tr>"]
+    html.append("</tbody></table>")
+    html += [inline(f"[{ref}]") for ref in dict.fromkeys(refs)]
+    html.append("</div>")
+    return "".join(html)
 
 
 @register.filter

@@ -1,0 +1,17 @@
+"""The chat page's answer text: citations become links, a SOP table becomes a table."""
+from agent.templatetags.storemind import cite_links
+
+
+def test_a_table_in_an_answer_is_rendered_as_a_table_with_its_citation():
+    # Was shown as raw 「| 充值金额 | … |\\n| --- | --- |」 text on the chat page.
+    answer = "| 充值金额 | 赠送金额 |\n| --- | --- |\n| 500 元 | 30 元 |\n| 1000 元 | 100 元 |[1]\n储值不设有效期。[2]"
+    html = str(cite_links(answer, 7))
+    assert "| ---" not in html and "<table" in html
+    assert "<th>充值金额</th>" in html and "<td>1000 元</td><td>100 元</td>" in html
+    assert html.count('data-target="src-7-1"') == 1 and 'data-target="src-7-2"' in html
+    assert html.endswith('储值不设有效期。<a href="#src-7-2" class="cite cite-doc" data-target="src-7-2">[2]</a>')
+
+
+def test_answer_text_is_escaped_and_lines_are_kept():
+    html = str(cite_links("<script>x</script>[1]\n第二行", 3))
+    assert "<script>" not in html and "&lt;script&gt;" in html and "<br>第二行" in html
