@@ -36,6 +36,8 @@ class Message(models.Model):
         USER = "user", "用户"
         ASSISTANT = "assistant", "助手"
 
+    saved_feedback = None  # not a column: the asker's feedback, set by selectors.thread_turns for the page
+
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages", verbose_name="会话")
     role = models.CharField("角色", max_length=16, choices=Role.choices)
     content = models.TextField("内容")

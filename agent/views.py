@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 from core.throttling import throttle_web
 
 from .models import Conversation, Message
+from .selectors import thread_turns
 from .services import (
     assistant_require,
     chat_ask,
@@ -34,18 +35,6 @@ def _message_text(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         return "；".join(m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms)
     return str(exc) or "没有权限。"
-
-
-def _turns(conv: Conversation | None) -> list[dict]:
-    if conv is None:
-        return []
-    turns, question = [], None
-    for m in conv.messages.order_by("id"):
-        if m.role == Message.Role.USER:
-            question = m.content
-        else:
-            turns.append({"question": question or "", "reply": m})
-    return turns
 
 
 def _throttled(request, wait: float):
@@ -99,7 +88,7 @@ def chat(request):
             raise Http404("没有这个会话。")
     elif not request.GET.get("new"):
         conv = Conversation.objects.of_owner(user).first()
-    context = {"turns": _turns(conv), "thread_id": conv.thread_id if conv else "", "conversation": conv,
+    context = {"turns": thread_turns(conv, user), "thread_id": conv.thread_id if conv else "", "conversation": conv,
                "conversations": Conversation.objects.of_owner(user)[:30]}
     if request.htmx:
         return render(request, "htmx/turns.html", context)

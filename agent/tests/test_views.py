@@ -144,3 +144,22 @@ def test_data_table_keeps_its_column_order_after_a_reload(staff_client):
     cells = body[body.index(f'id="row-{reply.pk}-D1"'):]
     cells = cells[:cells.index("</tr>")]
     assert cells.index(f">{row['store']}</td>") < cells.index(f">¥{row['revenue']:,.2f}</td>") < cells.index(f">¥{row['avg_ticket']:,.2f}</td>")
+
+
+def test_a_reopened_thread_shows_each_card_as_it_stands_now_and_keeps_given_feedback(staff_client):
+    # Was the card as saved (待确认 after the manager confirmed it) and the 有用/没用 buttons again.
+    from django.contrib.auth import get_user_model
+
+    from agent.services import chat_ask, feedback_submit
+    from workflow.services import proposal_confirm
+
+    staff = get_user_model().objects.get(username="view_staff")
+    result, conv, reply = chat_ask(user=staff, query="帮我给天河店补 10 箱科罗娜", thread_id=f"card-{uuid.uuid4().hex[:8]}")
+    assert result.proposal and result.proposal["status"] == "pending"
+    proposal_confirm(proposal=result.proposal["id"], user=make_user("view_mgr2", role="manager", stores=["GZ-TH"]))
+    feedback_submit(message=reply, user=staff, helpful=True)
+    page = staff_client.get(f"/?thread={conv.thread_id}").content.decode()
+    card = page[page.index(f'id="proposal-{result.proposal["id"]}"'):]
+    assert 'data-status="confirmed"' in page and "已确认" in card[:600]
+    feedback = page[page.index(f'id="feedback-{reply.pk}"'):][:400]
+    assert "已记录反馈" in feedback and "有帮助吗" not in feedback
