@@ -195,6 +195,7 @@ class Step:
 
 def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
     """Check permission, ask for the next missing slot, or create the proposal."""
+    from workflow.chat import pending_restock_for
     from workflow.models import Proposal
     from workflow.services import proposal_create
 
@@ -236,6 +237,13 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
         units = "、".join(sorted({products[s].unit for s in pending.skus}))
         return Step(f"{names}要补多少？可以说「补20箱」或「补二十{units}」（一箱按每箱数量折算）。", pending)
     lines, said = _lines(pending, products)
+    waiting = pending_restock_for(Store.objects.get(name=pending.store), pending.skus, any_of=True)
+    if waiting is not None:  # one pending request per product: a second would be ordered twice
+        has = "、".join(f"{line.get('product', line.get('sku'))} {line.get('quantity')}{line.get('unit', '')}"
+                       for line in waiting.payload.get("lines", []))
+        return Step(f"{waiting.store.name}已有待确认的补货提案 #{waiting.pk}（{has}，{waiting.proposed_by.username} 提交），"
+                    "没有重复生成。要改数量，请店长拒绝那份后再申请。", None, waiting,
+                    detail={"proposal_id": waiting.pk, "created": False, "duplicate_of": waiting.pk})
     try:
         proposal, created = proposal_create(user=user, kind=Proposal.Kind.RESTOCK, store=pending.store, payload={"lines": lines},
                                             source=Proposal.Source.CHAT, idempotency_key=_key(user, pending, today))

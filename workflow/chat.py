@@ -29,12 +29,14 @@ def _key(state, kind: str) -> str:
     return f"chat:{state.user.pk}:{kind}:{digest}"
 
 
-def pending_restock_for(store: Store, skus: list[str]) -> Proposal | None:
-    """The newest pending restock proposal of `store` for exactly these products, if any."""
+def pending_restock_for(store: Store, skus: list[str], *, any_of: bool = False) -> Proposal | None:
+    """The newest pending restock proposal of `store` for exactly these products (or, with
+    `any_of`, for any of them), if any."""
     wanted = sorted(skus)
     for p in Proposal.objects.filter(kind=Proposal.Kind.RESTOCK, store=store, status=Proposal.Status.PENDING) \
-            .select_related("proposed_by").order_by("-created_at")[:20]:
-        if sorted(line.get("sku") for line in p.payload.get("lines", [])) == wanted:
+            .select_related("store", "proposed_by").order_by("-created_at")[:20]:
+        has = sorted(line.get("sku") for line in p.payload.get("lines", []))
+        if has == wanted or (any_of and set(has) & set(wanted)):
             return p
     return None
 

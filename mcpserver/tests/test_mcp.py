@@ -43,9 +43,13 @@ def world(django_db_setup, django_db_blocker):
         for name, role in (("mcp_staff", "staff"), ("mcp_manager", "manager"), ("mcp_norole", None)):
             users[role or "none"] = User.objects.filter(username=name).first() or make_user(name, role=role, stores=["GZ-TH"])
         mine = Proposal.objects.filter(proposed_by__in=users.values())
-        RestockRequest.objects.filter(proposal__in=mine).delete()
-        Ticket.objects.filter(proposal__in=mine).delete()
-        mine.delete()
+
+        def clean():  # the database is shared and committed: leave no pending proposal for other tests to find
+            RestockRequest.objects.filter(proposal__in=mine).delete()
+            Ticket.objects.filter(proposal__in=mine).delete()
+            mine.delete()
+
+        clean()
         restock, _ = proposal_create(user=users["staff"], kind="restock", store=Store.objects.get(code="GZ-TH"), source="api",
                                      payload={"lines": [{"sku": "B002", "quantity": 3, "unit": "箱"}]})
         _, staff_token = api_token_issue(user=users["staff"], name="mcp test")
@@ -56,7 +60,10 @@ def world(django_db_setup, django_db_blocker):
             "SM_REFUSAL_THRESHOLD": "0", "SM_JUDGE_THRESHOLD": "0",
         }
         env.pop("REDIS_URL", None)
-        yield {"users": users, "restock_id": restock.pk, "env": env, "staff_token": staff_token, "manager_token": manager_token}
+        try:
+            yield {"users": users, "restock_id": restock.pk, "env": env, "staff_token": staff_token, "manager_token": manager_token}
+        finally:
+            clean()
 
 
 def stdio_params(world, user="mcp_staff"):
