@@ -136,3 +136,16 @@ def test_a_ticket_over_two_turns_and_permission_first(staff):
     cancel.ask("麻烦开一张客诉工单")
     gone, _ = cancel.ask("不用了")
     assert "已取消" in gone.answer and gone.proposal is None
+
+
+def test_a_product_already_in_a_pending_restock_is_not_requested_twice(staff, manager_two_stores):
+    # A new user's trial found five pending 青岛啤酒 480瓶 proposals for one store.
+    Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").update(status="rejected")
+    first, _ = Thread(staff).ask("帮我给天河店补10箱科罗娜")
+    assert first.proposal and first.proposal["status"] == "pending"
+    again, _ = Thread(manager_two_stores).ask("帮我给天河店补5箱科罗娜")  # another person, another amount
+    assert again.proposal["id"] == first.proposal["id"]
+    assert f"#{first.proposal['id']}" in again.answer and "没有重复生成" in again.answer
+    assert Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").count() == 1
+    other, _ = Thread(staff).ask("帮我给天河店补3箱青岛啤酒")  # a product not waiting: proposed as usual
+    assert other.proposal["id"] != first.proposal["id"]

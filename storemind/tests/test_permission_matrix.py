@@ -86,13 +86,20 @@ def world(django_db_setup, django_db_blocker):
             store = Store.objects.get(code=A) if caller == "pos_a" else None
             tokens[caller] = api_token_issue(user=user, name="matrix", store=store)[1]
         mine = Proposal.objects.filter(proposed_by__in=users.values())
-        RestockRequest.objects.filter(proposal__in=mine).delete()
-        Ticket.objects.filter(proposal__in=mine).delete()
-        mine.delete()
+
+        def clean():  # the database is shared and committed: leave no pending proposal for other tests to find
+            RestockRequest.objects.filter(proposal__in=mine).delete()
+            Ticket.objects.filter(proposal__in=mine).delete()
+            mine.delete()
+
+        clean()
         # For the transports (other processes): committed pending proposals at A.
         restock, _ = proposal_create(user=users["staff_a"], kind="restock", store=A, payload=RESTOCK, source="api")
-        yield {"users": users, "tokens": tokens, "restock_id": restock.pk,
-               "stores": {code: Store.objects.get(code=code) for code in (A, B)}}
+        try:
+            yield {"users": users, "tokens": tokens, "restock_id": restock.pk,
+                   "stores": {code: Store.objects.get(code=code) for code in (A, B)}}
+        finally:
+            clean()
 
 
 def denials(user) -> int:
