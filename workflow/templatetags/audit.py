@@ -1,0 +1,25 @@
+"""The audit list's one-line details: what was proposed, why it was rejected."""
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def audit_detail(entry) -> str:
+    """「青岛啤酒 480瓶、科罗娜啤酒 86瓶」 for a proposed restock, 「原因：…」 for a rejection
+    (the line used to name the proposal and its store twice, and neither)."""
+    after = entry.after or {}
+    if after.get("reason"):
+        return f"原因：{after['reason']}"
+    lines = ((after.get("payload") or {}).get("lines")) or []
+    if lines:
+        return "、".join(f"{line.get('product') or line.get('sku')} {line.get('quantity')}{line.get('unit', '')}" for line in lines)
+    description = (after.get("payload") or {}).get("description")
+    return description[:60] if description else ""
+
+
+@register.filter
+def store_unless_named(entry) -> str:
+    """The entry's store, unless its target's name already says it."""
+    store = str(entry.store or "")
+    return "" if not store or store in (entry.target_repr or "") else store
