@@ -283,7 +283,8 @@ SM_RETRIEVAL_CANDIDATES = env_int("SM_RETRIEVAL_CANDIDATES", 20)
 # only with a core to spare for the second PostgreSQL backend: on 2 cores it saved 1 ms of
 # 13.6 at 100k chunks and cost 0.8 ms of CPU per search, so it is off there by default (the
 # cores this process may run on; a container's CPU quota is not seen: set it explicitly).
-SM_RETRIEVAL_THREADS = env_int("SM_RETRIEVAL_THREADS", 4 if len(os.sched_getaffinity(0)) > 2 else 0)
+_USABLE_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+SM_RETRIEVAL_THREADS = env_int("SM_RETRIEVAL_THREADS", 4 if _USABLE_CORES > 2 else 0)
 SM_RERANKER = env("SM_RERANKER", "knowledge.selectors.title_boost_rerank")
 # Produced by `manage.py eval calibrate` with the e5 embedder on this corpus (answerable
 # min 0.862 vs far-from-domain max 0.860); a calibration stored in the index metadata wins.
