@@ -206,10 +206,9 @@ def row_key(tool: str, row: dict) -> str:
 
 def extractive_data_answer(tool_result: ToolResult, sources: Sources) -> str:
     summary = tool_result.summary
-    # 「上周天河店的营业额：…」 leads into the rows; a summary that is one sentence stays as it is,
-    # and so does the busiest hours' (「订单最多的时段：21:00（58 单）…」: the answer, the rows after it).
-    whole = not tool_result.rows or "：" not in summary or tool_result.tool == "hourly_peak"
-    lines = [summary if whole else summary.split("：")[0] + "："]
+    # 「上周天河店的营业额：…」 leads into the rows; a summary that is one sentence (a member's
+    # balance, the busiest hours) stays as it is.
+    lines = [summary.split("：")[0] + "：" if tool_result.rows and "：" in summary else summary]
     fmt = ROW_FORMATS.get(tool_result.tool, _labelled_row)
     for d in sources.data:
         lines.append(f"- {fmt(d['row'])} [{d['ref']}]")

@@ -284,7 +284,7 @@ def hourly_peak(*, store: Store | None, period: Period, scope: list[Store] | Non
     if rows:
         top = sorted(rows, key=lambda r: r["orders"], reverse=True)[:3]
         listing = "、".join(f"{r['hour']}（{r['orders']} 单）" for r in top)
-        summary = f"{_store_label(store, scope)} {period.describe()} 订单最多的时段：{listing}。"
+        summary = f"{_store_label(store, scope)} {period.describe()} 订单最多的时段是 {listing}。"  # a sentence, not a heading
     else:
         summary = f"{_store_label(store, scope)} {period.describe()} 没有已支付订单。"
     return ToolResult("hourly_peak", {}, rows, summary, ["hour", "orders", "revenue"])

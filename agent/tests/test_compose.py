@@ -18,8 +18,12 @@ def test_a_one_sentence_summary_is_not_followed_by_a_colon():
 
 def test_the_busiest_hours_lead_the_hourly_answer():
     # Was 「…订单最多的时段：」 followed by every hour in clock order: the peak itself was cut off.
-    rows = [{"hour": "20:00", "orders": 5, "revenue": 500.0}, {"hour": "21:00", "orders": 9, "revenue": 900.0}]
-    summary = "广州天河店 上周 订单最多的时段：21:00（9 单）、20:00（5 单）。"
-    result = ToolResult("hourly_peak", {}, rows, summary, ["hour", "orders", "revenue"])
+    from ops.tools import run_tool
+
+    result = run_tool("hourly_peak", {"store": "天河店", "period": "最近30天"}, user=None)
+    rows = result.rows
     answer = extractive_data_answer(result, Sources(data=[{"ref": f"D{i}", "row": r} for i, r in enumerate(rows, 1)]))
-    assert answer.splitlines()[0] == summary and len(answer.splitlines()) == 3
+    busiest = max(rows, key=lambda r: r["orders"])
+    first = answer.splitlines()[0]
+    assert first == result.summary and f"{busiest['hour']}（{busiest['orders']} 单）" in first
+    assert len(answer.splitlines()) == len(rows) + 1
