@@ -181,6 +181,7 @@ ROW_FORMATS = {
     "compare_stores": lambda r: f"第 {r['rank']} 名 {r['store']}：营业额 ¥{r['revenue']:,.2f}（占 {r['revenue_share']}%），订单 {r['orders']} 单，客单价 ¥{r['avg_ticket']:,.2f}",
     "hourly_peak": lambda r: f"{r['hour']}：{r['orders']} 单，¥{r['revenue']:,.2f}",
     "daily_trend": lambda r: f"{r['date']}（{r['weekday']}）：¥{r['revenue']:,.2f}，{r['orders']} 单",
+    "product_sales": lambda r: f"{r['store']}：卖出 {r['qty']:,}{r['unit']}，销售额 ¥{r['revenue']:,.2f}，{r['orders']} 单",
     "low_stock": lambda r: (
         f"{r['store']} {r['product']}：在库 {r['on_hand']}{r['unit']}，安全库存 {r['safety_stock']}，"
         f"近7天日均 {r['velocity_per_day']}，建议补 {r['suggested_qty']}{r['unit']}"
@@ -198,6 +199,8 @@ def _labelled_row(row: dict) -> str:
 
 def row_key(tool: str, row: dict) -> str:
     """The value that identifies a row in prose (guard 3 looks for it)."""
+    if tool == "product_sales":  # one product, a row per store
+        return str(row["store"])
     for key in ("product", "store", "hour", "date", "member"):
         if key in row:
             return str(row[key])
@@ -212,7 +215,7 @@ def extractive_data_answer(tool_result: ToolResult, sources: Sources) -> str:
     fmt = ROW_FORMATS.get(tool_result.tool, _labelled_row)
     for d in sources.data:
         lines.append(f"- {fmt(d['row'])} [{d['ref']}]")
-    if tool_result.tool == "store_sales" and len(tool_result.rows) > 1:
+    if tool_result.tool in ("store_sales", "product_sales") and len(tool_result.rows) > 1:
         lines.append(tool_result.summary.split("：", 1)[-1].replace("（只计已支付订单）", "（合计，只计已支付订单）"))
     return "\n".join(lines)
 

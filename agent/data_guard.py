@@ -13,12 +13,12 @@ from datetime import date
 
 from ops.models import Product
 from ops.periods import PeriodError, bound_to_data, cn_number, find_period
-from ops.selectors import UnknownStore, find_store_in_text, find_stores_in_text
+from ops.selectors import UnknownStore, find_product_in_text, find_store_in_text, find_stores_in_text
 
 from . import vocabulary as vocab
-from .vocabulary import COMPARE_STORES, MEMBER_BALANCE, TOP_PRODUCTS
+from .vocabulary import COMPARE_STORES, MEMBER_BALANCE, PRODUCT_SALES, STORE_SALES, TOP_PRODUCTS
 
-PERIOD_TOOLS = {"store_sales", "top_products", "compare_stores", "hourly_peak", "daily_trend"}
+PERIOD_TOOLS = {"store_sales", "top_products", "compare_stores", "hourly_peak", "daily_trend", "product_sales"}
 _PHONE = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)")
 _MEMBER_NO = re.compile(r"(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
 _N = r"([0-9一二两三四五六七八九十]+)"
@@ -27,6 +27,8 @@ _TOP_N = (
     re.compile(rf"最(?:好|多|火|畅销)的?\s*{_N}\s*(?:个|款|样|种|名|位)"),
     re.compile(rf"{_N}\s*(?:个|款|样|种)[^，。？！]{{0,6}}最(?:好|多|火)"),
 )
+# 「卖了几瓶」「卖出多少杯」: a quantity of something, not money.
+_COUNTED_IN_UNITS = re.compile(r"(卖|销)[^，。？！]{0,4}(多少|几|[0-9一二两三四五六七八九十]+)\s*(瓶|杯|份|箱|桶|扎|支|罐|打)")
 _FIRST = re.compile(r"第一(?!周|天|次|季度)")
 _UNSET = object()
 
@@ -100,6 +102,22 @@ def plan_data(question: str, *, today: date, previous: dict | None = None, data_
     params: dict = {}
     prev_params = previous.get("params") or {}
     store_words = ""
+    # A sales question that names a product asks how much of *it* sold (「科罗娜卖了几瓶」), and a
+    # follow-up naming another product (「那百威呢」) asks the same of that one.
+    product = find_product_in_text(question)
+    if tool == STORE_SALES and (product or _COUNTED_IN_UNITS.search(question)):
+        # Counted in bottles or glasses (「嗨棒卖了多少杯」) is a product's sales even when the
+        # product is not one we sell: ask which, never answer with the store's revenue.
+        tool, reason = PRODUCT_SALES, f"{PRODUCT_SALES}：" + (f"商品「{product[0]}」+ " if product else "按件数问 + ") + reason
+    if tool == PRODUCT_SALES:
+        if product:
+            params["product"] = product[1].name
+        elif inherited and prev_params.get("product"):
+            params["product"] = prev_params["product"]
+        else:
+            from ops.selectors import known_products_text
+
+            return DataPlan(tool, clarify=f"想查哪个商品的销量？可以查询的商品：{known_products_text()}。", reason=reason)
 
     if tool == MEMBER_BALANCE:
         m = _PHONE.search(question) or _MEMBER_NO.search(question)

@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass
 
 POLICY, DATA, BOTH, ACTION, OUT_OF_SCOPE = "policy", "data", "both", "action", "out_of_scope"
-STORE_SALES, TOP_PRODUCTS, COMPARE_STORES, HOURLY_PEAK, LOW_STOCK, MEMBER_BALANCE, DAILY_TREND = (
-    "store_sales", "top_products", "compare_stores", "hourly_peak", "low_stock", "member_balance", "daily_trend")
+STORE_SALES, TOP_PRODUCTS, COMPARE_STORES, HOURLY_PEAK, LOW_STOCK, MEMBER_BALANCE, DAILY_TREND, PRODUCT_SALES = (
+    "store_sales", "top_products", "compare_stores", "hourly_peak", "low_stock", "member_balance", "daily_trend", "product_sales")
 # When two tools score the same, the more specific one wins.
-TOOL_PRIORITY = (MEMBER_BALANCE, LOW_STOCK, HOURLY_PEAK, DAILY_TREND, COMPARE_STORES, TOP_PRODUCTS, STORE_SALES)
+TOOL_PRIORITY = (MEMBER_BALANCE, LOW_STOCK, HOURLY_PEAK, DAILY_TREND, COMPARE_STORES, TOP_PRODUCTS, PRODUCT_SALES, STORE_SALES)
 N = r"[0-9一二两三四五六七八九十]+"
 
 
@@ -54,6 +54,9 @@ SIGNALS: tuple[Signal, ...] = (
     # --- data: each points to the tool that answers it ------------------------------------------
     Signal("营业额", DATA, r"卖了多少|卖得?多少钱|买了多少|卖[得的]?(怎么样|如何|咋样|好不好|还行吗)|生意(怎么样|如何|咋样|好不好|好吗)|营业额|销售额|营收|流水|业绩", 2, STORE_SALES),
     Signal("销量", DATA, r"销量", 1, STORE_SALES),
+    # How many were sold (「科罗娜卖了几瓶」「卖出去多少杯」); 「一瓶能卖几杯」 (no 了/出/掉) is a rule.
+    # With a product named, data_guard asks product_sales instead of the store's revenue.
+    Signal("卖了几件", DATA, rf"卖(了|出了?|掉了?|出去了?)\s*(多少|几|{N})\s*(瓶|杯|份|箱|桶|扎|支|罐|打)|卖(出|掉)(去)?了?多少", 2, STORE_SALES),
     # 「单子」 is also a work order, a handover sheet, a receipt: an order count only with a quantity.
     Signal("订单指标", DATA, r"客单价|订单数|多少单|几单|单量|单子[^，。？！]{0,3}(最?多|少|几|爆|量|怎么样|咋样|如何|情况)|成交|客流|来客数?|进店人数", 2, STORE_SALES),
     Signal("商品排行", DATA, rf"排行|热[销消卖]|畅销|好卖|人气最高|最火|前\s*{N}\s*(名|个|款|样|位)?|top\s*\d+|榜|第一名?的是", 2, TOP_PRODUCTS),

@@ -168,10 +168,10 @@ TOOLS: list[ToolDef] = [
     ToolDef("list_stores", "列出你能查看的门店的编码、名称和别名。查询经营数据和提交提案时用这些名字指定门店。",
             {"type": "object", "properties": {}, "additionalProperties": False}, _list_stores),
     ToolDef("query_ops",
-            "运行一个白名单经营数据工具（store_sales、top_products、compare_stores、hourly_peak、daily_trend、low_stock、member_balance），参数先校验再查询，从不执行自由 SQL。返回数据行、一句话摘要和实际使用的参数。",
+            f"运行一个白名单经营数据工具（{'、'.join(OPS_TOOLS)}），参数先校验再查询，从不执行自由 SQL。返回数据行、一句话摘要和实际使用的参数。",
             {"type": "object", "properties": {
                 "tool": {"type": "string", "enum": list(OPS_TOOLS)},
-                "params": {"type": "object", "description": "如 {\"store\": \"天河店\", \"period\": \"上周\"}"}},
+                "params": {"type": "object", "description": "如 {\"store\": \"天河店\", \"period\": \"上周\"}；product_sales 另需 {\"product\": \"科罗娜\"}"}},
              "required": ["tool"], "additionalProperties": False}, _query_ops),
     ToolDef("propose_restock",
             "为一家门店提交补货提案（只是提案，不会下单）。需要店长确认后才会生成补货单；同一个 idempotency_key 重复提交返回同一个提案。",

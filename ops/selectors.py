@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 
 from core.audit import audit_denial
 
-from .models import Store
+from .models import Product, Store
 
 ALL_STORES_WORDS = (
     "全部门店", "所有门店", "各门店", "各家门店", "各店", "各家店", "每家店", "每个店", "每家门店", "全部店", "所有店", "全店",
@@ -177,3 +177,64 @@ def resolve_store_for(user, value, perm: str, *, attempt: str) -> Store:
             audit_denial(actor=user, attempt=attempt, reason=f"store outside the user's scope ({perm})", store=store)
         raise UnknownStore(unknown_store_message(text, allowed))
     return store
+
+
+# --- products ---------------------------------------------------------------------------------
+
+
+class UnknownProduct(ValidationError):
+    pass
+
+
+def product_candidates() -> list[tuple[str, Product]]:
+    """Every way to name a product (name, SKU, aliases), longest first, so 「黑牌单杯」 wins
+    over 「黑牌」. Read once per question, like the store list."""
+    memo = _STORE_MEMO.get()
+    if memo is not None:
+        if "products" not in memo:
+            memo["products"] = _product_candidates()
+        return memo["products"]
+    return _product_candidates()
+
+
+def _product_candidates() -> list[tuple[str, Product]]:
+    pairs: dict[str, Product] = {}
+    for product in Product.objects.all():
+        for name in [product.name, product.sku, *product.aliases]:
+            if name and len(name) >= 2:
+                pairs.setdefault(name.upper(), product)
+    return sorted(pairs.items(), key=lambda p: len(p[0]), reverse=True)
+
+
+def find_product_in_text(text: str) -> tuple[str, Product] | None:
+    """The product a question names (name, SKU or alias, longest match, case-insensitive:
+    「mojito」), as (the words used, product); None when it names none."""
+    upper = (text or "").upper()
+    best: tuple[int, str, Product] | None = None
+    for name, product in product_candidates():
+        at = upper.find(name)
+        if at >= 0 and (best is None or len(name) > len(best[1]) or (len(name) == len(best[1]) and at < best[0])):
+            best = (at, name, product)
+    if best is None:
+        return None
+    at, name, product = best
+    return text[at : at + len(name)], product
+
+
+def known_products_text() -> str:
+    return "、".join(Product.objects.filter(active=True).values_list("name", flat=True))
+
+
+def resolve_product(value) -> Product:
+    """A product given as a parameter (name, SKU or alias; a Product passes through). Raises
+    UnknownProduct naming what can be asked for."""
+    if isinstance(value, Product):
+        return value
+    text = str(value or "").strip()
+    for name, product in product_candidates():
+        if text.upper() == name:
+            return product
+    found = find_product_in_text(text)
+    if found:
+        return found[1]
+    raise UnknownProduct(f"没有叫「{text}」的商品。可以查询的商品：{known_products_text()}。")

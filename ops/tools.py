@@ -32,7 +32,7 @@ from core.scoping import ALL, store_ids_for
 
 from .models import Inventory, Member, Order, OrderLine, Product, Store, StoreDaySales
 from .periods import Period, PeriodError, parse_period
-from .selectors import UnknownStore, resolve_store_for
+from .selectors import UnknownProduct, UnknownStore, resolve_product, resolve_store_for
 
 TZ = ZoneInfo("Asia/Shanghai")
 MAX_TOP_N = 50
@@ -251,6 +251,43 @@ def top_products(*, store: Store | None, period: Period, n: int = 5, category: s
     return ToolResult("top_products", {}, rows, summary, ["rank", "product", "category", "qty", "unit", "revenue"])
 
 
+def product_sales(*, product: Product, store: Store | None, period: Period, scope: list[Store] | None = None) -> ToolResult:
+    """How much of one product sold (paid orders only): one row per store, zeros included,
+    so 「科罗娜卖了几瓶」 is answered with bottles, not with the store's whole revenue."""
+    start, end = _bounds(period)
+    qs = OrderLine.objects.filter(product=product, order__status=Order.Status.PAID,
+                                  order__created_at__gte=start, order__created_at__lt=end)
+    if store:
+        stores = [store]
+        qs = qs.filter(order__store=store)
+    elif scope is not None:
+        stores = sorted(scope, key=lambda s: s.code)
+        qs = qs.filter(order__store__in=scope)
+    else:
+        stores = list(Store.objects.all())
+    agg = {a["order__store_id"]: a for a in qs.values("order__store_id").annotate(
+        qty=Sum("qty"), revenue=Sum("amount"), orders=Count("order_id", distinct=True))}
+    rows = [
+        {
+            "store": s.name,
+            "product": product.name,
+            "qty": (agg.get(s.pk) or {}).get("qty") or 0,
+            "unit": product.unit,
+            "revenue": _money((agg.get(s.pk) or {}).get("revenue")),
+            "orders": (agg.get(s.pk) or {}).get("orders") or 0,
+        }
+        for s in stores
+    ]
+    qty, revenue, orders = sum(r["qty"] for r in rows), round(sum(r["revenue"] for r in rows), 2), sum(r["orders"] for r in rows)
+    label = _store_label(store, scope)
+    if qty:
+        summary = (f"{label} {period.describe()} {product.name}销量：卖出 {qty:,}{product.unit}，销售额 {_yuan(revenue)}，"
+                   f"{orders} 单（只计已支付订单）。")
+    else:
+        summary = f"{label} {period.describe()} 没有卖出{product.name}（只计已支付订单）。"
+    return ToolResult("product_sales", {}, rows, summary, ["store", "product", "qty", "unit", "revenue", "orders"])
+
+
 def compare_stores(*, period: Period, metric: str = "revenue", scope: list[Store] | None = None) -> ToolResult:
     base = store_sales(store=None, period=period, scope=scope)
     rows = sorted(base.rows, key=lambda r: r[metric], reverse=True)
@@ -421,6 +458,12 @@ TOOLS: dict[str, ToolSpec] = {
                      "category": {"type": ["string", "null"], "enum": [*Product.Category.values, None]}},
                   "required": ["period"], "additionalProperties": False},
                  top_products, ("rank", "product", "category", "qty", "revenue"), Chart("product", "qty", "horizontal")),
+        ToolSpec("product_sales", "单品销量", "某个商品（名称、别名或商品编码）在一段时间内的销量、销售额和订单数（只计已支付订单），按门店列出。",
+                 {"type": "object", "properties": {
+                     "product": {"type": "string", "description": "商品名称、别名或商品编码，如 科罗娜、青岛啤酒、B003"},
+                     "store": _STORE, "period": _PERIOD},
+                  "required": ["product", "period"], "additionalProperties": False},
+                 product_sales, ("store", "product", "qty", "revenue", "orders"), Chart("store", "qty", "horizontal")),
         ToolSpec("compare_stores", "门店对比", "一段时间内各门店的营业额、订单数、客单价排名和营业额占比。",
                  {"type": "object", "properties": {
                      "period": _PERIOD,
@@ -503,6 +546,16 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tupl
                 errors[name] = [f"{name} 只能是：{allowed}。"]
             else:
                 kwargs[name] = used[name] = raw
+    if "product" in props and params.get("product") not in (None, "") and "product" not in errors:
+        raw = params["product"]
+        if not isinstance(raw, str) or len(raw) > 64:
+            errors["product"] = ["商品要写名称、别名或商品编码（不超过 64 个字）。"]
+        else:
+            try:
+                product = resolve_product(raw)
+                kwargs["product"], used["product"] = product, product.name
+            except UnknownProduct as exc:
+                errors["product"] = exc.messages
     if "member" in props and params.get("member") and "member" not in errors:
         key = str(params["member"]).strip()
         # Exact member number or the full phone number only: nothing to enumerate with.

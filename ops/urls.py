@@ -9,4 +9,5 @@ urlpatterns = [
     path("stores", views.StoresView.as_view(), name="stores"),
     path("sales/summary", views.SalesSummaryView.as_view(), name="sales-summary"),
     path("sales/daily", views.SalesDailyView.as_view(), name="sales-daily"),
+    path("sales/products", views.SalesProductView.as_view(), name="sales-products"),
 ]

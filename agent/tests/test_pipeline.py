@@ -309,6 +309,24 @@ def test_data_follow_up_keeps_the_period():
     assert Message.objects.filter(conversation=conv).count() == 4
 
 
+def test_how_many_of_a_product_sold_is_answered_in_units_and_follow_ups_switch_product():
+    # 「上周天河店科罗娜卖了几瓶」 was answered from the 沽清 rule, and 「这个月青岛啤酒卖了多少」
+    # with every store's whole revenue.
+    from ops.tools import run_tool
+
+    staff = make_user("agent_product_sales", role="staff", stores=["GZ-TH"])
+    first, conv, _ = chat_ask(user=staff, query="上周天河店科罗娜卖了几瓶")
+    assert first.intent == "data" and not first.refused
+    assert first.data[0]["params"]["product"] == "科罗娜啤酒" and first.data[0]["params"]["store"] == "广州天河店"
+    expected = run_tool("product_sales", {"product": "科罗娜", "store": "天河店", "period": "上周"}, user=None).rows[0]["qty"]
+    assert f"卖出 {expected:,}瓶" in first.answer
+    second, _, _ = chat_ask(user=staff, query="那百威呢", thread_id=conv.thread_id)
+    assert second.intent == "data" and second.data[0]["params"]["product"] == "百威啤酒"
+    assert second.data[0]["params"]["period"] == first.data[0]["params"]["period"]
+    unknown, _, _ = chat_ask(user=staff, query="上周嗨棒卖了多少杯")
+    assert "想查哪个商品的销量" in unknown.answer and not unknown.data and "营业额" not in unknown.answer
+
+
 def test_thread_of_another_user_is_refused(staff, manager):
     from django.core.exceptions import PermissionDenied
 

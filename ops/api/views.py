@@ -110,4 +110,22 @@ class SalesDailyView(APIView):
         return Response(tools.run_tool("daily_trend", params, user=request.user).as_dict())
 
 
-__all__ = ["OrdersView", "InventoryAdjustmentsView", "StoresView", "SalesSummaryView", "SalesDailyView", "InventorySerializer"]
+class SalesProductView(APIView):
+    @extend_schema(
+        summary="单品销量（与问答用的是同一个工具 product_sales）",
+        parameters=[
+            OpenApiParameter("product", str, required=True, description="商品名称、别名或商品编码，如 科罗娜、青岛啤酒、B003"),
+            OpenApiParameter("store", str, description="门店编码、名称或别名；省略表示全部门店"),
+            OpenApiParameter("period", str, required=True, description="如 昨天、上周、本月、最近7天、11月1日到7日"),
+        ],
+        responses=ToolResultSerializer,
+    )
+    def get(self, request):
+        params = {"product": request.query_params.get("product"), "period": request.query_params.get("period")}
+        if request.query_params.get("store"):
+            params["store"] = request.query_params["store"]
+        return Response(tools.run_tool("product_sales", params, user=request.user).as_dict())
+
+
+__all__ = ["OrdersView", "InventoryAdjustmentsView", "StoresView", "SalesSummaryView", "SalesDailyView", "SalesProductView",
+           "InventorySerializer"]

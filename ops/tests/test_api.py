@@ -205,6 +205,21 @@ def test_sales_daily_is_the_daily_trend_tool(staff_api):
     assert bad.status_code == 400 and "92 天" in bad.json()["period"][0]
 
 
+def test_sales_products_is_the_product_sales_tool(staff_api, pos):
+    from ops.tools import run_tool
+
+    assert pos.get("/api/v1/sales/products", {"product": "科罗娜", "period": "上周"}).status_code == 403
+
+    r = staff_api.get("/api/v1/sales/products", {"product": "科罗娜", "store": "天河店", "period": "上周"})
+    expected = run_tool("product_sales", {"product": "科罗娜", "store": "天河店", "period": "上周"}, user=None).as_dict()
+    assert r.status_code == 200 and r.json() == expected
+    bad = staff_api.get("/api/v1/sales/products", {"product": "嗨棒", "period": "下周"})
+    assert bad.status_code == 400 and {"product", "period"} <= set(bad.json())
+    assert "科罗娜啤酒" in bad.json()["product"][0]
+    missing = staff_api.get("/api/v1/sales/products", {"period": "上周"})
+    assert missing.status_code == 400 and "product" in missing.json()
+
+
 def test_schema_and_docs_are_served():
     from django.test import Client
 

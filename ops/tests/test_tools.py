@@ -172,7 +172,8 @@ def test_unknown_tool_and_unknown_params_are_rejected():
     with pytest.raises(ValidationError) as exc:
         run_tool("store_sales", {"store": "天河店"}, user=None)
     assert "period" in exc.value.message_dict
-    assert set(TOOLS) == {"store_sales", "top_products", "compare_stores", "hourly_peak", "daily_trend", "low_stock", "member_balance"}
+    assert set(TOOLS) == {"store_sales", "top_products", "product_sales", "compare_stores", "hourly_peak", "daily_trend", "low_stock",
+                          "member_balance"}
 
 
 @pytest.mark.parametrize("text,store", [
@@ -257,3 +258,65 @@ def test_all_stores_for_one_stores_staff_is_labelled_with_their_store():
     result = run_tool("top_products", {"period": "上周"}, user=staff)
     assert result.params["store"] == "广州天河店"
     assert run_tool("top_products", {"period": "上周"}, user=None).params["store"] == "全部门店"
+
+
+def test_product_sales_matches_independent_sql_per_store_zeros_included():
+    # 「上周天河店科罗娜卖了几瓶」 was answered from the 沽清 rule, 「这个月青岛啤酒卖了多少」 with the
+    # stores' whole revenue: there was no tool for one product's sales.
+    result = run_tool("product_sales", {"product": "科罗娜", "period": "最近30天"}, user=None)
+    p = result.params["period"]
+    assert result.params["product"] == "科罗娜啤酒" and result.params["store"] == "全部门店"
+    lo, hi = day_bounds(date.fromisoformat(p["start"]), date.fromisoformat(p["end"]))
+    expected = dict(
+        (name, (qty, amount, orders)) for name, qty, amount, orders in sql_one(
+            "SELECT s.name, SUM(l.qty), SUM(l.amount), COUNT(DISTINCT o.id) FROM ops_orderline l "
+            "JOIN ops_order o ON o.id=l.order_id JOIN ops_product p ON p.id=l.product_id JOIN ops_store s ON s.id=o.store_id "
+            "WHERE p.sku='B003' AND o.status='paid' AND o.created_at >= %s AND o.created_at < %s GROUP BY s.name", [lo, hi]))
+    assert [r["store"] for r in result.rows] == list(Store.objects.values_list("name", flat=True))
+    for row in result.rows:
+        qty, amount, orders = expected.get(row["store"], (0, Decimal("0"), 0))
+        assert (row["qty"], Decimal(str(row["revenue"])), row["orders"]) == (qty, amount, orders), row["store"]
+        assert row["unit"] == "瓶" and row["product"] == "科罗娜啤酒"
+    total = sum(q for q, _, _ in expected.values())
+    assert total > 0 and f"卖出 {total:,}瓶" in result.summary
+
+
+def test_product_sales_for_one_store_by_sku_and_an_empty_period_says_none_sold():
+    result = run_tool("product_sales", {"product": "b003", "store": "天河店", "period": "上周"}, user=None)
+    assert [r["store"] for r in result.rows] == ["广州天河店"]
+    empty = run_tool("product_sales", {"product": "莫吉托", "period": {"start": "2001-01-01", "end": "2001-01-07"}}, user=None)
+    assert all(r["qty"] == 0 and r["orders"] == 0 for r in empty.rows)
+    assert "没有卖出莫吉托" in empty.summary
+
+
+@pytest.mark.parametrize("bad", ["嗨棒", "", None, 42, "x" * 65, {"name": "科罗娜"}])
+def test_product_sales_rejects_what_is_not_a_product_by_name(bad):
+    params = {"period": "上周"} | ({} if bad is None else {"product": bad})
+    with pytest.raises(ValidationError) as exc:
+        run_tool("product_sales", params, user=None)
+    assert "product" in exc.value.message_dict
+    if bad == "嗨棒":
+        message = exc.value.message_dict["product"][0]
+        assert "嗨棒" in message and "科罗娜啤酒" in message  # says what can be asked for
+
+
+def test_product_sales_for_a_stores_staff_counts_only_their_store():
+    from ops.tests.factories import make_user
+
+    staff = make_user("product_staff", role="staff", stores=["GZ-TH"])
+    mine = run_tool("product_sales", {"product": "青岛啤酒", "period": "最近30天"}, user=staff)
+    assert [r["store"] for r in mine.rows] == ["广州天河店"] and mine.params["store"] == "广州天河店"
+    every = run_tool("product_sales", {"product": "青岛啤酒", "store": "天河店", "period": "最近30天"}, user=None)
+    assert mine.rows == every.rows
+    with pytest.raises(ValidationError) as exc:
+        run_tool("product_sales", {"product": "青岛啤酒", "store": "福田店", "period": "最近30天"}, user=staff)
+    assert "福田" in exc.value.message_dict["store"][0] and "广州天河店" in exc.value.message_dict["store"][0]
+
+
+@pytest.mark.parametrize("text,name", [("上周科罗娜卖了几瓶", "科罗娜啤酒"), ("MOJITO卖了多少杯", "莫吉托"), ("黑牌单杯卖了多少", "黑牌单杯"),
+                                       ("黑牌卖了几瓶", "尊尼获加黑牌"), ("天河店上周卖了多少", None)])
+def test_products_are_found_by_name_alias_and_sku_longest_first(text, name):
+    from ops.selectors import find_product_in_text
+
+    found = find_product_in_text(text)
+    assert (found[1].name if found else None) == name
