@@ -166,5 +166,10 @@ def plan_data(question: str, *, today: date, previous: dict | None = None, data_
                 params["category"] = category
                 break
     if tool == COMPARE_STORES:
+        named = [store.name for _, store in find_stores_in_text(question)]
+        if len(named) >= 2:  # 「天河跟福田比」: those two, not every store
+            params["stores"] = named
+        elif inherited and prev_params.get("stores") and not named:
+            params["stores"] = prev_params["stores"]
         params["metric"] = "avg_ticket" if "客单价" in question else "orders" if re.search(r"订单|单数|多少单|单子|单量|最忙|人最多|客人最多|客流", question) else "revenue"
     return DataPlan(tool, params, reason=reason + ("（追问）" if inherited else ""), store_words=store_words)

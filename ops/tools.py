@@ -36,6 +36,7 @@ from .selectors import UnknownProduct, UnknownStore, resolve_product, resolve_st
 
 TZ = ZoneInfo("Asia/Shanghai")
 MAX_TOP_N = 50
+MAX_COMPARED = 10  # stores named in one comparison
 VELOCITY_DAYS = 7
 
 
@@ -288,7 +289,13 @@ def product_sales(*, product: Product, store: Store | None, period: Period, scop
     return ToolResult("product_sales", {}, rows, summary, ["store", "product", "qty", "unit", "revenue", "orders"])
 
 
-def compare_stores(*, period: Period, metric: str = "revenue", scope: list[Store] | None = None) -> ToolResult:
+def compare_stores(*, period: Period, metric: str = "revenue", scope: list[Store] | None = None,
+                   stores: list[Store] | None = None) -> ToolResult:
+    """Stores ranked by one metric; `stores` (two or more, already within the caller's scope)
+    ranks only those — 「天河跟福田比」 is a comparison of two, not a league table of four."""
+    named = stores is not None
+    if named:
+        scope = stores
     base = store_sales(store=None, period=period, scope=scope)
     rows = sorted(base.rows, key=lambda r: r[metric], reverse=True)
     total_revenue = sum(r["revenue"] for r in rows) or 0.0
@@ -302,7 +309,9 @@ def compare_stores(*, period: Period, metric: str = "revenue", scope: list[Store
         for r in rows
     )
     summary = f"{period.describe()} 各门店按{names[metric]}排名：{listing}。"
-    if scope is not None and len(scope) == 1:  # a ranking of one would read as "first place"
+    if named:
+        summary = f"{period.describe()} {'、'.join(s.name for s in stores)}按{names[metric]}比较：{listing}。"
+    elif scope is not None and len(scope) == 1:  # a ranking of one would read as "first place"
         only = rows[0] if rows else {"revenue": 0.0, "orders": 0}
         summary = (f"{period.describe()} 你能查看的门店只有{scope[0].name}一家，没有可以对比的门店；"
                    f"{scope[0].name}营业额 {_yuan(only['revenue'])}，{only['orders']} 单。")
@@ -464,10 +473,12 @@ TOOLS: dict[str, ToolSpec] = {
                      "store": _STORE, "period": _PERIOD},
                   "required": ["product", "period"], "additionalProperties": False},
                  product_sales, ("store", "product", "qty", "revenue", "orders"), Chart("store", "qty", "horizontal")),
-        ToolSpec("compare_stores", "门店对比", "一段时间内各门店的营业额、订单数、客单价排名和营业额占比。",
+        ToolSpec("compare_stores", "门店对比", "一段时间内各门店（或指定的几家门店）的营业额、订单数、客单价排名和营业额占比。",
                  {"type": "object", "properties": {
                      "period": _PERIOD,
-                     "metric": {"type": "string", "enum": ["revenue", "orders", "avg_ticket"], "default": "revenue"}},
+                     "metric": {"type": "string", "enum": ["revenue", "orders", "avg_ticket"], "default": "revenue"},
+                     "stores": {"type": ["array", "null"], "items": {"type": "string"}, "minItems": 2, "maxItems": MAX_COMPARED,
+                                "description": "只比较这几家门店（名称、编码或别名，2 家以上）；留空表示全部门店"}},
                   "required": ["period"], "additionalProperties": False},
                  compare_stores, ("rank", "store", "revenue", "orders", "avg_ticket", "revenue_share"), Chart("store", "revenue", "horizontal")),
         ToolSpec("hourly_peak", "高峰时段", "一段时间内按小时统计的订单数和营业额，找出最忙的时段。",
@@ -556,6 +567,24 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tupl
                 kwargs["product"], used["product"] = product, product.name
             except UnknownProduct as exc:
                 errors["product"] = exc.messages
+    if "stores" in props and params.get("stores") is not None:
+        raw = params["stores"]
+        if not isinstance(raw, list) or not 2 <= len(raw) <= MAX_COMPARED or not all(isinstance(x, str) and x.strip() for x in raw):
+            errors["stores"] = [f"stores 是 2 到 {MAX_COMPARED} 个门店名称的列表；只查一家请用 store_sales。"]
+        else:
+            chosen: list[Store] = []
+            for name in raw:
+                try:
+                    store = resolve_store_for(user, name, spec.perm, attempt=f"tool {spec.name}")
+                except UnknownStore as exc:
+                    errors.setdefault("stores", []).extend(exc.messages)
+                    continue
+                if store not in chosen:
+                    chosen.append(store)
+            if "stores" not in errors and len(chosen) < 2:
+                errors["stores"] = ["这几个名字指的是同一家门店，至少要两家才能比较。"]
+            elif "stores" not in errors:
+                kwargs["stores"], used["stores"] = chosen, [s.name for s in chosen]
     if "member" in props and params.get("member") and "member" not in errors:
         key = str(params["member"]).strip()
         # Exact member number or the full phone number only: nothing to enumerate with.

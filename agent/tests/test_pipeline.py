@@ -327,6 +327,15 @@ def test_how_many_of_a_product_sold_is_answered_in_units_and_follow_ups_switch_p
     assert "想查哪个商品的销量" in unknown.answer and not unknown.data and "营业额" not in unknown.answer
 
 
+def test_hq_comparing_two_named_stores_sees_those_two_and_the_follow_up_keeps_them():
+    hq = make_user("agent_hq_compare", role="hq", stores=[])
+    first, conv, _ = chat_ask(user=hq, query="上周天河店跟福田店比谁卖得多")
+    assert first.intent == "data" and [d["row"]["store"] for d in first.data] in (
+        ["广州天河店", "深圳福田店"], ["深圳福田店", "广州天河店"])
+    second, _, _ = chat_ask(user=hq, query="那上个月呢", thread_id=conv.thread_id)
+    assert second.data[0]["params"]["stores"] == ["广州天河店", "深圳福田店"] and len(second.data) == 2
+
+
 def test_thread_of_another_user_is_refused(staff, manager):
     from django.core.exceptions import PermissionDenied
 

@@ -107,6 +107,36 @@ def test_compare_stores_ranks_by_revenue_and_shares_sum_to_100():
     assert [r["orders"] for r in by_orders.rows] == sorted((r["orders"] for r in by_orders.rows), reverse=True)
 
 
+def test_compare_stores_named_ranks_only_those_stores():
+    # HQ's 「天河店跟福田店比」 used to rank all four stores.
+    every = {r["store"]: r for r in run_tool("compare_stores", {"period": "上周"}, user=None).rows}
+    result = run_tool("compare_stores", {"period": "上周", "stores": ["福田", "GZ-TH"]}, user=None)
+    assert sorted(r["store"] for r in result.rows) == ["广州天河店", "深圳福田店"]
+    assert result.params["stores"] == ["深圳福田店", "广州天河店"]
+    for r in result.rows:
+        assert (r["revenue"], r["orders"]) == (every[r["store"]]["revenue"], every[r["store"]]["orders"])
+    assert abs(sum(r["revenue_share"] for r in result.rows) - 100) < 0.2
+    assert "广州天河店、深圳福田店" in result.summary or "深圳福田店、广州天河店" in result.summary
+
+
+@pytest.mark.parametrize("bad", [["天河店"], ["天河店", "天河"], ["天河店", "三里屯店"], "天河店,福田店", ["天河店", 3], [""] * 2,
+                                 ["天河店"] * 11])
+def test_compare_stores_named_is_validated(bad):
+    with pytest.raises(ValidationError) as exc:
+        run_tool("compare_stores", {"period": "上周", "stores": bad}, user=None)
+    assert "stores" in exc.value.message_dict
+
+
+def test_compare_stores_named_outside_the_callers_stores_reads_like_an_unknown_store():
+    from ops.tests.factories import make_user
+
+    staff = make_user("cmp_named_staff", role="staff", stores=["GZ-TH"])
+    with pytest.raises(ValidationError) as exc:
+        run_tool("compare_stores", {"period": "上周", "stores": ["天河店", "福田店"]}, user=staff)
+    message = exc.value.message_dict["stores"][0]
+    assert "福田店" in message and "广州天河店" in message and "深圳福田店" not in message
+
+
 def test_comparing_stores_with_one_store_in_scope_says_there_is_nothing_to_compare():
     from ops.tests.factories import make_user
 
