@@ -2,8 +2,11 @@
 
 Sync workers: a chat is CPU-bound (embedding, tokenising, scoring), so processes, not
 threads, give parallelism; the embedding runtime is pinned to one thread per process by
-settings (SM_EMBED_THREADS). Each worker loads the model and dictionaries right after it
-forks, before it accepts a request (post_worker_init), so no user waits for a cold start.
+settings (SM_EMBED_THREADS). The master loads the app and jieba's dictionaries once before
+forking (preload_app, when_ready); each worker loads the model, opens its connections and
+reads every section right after it forks, before it accepts a request (post_worker_init), so
+no user waits for a cold start. With preload_app a HUP does not load new code: restart the
+service to deploy.
 Every value can be overridden on the command line or with GUNICORN_CMD_ARGS.
 """
 import multiprocessing
@@ -25,6 +28,19 @@ keepalive = 2
 accesslog = "-"
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms "%(a)s"'
 errorlog = "-"
+
+
+# The app is imported once in the master, which also loads jieba's dictionaries (when_ready,
+# below, runs before the first worker is forked): every worker starts with them, shared
+# copy-on-write. Nothing that cannot cross a fork is made there (see storemind.warmup).
+preload_app = True
+
+
+def when_ready(server):
+    from storemind.warmup import warm_before_fork
+
+    timings = warm_before_fork()
+    server.log.info("master warm before fork: %s", ", ".join(f"{k} {v} ms" for k, v in timings.items()))
 
 
 def post_worker_init(worker):

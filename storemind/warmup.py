@@ -21,6 +21,28 @@ WARM_PIPELINE_QUESTIONS = ("客人说酒有异味怎么办", "上周天河店卖
 IN_PROCESS_EMBEDDERS = ("e5", "hashing")  # HTTP embedders are not called at start: a down endpoint must not stop a boot
 
 
+def warm_before_fork() -> dict[str, float]:
+    """What every child would load the same way and that is safe to share through fork: jieba's
+    dictionaries (word and part-of-speech; pure Python data, copy-on-write) and the corpus's
+    user dictionary. No database connection, no native thread pool, no model: those are made
+    after the fork (warm_process). Loaded once in gunicorn's master (preload_app) or Celery's
+    parent, it spares each worker ~1.5 s of CPU at start, which it spent while its siblings
+    were already answering."""
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    try:
+        import jieba.posseg as pseg
+
+        from knowledge.text import tokenize
+
+        tokenize(WARM_QUESTION)
+        list(pseg.cut(WARM_QUESTION))
+    except Exception as exc:  # noqa: BLE001 - warming is best effort
+        logger.warning("pre-fork warm-up failed: %s", exc)
+    timings["dictionaries"] = round((time.perf_counter() - t) * 1000, 1)
+    return timings
+
+
 def warm_process() -> dict[str, float]:
     """Load the models and dictionaries; returns milliseconds per step (for logs and tests)."""
     timings: dict[str, float] = {}

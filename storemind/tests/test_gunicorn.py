@@ -21,7 +21,7 @@ def test_gunicorn_conf_sizes_workers_from_cpus_and_recycles_them_staggered(monke
     assert conf["max_requests"] > 0 and 0 < conf["max_requests_jitter"] < conf["max_requests"]
     assert conf["timeout"] > 8 + 10  # above the per-question LLM budget, with room
     assert "%(M)s" in conf["access_log_format"] and conf["accesslog"] == "-"
-    assert callable(conf["post_worker_init"])
+    assert callable(conf["post_worker_init"]) and callable(conf["when_ready"]) and conf["preload_app"] is True
     monkeypatch.setenv("SM_WEB_WORKERS", "5")
     assert runpy.run_path(str(CONF))["workers"] == 5
 
@@ -56,6 +56,7 @@ def test_real_gunicorn_worker_is_warm_before_its_first_request(chat_user, django
     try:
         server.wait_ready(timeout=90)
         log = (tmp_path / "gunicorn.log").read_text()
+        assert re.search(r"master warm before fork: dictionaries [\d.]+ ms", log), log
         assert re.search(r"worker \d+ warm: embedder [\d.]+ ms, tokenizer [\d.]+ ms, code [\d.]+ ms, sections [\d.]+ ms, pipeline [\d.]+ ms", log), log
         ms, status, body = chat(server.port, chat_user, "上周天河店卖了多少")
         assert status == 200 and body["intent"] == "data" and body["data"], body
@@ -87,6 +88,22 @@ def test_warm_process_loads_everything_and_writes_nothing(caplog):
     sections = set(Chunk.objects.values_list("document_id", "section_path").distinct())
     assert sections and sections <= {k[1:] for k in _SNAPSHOTS if k[0] == "section"}  # no question reads a section cold
     assert [m.objects.count() for m in models] == before
+
+
+def test_the_pre_fork_warm_up_loads_dictionaries_and_nothing_that_cannot_cross_a_fork(caplog):
+    # Runs in gunicorn's master and Celery's parent: a database connection or a native thread
+    # pool made there would be shared by every child. Database access is blocked in this test.
+    import sys
+    import threading
+
+    from knowledge import text
+    from storemind.warmup import warm_before_fork
+
+    threads = threading.active_count()
+    timings = warm_before_fork()
+    assert set(timings) == {"dictionaries"} and "pre-fork warm-up failed" not in caplog.text
+    assert text._ready and "jieba.posseg" in sys.modules
+    assert threading.active_count() == threads  # and no query: one would have failed (blocked) and been logged
 
 
 def test_a_failing_warm_up_step_is_logged_not_raised(monkeypatch, caplog):
