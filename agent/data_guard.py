@@ -104,14 +104,14 @@ def plan_data(question: str, *, today: date, previous: dict | None = None, data_
     store_words = ""
     # A sales question that names a product asks how much of *it* sold (「科罗娜卖了几瓶」), and a
     # follow-up naming another product (「那百威呢」) asks the same of that one.
-    product = find_product_in_text(question)
+    product = find_product_in_text(question) if tool in (STORE_SALES, PRODUCT_SALES) else None
     if tool == STORE_SALES and (product or _COUNTED_IN_UNITS.search(question)):
         # Counted in bottles or glasses (「嗨棒卖了多少杯」) is a product's sales even when the
         # product is not one we sell: ask which, never answer with the store's revenue.
         tool, reason = PRODUCT_SALES, f"{PRODUCT_SALES}：" + (f"商品「{product[0]}」+ " if product else "按件数问 + ") + reason
     if tool == PRODUCT_SALES:
         if product:
-            params["product"] = product[1].name
+            params["product"] = product[1]
         elif inherited and prev_params.get("product"):
             params["product"] = prev_params["product"]
         else:

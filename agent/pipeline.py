@@ -114,13 +114,17 @@ class AgentState:
     audiences: list[str] = field(default_factory=list)
     first: SearchResult | None = None  # the question's own retrieval: what every round is judged against
     verdict: Any = None  # the chosen round's answerability verdict
-    index: Any = None
 
     def __post_init__(self):
         # Resolved once per question, here: the guard threads use their own connections and
         # must not look the user's role up again; the judge runs up to three times.
         self.audiences = self.audiences or visible_audiences(self.user)
-        self.index = current_index()
+
+    @property
+    def index(self):
+        """The index metadata, read when a policy question first needs it (a data question
+        never does) and then once per question (index_read_once)."""
+        return current_index()
 
 
 @dataclass

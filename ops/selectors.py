@@ -186,9 +186,9 @@ class UnknownProduct(ValidationError):
     pass
 
 
-def product_candidates() -> list[tuple[str, Product]]:
-    """Every way to name a product (name, SKU, aliases), longest first, so 「黑牌单杯」 wins
-    over 「黑牌」. Read once per question, like the store list."""
+def product_candidates() -> list[tuple[str, str]]:
+    """Every way to name a product (name, SKU, aliases; upper-cased) with the product's name,
+    longest first, so 「黑牌单杯」 wins over 「黑牌」. Read once per question, like the store list."""
     memo = _STORE_MEMO.get()
     if memo is not None:
         if "products" not in memo:
@@ -197,28 +197,28 @@ def product_candidates() -> list[tuple[str, Product]]:
     return _product_candidates()
 
 
-def _product_candidates() -> list[tuple[str, Product]]:
-    pairs: dict[str, Product] = {}
-    for product in Product.objects.all():
-        for name in [product.name, product.sku, *product.aliases]:
-            if name and len(name) >= 2:
-                pairs.setdefault(name.upper(), product)
+def _product_candidates() -> list[tuple[str, str]]:
+    pairs: dict[str, str] = {}
+    for name, sku, aliases in Product.objects.values_list("name", "sku", "aliases"):
+        for word in [name, sku, *(aliases or [])]:
+            if word and len(word) >= 2:
+                pairs.setdefault(word.upper(), name)
     return sorted(pairs.items(), key=lambda p: len(p[0]), reverse=True)
 
 
-def find_product_in_text(text: str) -> tuple[str, Product] | None:
+def find_product_in_text(text: str) -> tuple[str, str] | None:
     """The product a question names (name, SKU or alias, longest match, case-insensitive:
-    「mojito」), as (the words used, product); None when it names none."""
+    「mojito」), as (the words used, the product's name); None when it names none."""
     upper = (text or "").upper()
-    best: tuple[int, str, Product] | None = None
-    for name, product in product_candidates():
-        at = upper.find(name)
-        if at >= 0 and (best is None or len(name) > len(best[1]) or (len(name) == len(best[1]) and at < best[0])):
-            best = (at, name, product)
+    best: tuple[int, str, str] | None = None
+    for word, name in product_candidates():
+        at = upper.find(word)
+        if at >= 0 and (best is None or len(word) > len(best[1]) or (len(word) == len(best[1]) and at < best[0])):
+            best = (at, word, name)
     if best is None:
         return None
-    at, name, product = best
-    return text[at : at + len(name)], product
+    at, word, name = best
+    return text[at : at + len(word)], name
 
 
 def known_products_text() -> str:
@@ -231,10 +231,8 @@ def resolve_product(value) -> Product:
     if isinstance(value, Product):
         return value
     text = str(value or "").strip()
-    for name, product in product_candidates():
-        if text.upper() == name:
-            return product
-    found = find_product_in_text(text)
+    exact = next((name for word, name in product_candidates() if text.upper() == word), None)
+    found = exact or (find_product_in_text(text) or (None, None))[1]
     if found:
-        return found[1]
+        return Product.objects.get(name=found)
     raise UnknownProduct(f"没有叫「{text}」的商品。可以查询的商品：{known_products_text()}。")

@@ -349,4 +349,4 @@ def test_products_are_found_by_name_alias_and_sku_longest_first(text, name):
     from ops.selectors import find_product_in_text
 
     found = find_product_in_text(text)
-    assert (found[1].name if found else None) == name
+    assert (found[1] if found else None) == name
