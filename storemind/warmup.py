@@ -89,11 +89,9 @@ def warm_process() -> dict[str, float]:
     def sections():
         # Every section's snapshot (units, vectors, words: a few MB for the bundled corpus), so
         # no user's question pays for reading a section the first time this process meets it.
-        from knowledge.models import Chunk
-        from knowledge.selectors import section_snapshot
+        from knowledge.selectors import snapshot_every_section
 
-        for document_id, section_path in Chunk.objects.values_list("document_id", "section_path").distinct():
-            section_snapshot(document_id, section_path)
+        snapshot_every_section()
 
     step("embedder", embedder)
     step("tokenizer", tokenizer)

@@ -177,3 +177,22 @@ def test_a_section_snapshot_follows_the_next_ingest(corpus, emb):
     corpus_ingest(path=corpus, embedder=emb)
     hit = next(h for h in search("麦克风消毒", audiences=["staff"], embedder=emb).hits if h.section_path.endswith("包厢清洁"))
     assert [u.text for u in section_units(hit)] == ["麦克风每场结束后用消毒湿巾擦拭。"]
+
+
+def test_snapshotting_every_section_at_once_equals_reading_each_section(corpus):
+    # A worker's warm-up reads every section in three queries instead of three per section;
+    # what it keeps must be exactly what a question reading one section would build.
+    import numpy as np
+
+    from knowledge.selectors import _SNAPSHOTS, _build_snapshot, snapshot_every_section
+
+    _SNAPSHOTS.clear()
+    assert snapshot_every_section() == 3
+    kept = {k[1:]: v for k, v in _SNAPSHOTS.items() if k[0] == "section"}
+    assert len(kept) == 3
+    for (doc, path), snap in kept.items():
+        one = _build_snapshot(doc, path)
+        assert (snap.chunk_ids, snap.units, snap.terms) == (one.chunk_ids, one.units, one.terms), path
+        assert np.allclose(snap.chunk_vectors, one.chunk_vectors) and np.allclose(snap.unit_vectors, one.unit_vectors)
+        assert (snap.has_vector == one.has_vector).all()
+        assert sorted(map(tuple, snap.sentence_vectors.round(5))) == sorted(map(tuple, one.sentence_vectors.round(5)))
