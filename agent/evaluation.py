@@ -404,16 +404,9 @@ def eval_calibrate(cmd, opts) -> dict:
     sets = load_sets()
     users = eval_users()
     meta = IndexMeta.objects.order_by("pk").first()
-    previous = meta.answerability
-    meta.answerability = {**answerability.fit([{f: 0.0 for f in answerability.FEATURES}] * 2, [0, 1]),
-                          "threshold": 2.0, "signature": meta.signature}  # never enough: every round runs
-    meta.save(update_fields=["answerability"])
-    try:
+    with answerability.scoring_with(answerability.never_enough_model()):  # this process only: every round runs
         rows, rounds, labels, items = _answerability_rows(tqdm(sets["tune"], desc="signals tune", file=cmd.stderr), users)
         hold = _answerability_rows(tqdm(sets["holdout"], desc="signals holdout", file=cmd.stderr), users) if "holdout" in sets else None
-    finally:
-        meta.answerability = previous
-        meta.save(update_fields=["answerability"])
     model = answerability.fit(rows, labels)
     # The agent answers when *any* round is judged enough: the threshold is chosen on that.
     threshold, tune_stats = answerability.choose_threshold(model, rounds, labels)

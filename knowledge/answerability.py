@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import math
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -136,7 +138,29 @@ def signals(question: str, qvec, result: SearchResult, top: Hit | None, meta: In
     return out, missing
 
 
+# A model used instead of the stored one within `scoring_with()`: `eval calibrate` collects the
+# signals of every round under a model that never says "enough", in this process only — never
+# by writing it to the index, which every running server reads (it refused every question there).
+_OVERRIDE: ContextVar[dict | None] = ContextVar("answerability_override", default=None)
+
+
+@contextmanager
+def scoring_with(model: dict):
+    token = _OVERRIDE.set(model)
+    try:
+        yield
+    finally:
+        _OVERRIDE.reset(token)
+
+
+def never_enough_model() -> dict:
+    """Every score below its threshold: every rewrite round of the agent loop runs."""
+    return {**fit([{f: 0.0 for f in FEATURES}] * 2, [0, 1]), "threshold": 2.0}
+
+
 def stored_model(meta: IndexMeta | None) -> dict:
+    if _OVERRIDE.get() is not None:
+        return _OVERRIDE.get()
     model = (meta.answerability if meta is not None else None) or {}
     if model.get("signature") == getattr(meta, "signature", None) and model.get("coef"):
         return model

@@ -53,3 +53,23 @@ def test_no_model_fitted_for_this_embedder_means_no_refusal_on_a_score():
     result = search("员工可以带宠物狗来上班吗", audiences=["staff"], k=5)
     v = answerability.verdict("员工可以带宠物狗来上班吗", result.qvec, result, result.top, meta)
     assert v.enough and v.signals["nouns_missing"] >= 1
+
+
+def test_calibration_scores_with_its_model_in_this_process_only_never_through_the_index():
+    # eval calibrate stored a never-enough model in the index while it ran: every server
+    # reading the index refused every rule question meanwhile (and logged them as unanswered).
+    import threading
+
+    meta = IndexMeta.objects.get()
+    stored = meta.answerability
+    result = search("满减券和折扣券能叠加吗", audiences=["staff"], k=5)
+    seen_elsewhere = []
+    with answerability.scoring_with(answerability.never_enough_model()):
+        v = answerability.verdict("满减券和折扣券能叠加吗", result.qvec, result, result.top, meta)
+        assert not v.enough and v.threshold == 2.0
+        other = threading.Thread(target=lambda: seen_elsewhere.append(answerability.stored_model(meta)))
+        other.start()
+        other.join()
+        assert IndexMeta.objects.get().answerability == stored
+    assert seen_elsewhere == [answerability.stored_model(meta)] and seen_elsewhere[0].get("threshold") != 2.0
+    assert answerability.verdict("满减券和折扣券能叠加吗", result.qvec, result, result.top, meta).enough
