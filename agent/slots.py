@@ -23,7 +23,7 @@ from ops.periods import cn_number
 from ops.selectors import UnknownStore, find_store_in_text, resolve_store_for
 
 RESTOCK, TICKET = "restock", "ticket"
-_QTY = re.compile(r"(\d+|[一二两三四五六七八九十百]+)\s*(箱|瓶|杯|份|件|桶|个)")
+_QTY = re.compile(r"(\d+|[零〇一二两三四五六七八九十百千万]+)\s*(箱|瓶|杯|份|件|桶|个)")
 _CANCEL = re.compile(r"^(算了|不用了|不要了|取消|撤销|不补了|别补了|先不补|先不用|先不要|不建了|先不建)|算了[吧啊]?[。！!]?$|(取消|撤销)(这个|这次)?(申请|补货|工单|提案)")
 _YES = re.compile(r"^(好|好的|行|可以|嗯|对|是|是的|要|ok|okay|就这样|没问题|改吧|那就)", re.IGNORECASE)
 _TICKET_WORDS = re.compile(r"工单|投诉单|客诉单")

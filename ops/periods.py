@@ -39,17 +39,41 @@ class Period:
         return {"label": self.label, "start": self.start.isoformat(), "end": self.end.isoformat()}
 
 
+_CN_UNITS = {"十": 10, "百": 100, "千": 1000}
+
+
 def cn_number(text: str) -> int:
-    """'7' → 7, '七' → 7, '十五' → 15, '二十' → 20, '三十' → 30."""
+    """'7' → 7, '七' → 7, '十五' → 15, '二十' → 20, '一百' → 100, '两百五' → 250, '一百零五' → 105,
+    '三千五百' → 3500, '一万' → 10000; digits without units read positionally ('二零二六' → 2026).
+    Raises ValueError for anything else."""
+    text = (text or "").strip()
     if text.isdigit():
         return int(text)
-    if "十" in text:
-        tens, _, ones = text.partition("十")
-        return (CN_DIGITS[tens] if tens else 1) * 10 + (CN_DIGITS[ones] if ones else 0)
-    value = 0
+    if not text or any(ch not in CN_DIGITS and ch not in _CN_UNITS and ch != "万" for ch in text):
+        raise ValueError(f"「{text}」不是数字。")
+    if not any(ch in _CN_UNITS or ch == "万" for ch in text):
+        value = 0
+        for ch in text:
+            value = value * 10 + CN_DIGITS[ch]
+        return value
+    total = section = 0
+    digit: int | None = None
+    last_unit = 1
     for ch in text:
-        value = value * 10 + CN_DIGITS[ch]
-    return value
+        if ch in CN_DIGITS:
+            digit = CN_DIGITS[ch]
+        elif ch == "万":
+            total += (section + (digit or 0)) * 10000
+            section, digit, last_unit = 0, None, 10000
+        else:
+            last_unit = _CN_UNITS[ch]
+            section += (1 if digit is None else digit) * last_unit
+            digit = None
+    if digit is not None:
+        # 「两百五」 is 250: a trailing digit right after 百/千 counts in the next unit down.
+        previous = text[-2] if len(text) >= 2 else ""
+        section += digit * (last_unit // 10 if previous in _CN_UNITS and last_unit >= 100 else 1)
+    return total + section
 
 
 def _week_start(d: date) -> date:

@@ -80,6 +80,13 @@ def test_chinese_numerals_and_units(staff):
     assert [(line["sku"], line["quantity"], line["unit"]) for line in result.proposal["payload"]["lines"]] == [("B006", 20, "杯")]
 
 
+@pytest.mark.parametrize("question,qty", [("帮我补一百箱青岛", 2400), ("帮我补两百瓶青岛", 200), ("帮我补一百零五瓶青岛", 105)])
+def test_hundreds_in_chinese_numerals_make_a_proposal_not_a_server_error(staff, question, qty):
+    # 「帮我补一百箱青岛」 was a 500: the numeral reader knew 十 but not 百.
+    result, _ = Thread(staff).ask(question)
+    assert [(line["sku"], line["quantity"]) for line in result.proposal["payload"]["lines"]] == [("B001", qty)]
+
+
 def test_cancelling_leaves_nothing_behind(staff):
     t = Thread(staff)
     before = len(proposals(staff))

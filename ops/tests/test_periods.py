@@ -161,3 +161,19 @@ def test_a_range_before_the_first_sale_is_bounded_to_it():
     assert (period.start, period.end) == (date(2026, 10, 1), date(2026, 10, 10)) and "销售记录从 2026-10-01 开始" in period.label
     with pytest.raises(PeriodError, match="没有数据"):
         bound_to_data(parse_period("2026年8月", TODAY), date(2026, 10, 1))
+
+
+@pytest.mark.parametrize("text,value", [
+    ("7", 7), ("七", 7), ("十五", 15), ("二十", 20), ("一百", 100), ("两百", 200), ("两百五", 250), ("一百零五", 105),
+    ("一百二十", 120), ("三千五百", 3500), ("一千零一", 1001), ("一万", 10000), ("二零二六", 2026)])
+def test_chinese_numerals_with_hundreds_and_thousands(text, value):
+    from ops.periods import cn_number
+
+    assert cn_number(text) == value
+
+
+def test_what_is_not_a_numeral_is_a_value_error_not_a_key_error():
+    from ops.periods import cn_number
+
+    with pytest.raises(ValueError):
+        cn_number("十x")
