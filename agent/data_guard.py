@@ -13,7 +13,7 @@ from datetime import date
 
 from ops.models import Product
 from ops.periods import PeriodError, bound_to_data, cn_number, find_period
-from ops.selectors import UnknownStore, find_product_in_text, find_store_in_text, find_stores_in_text
+from ops.selectors import UnknownStore, find_product_in_text, find_store_in_text, find_stores_in_text, first_sale_date
 
 from . import vocabulary as vocab
 from .vocabulary import COMPARE_STORES, MEMBER_BALANCE, PRODUCT_SALES, STORE_SALES, TOP_PRODUCTS
@@ -76,16 +76,6 @@ def top_n(question: str) -> int:
             raw = next(g for g in m.groups() if g)
             return max(1, min(50, cn_number(raw)))
     return 1 if _FIRST.search(question) else 5
-
-
-def first_sale_date() -> date | None:
-    from django.db.models import Min
-
-    from ops.models import Order
-    from ops.tools import TZ
-
-    first = Order.objects.aggregate(first=Min("created_at"))["first"]
-    return first.astimezone(TZ).date() if first else None
 
 
 def plan_data(question: str, *, today: date, previous: dict | None = None, data_since=_UNSET) -> DataPlan:

@@ -141,6 +141,8 @@ _HOURS_OF_DAY = re.compile(r"早上|上午|中午|下午|傍晚|晚上|夜里|�
 MAX_RANGE_DAYS = 366
 _RE_MD_DAY = re.compile(rf"(?:(\d{{4}})年)?({NUM})月({NUM})[日号]")
 _RE_MONTH = re.compile(rf"(?:(\d{{4}}|今|去)年)?({NUM})月份?")
+# 「本月前10天」「上个月头五天」「11月前十天」: the first days of a month, not the last days before today.
+_RE_MONTH_FIRST_N = re.compile(rf"(?:(上上个?月|上个?月|本月|这个?月|当月)|({NUM})月份?)的?(?:前|头)({NUM})(?:天|日)")
 _RE_LAST_N = re.compile(rf"(?:最近|近|过去|前)({NUM})(天|日|周|个星期|星期|个月|月)")
 _RE_LAST_ONE = re.compile(r"(?:最近|近|过去)(一周|一个星期|一星期|一个月|半个月|半月)")
 # 「周天」 is left out on purpose: 「上周天河店」 is last week at 天河店, not last Sunday.
@@ -148,13 +150,33 @@ _RE_LAST_ONE = re.compile(r"(?:最近|近|过去)(一周|一个星期|一星期|
 _RE_WEEKDAY = re.compile(r"(上上|上|本|这)?(?:周([一二三四五六日])|(?:星期|礼拜)([一二三四五六日天]))(?![共起直样般些定致切下点])")
 
 
+# What a period parameter may be made of: digits and numerals, date and calendar words, range
+# separators. Anything else (「昨天abc」) means the parameter says more than the parser read.
+_PERIOD_CHARS = re.compile(r"[\d零〇一二两三四五六七八九十百年月日号天周星期礼拜上本这个当今昨前去大最近过半季度初末底同期"
+                           r"至到为止截目现在以来双元旦国庆劳动节平安夜圣诞黄金假长间儿晚头份的\s~～\-—./]")
+MAX_PERIOD_TEXT = 40
+
+
 def parse_period(text: str, today: date) -> Period:
-    """Parse one period expression. Raises PeriodError when it can't say exactly which days."""
+    """Parse one period parameter (the API's, a tool call's). Stricter than find_period: the
+    whole text must be a period — 「昨天abc」, 「2026-11-01..2026-11-07」 (two dates, no 到) or
+    a period repeated a thousand times is an error, never silently its first part. Raises
+    PeriodError when it can't say exactly which days."""
     original = (text or "").strip()
     t = original.replace(" ", "")
     if not t:
         raise PeriodError("没有给出时间范围。可以说：昨天、上周、本月、最近7天、11月1日到7日。")
+    if len(t) > MAX_PERIOD_TEXT:
+        raise PeriodError(f"时间范围最多 {MAX_PERIOD_TEXT} 个字。可以说：昨天、上周、本月、最近7天、11月1日到7日。")
+    if (future := next((w for w in _FUTURE if w in t), None)) and _match(t.replace(future, ""), today, original) is None:
+        raise PeriodError(f"「{original}」是未来的时间，还没有数据。")
+    extra = _PERIOD_CHARS.sub("", t)
+    if extra:
+        raise PeriodError(f"时间「{original}」里的「{extra[:10]}」看不懂。可以说：昨天、上周、本月、最近7天、2026-11-01到2026-11-07。")
     period = _match(t, today, original)
+    dates = _RE_ISO_DAY.findall(t) + _RE_MD_DAY.findall(t)
+    if period is not None and len(dates) >= 2 and period.start == period.end:
+        raise PeriodError(f"「{original}」里有两个日期：日期范围请用「到」连接，比如 2026-11-01到2026-11-07。")
     if period is None:
         if any(word in t for word in _FUTURE):
             raise PeriodError(f"「{original}」是未来的时间，还没有数据。")
@@ -277,6 +299,26 @@ def _match(t: str, today: date, original: str) -> Period | None:  # noqa: C901 -
         if word in t:
             day = today - timedelta(days=_RELATIVE_DAYS[word])
             return Period(day, day, word)
+
+    m = _RE_MONTH_FIRST_N.search(t)
+    if m:
+        relative, month_s, n_s = m.groups()
+        if relative:
+            back = 2 if relative.startswith("上上") else 1 if relative.startswith("上") else 0
+            y, mo = _shift_month(today.year, today.month, -back)
+        else:
+            mo = cn_number(month_s)
+            if not 1 <= mo <= 12:
+                raise PeriodError(f"「{m.group(0)}」里的月份不对：{mo}月不是有效的月份（月份是 1 到 12）。")
+            y = _year_for_month(mo, today, None)
+        first, last = _month_range(y, mo)
+        n = cn_number(n_s)
+        if not 1 <= n <= last.day:
+            raise PeriodError(f"「{m.group(0)}」的天数不合理。")
+        return _finish(first, first + timedelta(days=n - 1), m.group(0), today, original)
+    if "同期" in t:
+        # 「去年同期」「上周同期」: the same days of which period? Asked, never guessed.
+        raise PeriodError("「同期」是和哪段时间对比？请直接说日期，比如 2025年11月1日到11月30日。")
 
     m = _RE_LAST_N.search(t)
     if m:

@@ -86,6 +86,25 @@ def _store_candidates() -> list[tuple[str, Store]]:
     return sorted(pairs.items(), key=lambda p: len(p[0]), reverse=True)
 
 
+def first_sale_date():
+    """The local day of the first recorded order (None: no orders yet); read once per question.
+    A period that starts before it is bounded to it and says so (periods.bound_to_data), in
+    chat and API alike: no period before the records is ever reported as zero sales."""
+    memo = _STORE_MEMO.get()
+    if memo is not None and "first_sale" in memo:
+        return memo["first_sale"]
+    from django.db.models import Min
+
+    from .models import Order
+    from .tools import TZ
+
+    first = Order.objects.aggregate(first=Min("created_at"))["first"]
+    value = first.astimezone(TZ).date() if first else None
+    if memo is not None:
+        memo["first_sale"] = value
+    return value
+
+
 def known_stores_text() -> str:
     return "、".join(Store.objects.values_list("name", flat=True))
 

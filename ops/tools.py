@@ -31,8 +31,8 @@ from core.roles import require
 from core.scoping import ALL, store_ids_for
 
 from .models import Inventory, Member, Order, OrderLine, Product, Store, StoreDaySales
-from .periods import Period, PeriodError, parse_period
-from .selectors import UnknownProduct, UnknownStore, resolve_product, resolve_store_for
+from .periods import Period, PeriodError, bound_to_data, parse_period
+from .selectors import UnknownProduct, UnknownStore, first_sale_date, resolve_product, resolve_store_for
 
 TZ = ZoneInfo("Asia/Shanghai")
 MAX_TOP_N = 50
@@ -598,6 +598,13 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tupl
             kwargs["member"], used["member"] = member, member.number
     if spec.name == "daily_trend" and "period" in kwargs and kwargs["period"].days > MAX_TREND_DAYS:
         errors["period"] = [f"按天趋势最多查 {MAX_TREND_DAYS} 天，请缩短时间范围。"]
+    if "period" in kwargs and "period" not in errors:
+        # Before the first recorded sale there is no data, not zero sales: chat and API alike.
+        try:
+            kwargs["period"] = bound_to_data(kwargs["period"], first_sale_date())
+            used["period"] = kwargs["period"].as_params()
+        except PeriodError as exc:
+            errors["period"] = [str(exc)]
     if spec.name == "low_stock":
         kwargs["today"] = today
     if errors:

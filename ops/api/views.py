@@ -23,6 +23,15 @@ from .serializers import (
 )
 
 
+def _query(request, allowed: tuple[str, ...]) -> dict:
+    """The query parameters a read endpoint knows, non-empty ones only. An unknown one is a 400,
+    never ignored: 「?stroe=天河店」 silently answered for every store."""
+    unknown = sorted(set(request.query_params) - set(allowed) - {"format"})  # DRF's own ?format=json
+    if unknown:
+        raise ValidationError({name: [f"不认识的参数；可用的参数：{'、'.join(allowed)}。"] for name in unknown})
+    return {k: request.query_params[k] for k in allowed if request.query_params.get(k) not in (None, "")}
+
+
 def _token(request):
     return request.auth if hasattr(request.auth, "store_id") else None
 
@@ -88,10 +97,7 @@ class SalesSummaryView(APIView):
         responses=ToolResultSerializer,
     )
     def get(self, request):
-        params = {"period": request.query_params.get("period")}
-        if request.query_params.get("store"):
-            params["store"] = request.query_params["store"]
-        return Response(tools.run_tool("store_sales", params, user=request.user).as_dict())
+        return Response(tools.run_tool("store_sales", _query(request, ("store", "period")), user=request.user).as_dict())
 
 
 class SalesDailyView(APIView):
@@ -104,10 +110,7 @@ class SalesDailyView(APIView):
         responses=ToolResultSerializer,
     )
     def get(self, request):
-        params = {"period": request.query_params.get("period")}
-        if request.query_params.get("store"):
-            params["store"] = request.query_params["store"]
-        return Response(tools.run_tool("daily_trend", params, user=request.user).as_dict())
+        return Response(tools.run_tool("daily_trend", _query(request, ("store", "period")), user=request.user).as_dict())
 
 
 class SalesProductView(APIView):
@@ -121,10 +124,7 @@ class SalesProductView(APIView):
         responses=ToolResultSerializer,
     )
     def get(self, request):
-        params = {"product": request.query_params.get("product"), "period": request.query_params.get("period")}
-        if request.query_params.get("store"):
-            params["store"] = request.query_params["store"]
-        return Response(tools.run_tool("product_sales", params, user=request.user).as_dict())
+        return Response(tools.run_tool("product_sales", _query(request, ("product", "store", "period")), user=request.user).as_dict())
 
 
 __all__ = ["OrdersView", "InventoryAdjustmentsView", "StoresView", "SalesSummaryView", "SalesDailyView", "SalesProductView",

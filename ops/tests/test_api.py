@@ -216,6 +216,13 @@ def test_sales_products_is_the_product_sales_tool(staff_api, pos):
     bad = staff_api.get("/api/v1/sales/products", {"product": "嗨棒", "period": "下周"})
     assert bad.status_code == 400 and {"product", "period"} <= set(bad.json())
     assert "科罗娜啤酒" in bad.json()["product"][0]
+    typo = staff_api.get("/api/v1/sales/summary", {"stroe": "天河店", "period": "上周"})
+    assert typo.status_code == 400 and "stroe" in typo.json()  # was: every store, 200
+    before = staff_api.get("/api/v1/sales/summary", {"period": "2020年1月"})
+    assert before.status_code == 400 and "没有数据：销售记录从" in before.json()["period"][0]  # was 200 with ¥0.00
+    for period in ("昨天abc", "2026-11-01..2026-11-07", "去年同期"):
+        r = staff_api.get("/api/v1/sales/summary", {"period": period})
+        assert r.status_code == 400 and "period" in r.json(), period
     missing = staff_api.get("/api/v1/sales/products", {"period": "上周"})
     assert missing.status_code == 400 and "product" in missing.json()
 

@@ -177,3 +177,26 @@ def test_what_is_not_a_numeral_is_a_value_error_not_a_key_error():
 
     with pytest.raises(ValueError):
         cn_number("十x")
+
+
+@pytest.mark.parametrize("text,start,end", [
+    ("本月前10天", "2026-11-01", "2026-11-10"), ("这个月前十天", "2026-11-01", "2026-11-10"),
+    ("上个月头五天", "2026-10-01", "2026-10-05"), ("10月前10天", "2026-10-01", "2026-10-10"),
+])
+def test_the_first_days_of_a_month_are_not_the_last_days_before_today(text, start, end):
+    # 「本月前10天卖了多少」 was read as the ten days before today (11-20..11-29 on 11-30).
+    for period in (parse_period(text, TODAY), find_period(f"天河店{text}卖了多少", TODAY)):
+        assert (period.start.isoformat(), period.end.isoformat()) == (start, end)
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ("昨天abc", "「abc」看不懂"), ("2026-11-01..2026-11-07", "两个日期"), ("2026-11-01/2026-11-07", "两个日期"),
+    ("11月1日/11月7日", "两个日期"), ("2026-11-01,2026-11-07", "看不懂"), ("上周" * 3000, "最多 40 个字"),
+    ("去年同期", "同期"), ("上周同期", "同期"),
+])
+def test_a_period_parameter_must_be_a_period_all_through(text, fragment):
+    # The API read only the start of these (one day, or 昨天) and answered 200 with a figure
+    # for a period nobody asked for.
+    with pytest.raises(PeriodError) as exc:
+        parse_period(text, TODAY)
+    assert fragment in str(exc.value)

@@ -314,9 +314,15 @@ def test_product_sales_matches_independent_sql_per_store_zeros_included():
 def test_product_sales_for_one_store_by_sku_and_an_empty_period_says_none_sold():
     result = run_tool("product_sales", {"product": "b003", "store": "天河店", "period": "上周"}, user=None)
     assert [r["store"] for r in result.rows] == ["广州天河店"]
-    empty = run_tool("product_sales", {"product": "莫吉托", "period": {"start": "2001-01-01", "end": "2001-01-07"}}, user=None)
-    assert all(r["qty"] == 0 and r["orders"] == 0 for r in empty.rows)
-    assert "没有卖出莫吉托" in empty.summary
+    from ops.models import Product
+
+    Product.objects.create(sku="C099", name="新品特调", category="鸡尾酒", unit="杯", price=Decimal("68"))
+    empty = run_tool("product_sales", {"product": "新品特调", "period": "上周"}, user=None)
+    assert empty.rows and all(r["qty"] == 0 and r["orders"] == 0 for r in empty.rows)
+    assert "没有卖出新品特调" in empty.summary
+    with pytest.raises(ValidationError) as exc:  # before the first order: no data, not zero
+        run_tool("product_sales", {"product": "莫吉托", "period": {"start": "2001-01-01", "end": "2001-01-07"}}, user=None)
+    assert "没有数据" in exc.value.message_dict["period"][0]
 
 
 @pytest.mark.parametrize("bad", ["嗨棒", "", None, 42, "x" * 65, {"name": "科罗娜"}])
