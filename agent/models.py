@@ -14,7 +14,9 @@ class ConversationQuerySet(models.QuerySet):
 
 
 class Conversation(models.Model):
-    thread_id = models.CharField("会话 ID", max_length=64, unique=True, default=uuid.uuid4)
+    # Unique per user, not globally: a client names its own threads, and another user's id
+    # must neither reach their conversation nor reveal that it exists.
+    thread_id = models.CharField("会话 ID", max_length=64, default=uuid.uuid4)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations", verbose_name="用户")
     title = models.CharField("标题", max_length=80, blank=True)
     created_at = models.DateTimeField("创建时间", auto_now_add=True)
@@ -26,6 +28,7 @@ class Conversation(models.Model):
     class Meta:
         ordering = ["-updated_at"]
         verbose_name = verbose_name_plural = "会话"
+        constraints = [models.UniqueConstraint(fields=["user", "thread_id"], name="conversation_thread_per_user")]
 
     def __str__(self) -> str:
         return self.title or self.thread_id

@@ -52,9 +52,7 @@ def conversation_for(*, user, thread_id: str | None) -> Conversation | None:
     thread_id = validate_thread_id(thread_id)
     if not thread_id:
         return None
-    conv = Conversation.objects.filter(thread_id=thread_id).first()
-    if conv is not None and conv.user_id != user.pk:
-        raise PermissionDenied("这个会话属于其他用户。")
+    conv = Conversation.objects.filter(user=user, thread_id=thread_id).first()
     if conv is not None and conv.deleted_at is not None:
         raise ValidationError({"thread_id": ["这个会话已删除，请新建会话。"]})
     return conv
@@ -68,11 +66,8 @@ def thread_for(*, user, thread_id: str | None) -> str:
 
 def _conversation_get_or_create(*, user, thread_id: str, title: str) -> tuple[Conversation, bool]:
     """Inside the turn's transaction. Concurrent first questions in one new thread: the
-    unique thread_id decides, the others read the winner's row (get_or_create retries)."""
-    conv, created = Conversation.objects.get_or_create(thread_id=thread_id, defaults={"user": user, "title": title})
-    if conv.user_id != user.pk:
-        raise PermissionDenied("这个会话属于其他用户。")
-    return conv, created
+    unique (user, thread_id) decides, the others read the winner's row (get_or_create retries)."""
+    return Conversation.objects.get_or_create(user=user, thread_id=thread_id, defaults={"title": title})
 
 
 def assistant_require(user) -> None:
@@ -260,9 +255,7 @@ def conversation_delete(*, user, thread_id: str) -> Conversation:
 
 
 def _own_conversation(user, thread_id: str) -> Conversation:
-    conv = Conversation.objects.filter(thread_id=thread_id, deleted_at__isnull=True).first()
-    if conv is None:
+    conv = Conversation.objects.filter(user=user, thread_id=thread_id, deleted_at__isnull=True).first()
+    if conv is None:  # another user's thread reads exactly like one that does not exist
         raise ValidationError({"thread_id": ["没有这个会话。"]})
-    if conv.user_id != user.pk:
-        raise PermissionDenied("只能修改自己的会话。")
     return conv

@@ -336,12 +336,25 @@ def test_hq_comparing_two_named_stores_sees_those_two_and_the_follow_up_keeps_th
     assert second.data[0]["params"]["stores"] == ["广州天河店", "深圳福田店"] and len(second.data) == 2
 
 
-def test_thread_of_another_user_is_refused(staff, manager):
-    from django.core.exceptions import PermissionDenied
+def test_another_users_thread_id_is_a_thread_of_ones_own_and_reveals_nothing(staff, manager):
+    # It was a 403 「这个会话属于其他用户」: proof that the thread exists. Thread ids are
+    # per user now: the same id is the other user's own, empty, thread.
+    from django.core.exceptions import ValidationError
+
+    from agent.services import conversation_delete, conversation_rename
 
     _, conv, _ = chat_ask(user=staff, query="会员卡能跨店用吗")
-    with pytest.raises(PermissionDenied):
-        chat_ask(user=manager, query="那退卡呢", thread_id=conv.thread_id)
+    result, mine, _ = chat_ask(user=manager, query="那退卡呢", thread_id=conv.thread_id)
+    assert mine.pk != conv.pk and mine.user == manager and mine.thread_id == conv.thread_id
+    assert Message.objects.filter(conversation=conv).count() == 2  # the staff's thread is untouched
+    for action in (lambda: conversation_rename(user=manager, thread_id="nobody-has-this", title="x"),
+                   lambda: conversation_delete(user=manager, thread_id="nobody-has-this")):
+        with pytest.raises(ValidationError) as exc:
+            action()
+        assert exc.value.message_dict["thread_id"] == ["没有这个会话。"]
+    conversation_delete(user=manager, thread_id=conv.thread_id)  # the manager's own thread of that id
+    conv.refresh_from_db()
+    assert conv.deleted_at is None
 
 
 def test_staff_never_get_manager_only_citations(staff, manager):
