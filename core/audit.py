@@ -36,6 +36,27 @@ def audit_record(*, actor, action: str, target=None, store=None, before=None, af
 DENIAL_WINDOW = timedelta(minutes=1)
 
 
+# Denial reasons are stored as stable machine words (scripts and tests match on them); people
+# read them in Chinese. Prefix → what the audit list shows.
+REASONS_FOR_PEOPLE = (
+    ("POS token on a non-POS endpoint", "POS 设备令牌访问了非 POS 接口"),
+    ("no confirm permission", "没有处理提案的权限"),
+    ("proposal outside the user's stores", "提案不属于其负责的门店"),
+    ("store outside the token's scope", "门店不在该令牌的范围内"),
+    ("store outside the user's scope", "门店不在其负责的范围内"),
+    ("missing ", "缺少权限："),
+)
+
+
+def reason_for_people(reason: str) -> str:
+    """A stored denial reason in Chinese (「store outside the user's scope (ops.view_sales)」 →
+    「门店不在其负责的范围内」); a reason someone typed (a rejection) as it is."""
+    for prefix, text in REASONS_FOR_PEOPLE:
+        if reason.startswith(prefix):
+            return text + reason[len(prefix):] if prefix == "missing " else text
+    return reason
+
+
 def audit_denial(*, actor, attempt: str, reason: str, target=None, store=None, channel: str | None = None, **extra):
     """A refused attempt, recorded in its own transaction so it survives the refusal. The same
     refusal again within a minute of the last one counts up on that row (core.DenialRepeat)

@@ -1,6 +1,8 @@
 """The audit list's one-line details: what was proposed, why it was rejected."""
 from django import template
 
+from core.audit import reason_for_people
+
 register = template.Library()
 
 
@@ -10,7 +12,7 @@ def audit_detail(entry) -> str:
     (the line used to name the proposal and its store twice, and neither)."""
     after = entry.after or {}
     if after.get("reason"):
-        return f"原因：{after['reason']}"
+        return f"原因：{reason_for_people(after['reason'])}"
     lines = ((after.get("payload") or {}).get("lines")) or []
     if lines:
         return "、".join(f"{line.get('product') or line.get('sku')} {line.get('quantity')}{line.get('unit', '')}" for line in lines)

@@ -23,3 +23,18 @@ def test_an_audit_line_says_what_was_proposed_and_why_it_was_rejected_and_names_
     proposed = next(line for line in page.split("<li>") if "audit_staff" in line and f"#{proposal.pk}" in line)
     assert "原因：数量太大" in rejected and rejected.count("广州天河店") == 1
     assert "77瓶" in proposed
+
+
+@pytest.mark.parametrize("stored,shown", [
+    ("POS token on a non-POS endpoint", "POS 设备令牌访问了非 POS 接口"),
+    ("store outside the user's scope (ops.view_sales)", "门店不在其负责的范围内"),
+    ("missing workflow.confirm_restock", "缺少权限：workflow.confirm_restock"),
+    ("数量太大", "数量太大"),
+])
+def test_a_denial_reason_reads_in_chinese_on_the_audit_list(stored, shown):
+    # The /proposals/ audit trail showed 「原因：POS token on a non-POS endpoint」.
+    from types import SimpleNamespace
+
+    from workflow.templatetags.audit import audit_detail
+
+    assert audit_detail(SimpleNamespace(after={"attempt": "GET /api/v1/stores", "reason": stored})) == f"原因：{shown}"
