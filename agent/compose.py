@@ -274,7 +274,7 @@ def guard_mandatory_clauses(question: str, answer: str, sources: Sources, audien
     """Guard 4: when the question matches a scenario, its conditional clause is always there."""
     added = []
     for rule in mandatory_rules(audiences):
-        if not any(t in question for t in rule.get("triggers", [])):
+        if not _triggered(rule, question):
             continue
         must = rule.get("must_contain") or rule["clause"]
         if must in answer:
@@ -283,6 +283,14 @@ def guard_mandatory_clauses(question: str, answer: str, sources: Sources, audien
         answer = answer.rstrip() + f"\n{rule['clause']}" + (f"[{ref}]" if ref else "")
         added.append(rule["clause"])
     return answer, added
+
+
+def _triggered(rule: dict, question: str) -> bool:
+    """A trigger word is in the question, and not in a sense the rule does not mean: the
+    corpus may say a word counts only without certain others (`not_when`: 「过期」 of spoiled
+    drink, not of stored liquor, a voucher or a health certificate)."""
+    not_when = rule.get("not_when") or {}
+    return any(t in question and not any(w in question for w in not_when.get(t, ())) for t in rule.get("triggers", []))
 
 
 def _citation_for_section(sources: Sources, document_id: int, heading: str) -> str | None:

@@ -255,6 +255,12 @@ def test_guard_four_mandatory_clause_always_included():
     assert any("身体不适" in c["section_path"] for c in sources.citations)  # cited, not invented
     untouched, none = compose.guard_mandatory_clauses("黑牌多少钱", draft, sources, ["staff"])
     assert untouched == draft and not none
+    # 「过期」 of stored liquor is not spoiled drink: no 「建议客人就医」 under a 存酒 answer
+    # (the corpus limits the trigger with not_when) — unless the guest is also unwell.
+    untouched, none = compose.guard_mandatory_clauses("存的酒过期了没人拿怎么办", draft, sources, ["staff"])
+    assert untouched == draft and not none
+    for question in ("客人说这瓶酒过期了", "存的酒过期了，客人喝了拉肚子"):
+        assert "就医" in compose.guard_mandatory_clauses(question, draft, sources, ["staff"])[0], question
 
 
 def test_guards_apply_to_llm_answers(staff, settings, fake_http):
