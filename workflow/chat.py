@@ -11,6 +11,7 @@ from core.localtime import local_time
 from ops.models import Store
 
 from .models import Proposal
+from .selectors import open_restock_quantities
 from .services import can_confirm, proposal_create
 
 
@@ -52,12 +53,24 @@ def restock_offer(state):
     store = Store.objects.for_user(state.user, "workflow.add_proposal").filter(name__in=stores).first()
     if store is None:
         return None, ""
-    lines = [
-        {"sku": r["sku"], "quantity": r["suggested_qty"], "unit": r["unit"],
-         "reason": f"在库 {r['on_hand']} < 安全库存 {r['safety_stock']}，近7天日均 {r['velocity_per_day']}"}
-        for r in rows if r["suggested_qty"] > 0
-    ]
+    wanted = [r for r in rows if r["suggested_qty"] > 0]
+    # Stock already on its way (a confirmed restock not yet received) is not asked for again:
+    # after a manager confirmed one, the next 「什么快没货了」 proposed the same lines anew.
+    coming = open_restock_quantities(store, [r["sku"] for r in wanted])
+    lines, covered = [], set()
+    for r in wanted:
+        on_way, requests = coming.get(r["sku"], (0, []))
+        qty = r["suggested_qty"] - on_way
+        if qty <= 0:
+            covered.update(requests)
+            continue
+        reason = f"在库 {r['on_hand']} < 安全库存 {r['safety_stock']}，近7天日均 {r['velocity_per_day']}"
+        lines.append({"sku": r["sku"], "quantity": qty, "unit": r["unit"],
+                      "reason": reason + (f"，已扣除在途 {on_way}{r['unit']}" if on_way else "")})
     if not lines:
+        if covered:
+            numbers = "、".join(f"#{n}" for n in sorted(covered))
+            return None, f"这些商品已有确认过、还没到货的补货（提案 {numbers}），到货前不再重复申请。"
         return None, ""
     pending = pending_restock_for(store, [line["sku"] for line in lines])
     if pending is not None:  # asked again, in other words or by a colleague: one proposal waits for the manager

@@ -280,3 +280,21 @@ def test_low_stock_asked_again_points_at_the_pending_proposal_instead_of_adding_
     Proposal.objects.filter(pk=first.proposal["id"]).update(status="rejected")
     third, _ = answer_question("天河店哪些商品低于安全库存", user=people["manager"])
     assert third.proposal["id"] != first.proposal["id"]  # nothing pending any more: a new one
+
+
+def test_low_stock_after_a_confirmed_restock_asks_only_for_what_is_not_on_its_way(people):
+    # After a manager confirmed the offered restock, the next 「什么快没货了」 proposed the same
+    # lines again: a confirmed restock not yet received was not counted.
+    from workflow.services import proposal_confirm
+
+    Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").update(status="rejected")
+    first, _ = answer_question("天河店哪些商品低于安全库存", user=people["staff"])
+    lines = {line["sku"]: line["quantity"] for line in first.proposal["payload"]["lines"]}
+    proposal_confirm(proposal=first.proposal["id"], user=people["manager"])
+    again, _ = answer_question("天河店有啥快没货了", user=people["staff"])
+    assert again.proposal is None and f"#{first.proposal['id']}" in again.answer and "还没到货" in again.answer
+    assert Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").count() == 0
+    # Once the request is received (its stock booked in), nothing is on its way: what is short is asked for again.
+    RestockRequest.objects.filter(proposal_id=first.proposal["id"]).update(status=RestockRequest.Status.RECEIVED)
+    third, _ = answer_question("天河店有啥快没货了", user=people["staff"])
+    assert third.proposal and {line["sku"]: line["quantity"] for line in third.proposal["payload"]["lines"]} == lines
