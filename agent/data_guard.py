@@ -13,7 +13,7 @@ from datetime import date
 
 from ops.models import Product
 from ops.periods import PeriodError, bound_to_data, cn_number, find_period
-from ops.selectors import UnknownStore, find_product_in_text, find_store_in_text, find_stores_in_text, first_sale_date
+from ops.selectors import UnknownStore, city_in_text, find_product_in_text, find_store_in_text, find_stores_in_text, first_sale_date
 
 from . import vocabulary as vocab
 from .vocabulary import COMPARE_STORES, MEMBER_BALANCE, PRODUCT_SALES, STORE_SALES, TOP_PRODUCTS
@@ -157,8 +157,11 @@ def plan_data(question: str, *, today: date, previous: dict | None = None, data_
                 break
     if tool == COMPARE_STORES:
         named = [store.name for _, store in find_stores_in_text(question)]
+        city = city_in_text(question)
         if len(named) >= 2:  # 「天河跟福田比」: those two, not every store
             params["stores"] = named
+        elif city:  # 「广州各店对比」: the asker's stores in that city
+            params["stores"] = [city, *named]
         elif inherited and prev_params.get("stores") and not named:
             params["stores"] = prev_params["stores"]
         params["metric"] = "avg_ticket" if "客单价" in question else "orders" if re.search(r"订单|单数|多少单|单子|单量|最忙|人最多|客人最多|客流", question) else "revenue"

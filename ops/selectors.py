@@ -74,7 +74,8 @@ def store_candidates() -> list[tuple[str, Store]]:
 
 def _store_candidates() -> list[tuple[str, Store]]:
     pairs: dict[str, Store] = {}
-    for store in Store.objects.all():
+    stores = list(Store.objects.all())
+    for store in stores:
         for name in [store.name, store.code, *store.aliases]:
             if not name:
                 continue
@@ -82,8 +83,22 @@ def _store_candidates() -> list[tuple[str, Store]]:
             stem = re.sub(r"(门店|分店|店)$", "", name)
             if len(stem) >= 2:
                 pairs.setdefault(stem, store)
+    # A city with one store names that store (「深圳上周卖了多少」); a city with several names
+    # none of them (find_store_in_text asks which).
+    for city, members in _stores_by_city(stores).items():
+        if len(members) == 1:
+            pairs.setdefault(city, members[0])
     # Longest first, so 「广州天河店」 wins over 「天河」.
     return sorted(pairs.items(), key=lambda p: len(p[0]), reverse=True)
+
+
+def _stores_by_city(stores) -> dict[str, list[Store]]:
+    out: dict[str, list[Store]] = {}
+    for store in stores:
+        if store.city and len(store.city) >= 2:
+            out.setdefault(store.city, []).append(store)
+    return out
+
 
 
 def first_sale_date():
@@ -153,6 +168,11 @@ def find_store_in_text(text: str) -> StoreMatch | None:
         return StoreMatch(store=store, matched=name)
     if _ALL_STORES.search(text):
         return StoreMatch(store=None, matched="全部门店")
+    if city := city_in_text(text):
+        # A city with several stores: which of them depends on who asks (resolve_store_for).
+        error = UnknownStore(f"{city}有几家门店，要查哪一家？")
+        error.mention = city
+        raise error
     for m in _STORE_MENTION.finditer(text):
         whole = m.group(0)
         if any(word in whole for word in _NOT_A_STORE if word.endswith("店") and whole.endswith(word)):
@@ -173,6 +193,23 @@ def _name_before_store_word(raw: str) -> str:
     return name if len(name) >= 2 else ""
 
 
+def stores_in_city_for(user, city: str, perm: str) -> list[Store]:
+    """The stores in `city` the user may exercise `perm` on (「广州」 → 天河 and 珠江新城 for HQ,
+    天河 alone for 天河's staff); empty when `city` is not a city of any store."""
+    if not city or not Store.objects.filter(city=city).exists():
+        return []
+    return list(Store.objects.for_user(user, perm).filter(city=city))
+
+
+def city_in_text(text: str) -> str | None:
+    """A city with more than one store that the text names (「广州各店」), if any."""
+    stores = list(dict.fromkeys(s for _, s in store_candidates()))
+    for city, members in _stores_by_city(stores).items():
+        if len(members) > 1 and city in (text or ""):
+            return city
+    return None
+
+
 def unknown_store_message(value: str, allowed) -> str:
     names = "、".join(s.name for s in allowed)
     return f"没有叫「{value}」的门店。" + (f"你可以查询的门店：{names}。" if names else "你没有可以查询或操作的门店。")
@@ -190,6 +227,13 @@ def resolve_store_for(user, value, perm: str, *, attempt: str) -> Store:
         try:
             store = resolve_store(text)
         except UnknownStore:
+            # A city (「广州」): the caller's one store there, or a question naming only theirs.
+            in_city = [s for s in allowed if s.city and text in (s.city, f"{s.city}的店", f"{s.city}店", f"{s.city}门店")]
+            if len(in_city) == 1:
+                return in_city[0]
+            if in_city:
+                raise UnknownStore(f"{text}有 {len(in_city)} 家你可以查询的门店：{'、'.join(s.name for s in in_city)}。"
+                                   f"要查哪一家？也可以说「{text}各店对比」。") from None
             raise UnknownStore(unknown_store_message(text, allowed)) from None
     if store not in allowed:
         if user is not None and getattr(user, "is_authenticated", False):

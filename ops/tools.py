@@ -32,7 +32,7 @@ from core.scoping import ALL, store_ids_for
 
 from .models import Inventory, Member, Order, OrderLine, Product, Store, StoreDaySales
 from .periods import Period, PeriodError, bound_to_data, parse_period
-from .selectors import UnknownProduct, UnknownStore, first_sale_date, resolve_product, resolve_store_for
+from .selectors import UnknownProduct, UnknownStore, first_sale_date, resolve_product, resolve_store_for, stores_in_city_for
 
 TZ = ZoneInfo("Asia/Shanghai")
 MAX_TOP_N = 50
@@ -477,8 +477,8 @@ TOOLS: dict[str, ToolSpec] = {
                  {"type": "object", "properties": {
                      "period": _PERIOD,
                      "metric": {"type": "string", "enum": ["revenue", "orders", "avg_ticket"], "default": "revenue"},
-                     "stores": {"type": ["array", "null"], "items": {"type": "string"}, "minItems": 2, "maxItems": MAX_COMPARED,
-                                "description": "只比较这几家门店（名称、编码或别名，2 家以上）；留空表示全部门店"}},
+                     "stores": {"type": ["array", "null"], "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_COMPARED,
+                                "description": "只比较这几家门店（名称、编码、别名，或城市：该城市你能查看的门店）；留空表示全部门店"}},
                   "required": ["period"], "additionalProperties": False},
                  compare_stores, ("rank", "store", "revenue", "orders", "avg_ticket", "revenue_share"), Chart("store", "revenue", "horizontal")),
         ToolSpec("hourly_peak", "高峰时段", "一段时间内按小时统计的订单数和营业额，找出最忙的时段。",
@@ -569,11 +569,16 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tupl
                 errors["product"] = exc.messages
     if "stores" in props and params.get("stores") is not None:
         raw = params["stores"]
-        if not isinstance(raw, list) or not 2 <= len(raw) <= MAX_COMPARED or not all(isinstance(x, str) and x.strip() for x in raw):
-            errors["stores"] = [f"stores 是 2 到 {MAX_COMPARED} 个门店名称的列表；只查一家请用 store_sales。"]
+        if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_COMPARED or not all(isinstance(x, str) and x.strip() for x in raw):
+            errors["stores"] = [f"stores 是 1 到 {MAX_COMPARED} 个门店名称（或城市）的列表。"]
         else:
             chosen: list[Store] = []
             for name in raw:
+                # A city stands for the caller's stores in it (「广州各店对比」).
+                in_city = stores_in_city_for(user, name.strip(), spec.perm)
+                if in_city:
+                    chosen += [s for s in in_city if s not in chosen]
+                    continue
                 try:
                     store = resolve_store_for(user, name, spec.perm, attempt=f"tool {spec.name}")
                 except UnknownStore as exc:
@@ -582,7 +587,8 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tupl
                 if store not in chosen:
                     chosen.append(store)
             if "stores" not in errors and len(chosen) < 2:
-                errors["stores"] = ["这几个名字指的是同一家门店，至少要两家才能比较。"]
+                errors["stores"] = [f"你可以查询的门店里，这里只有{chosen[0].name}一家，没有可以对比的门店。" if chosen
+                                    else "至少要两家门店才能比较。"]
             elif "stores" not in errors:
                 kwargs["stores"], used["stores"] = chosen, [s.name for s in chosen]
     if "member" in props and params.get("member") and "member" not in errors:

@@ -356,3 +356,26 @@ def test_products_are_found_by_name_alias_and_sku_longest_first(text, name):
 
     found = find_product_in_text(text)
     assert (found[1] if found else None) == name
+
+
+def test_a_city_names_the_callers_stores_in_it():
+    # 「深圳上周卖了多少」 answered with the asker's own store (广州天河店), and for HQ with all four.
+    from ops.selectors import UnknownStore, find_store_in_text, resolve_store_for
+    from ops.tests.factories import make_user
+
+    staff = make_user("city_staff", role="staff", stores=["GZ-TH"])
+    hq = make_user("city_hq", role="hq", stores=[])
+    assert find_store_in_text("深圳上周卖了多少").store.name == "深圳福田店"  # one store in 深圳
+    assert resolve_store_for(staff, "广州", "ops.view_sales", attempt="t").name == "广州天河店"  # their one store there
+    with pytest.raises(UnknownStore) as exc:
+        resolve_store_for(hq, "广州", "ops.view_sales", attempt="t")
+    assert "广州天河店、广州珠江新城店" in exc.value.messages[0] and "要查哪一家" in exc.value.messages[0]
+    with pytest.raises(ValidationError) as exc:
+        run_tool("store_sales", {"store": "深圳", "period": "上周"}, user=staff)
+    message = exc.value.message_dict["store"][0]
+    assert "深圳福田店" not in message and "广州天河店" in message  # reads like a typo, names only theirs
+    both = run_tool("compare_stores", {"period": "上周", "stores": ["广州"]}, user=hq)
+    assert sorted(r["store"] for r in both.rows) == ["广州天河店", "广州珠江新城店"]
+    with pytest.raises(ValidationError) as exc:
+        run_tool("compare_stores", {"period": "上周", "stores": ["广州"]}, user=staff)
+    assert "只有广州天河店一家" in exc.value.message_dict["stores"][0]
