@@ -94,6 +94,12 @@ def plan_data(question: str, *, today: date, previous: dict | None = None, data_
     store_words = ""
     # A sales question that names a product asks how much of *it* sold (「科罗娜卖了几瓶」), and a
     # follow-up naming another product (「那百威呢」) asks the same of that one.
+    if inherited and tool not in (STORE_SALES, PRODUCT_SALES) and (named := find_product_in_text(question)):
+        # 「几点最忙」 → 「那科罗娜呢」: the tool counts orders per store, not per product. Say so.
+        from ops.tools import TOOLS
+
+        return DataPlan(tool, clarify=f"{TOOLS[tool].title}只按门店统计，不能按商品拆分。"
+                                      f"可以问「{named[0]}卖了多少」看这个商品的销量。", reason=reason)
     product = find_product_in_text(question) if tool in (STORE_SALES, PRODUCT_SALES) else None
     if tool == STORE_SALES and (product or _COUNTED_IN_UNITS.search(question)):
         # Counted in bottles or glasses (「嗨棒卖了多少杯」) is a product's sales even when the

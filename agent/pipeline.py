@@ -379,8 +379,8 @@ def decide_in_chat(state: AgentState) -> bool:
         return False
     pk = next(g for g in m.groups()[1:] if g)
     state.route = Route(ACTION, f"确认或驳回提案 #{pk}：在提案卡片上完成，助手不代为决定")
-    state.answer = (f"提案 #{pk} 要由有权限的人在提案卡片上点「确认」或「驳回」：打开「提案」页面（/proposals/）找到 #{pk}；"
-                    "店长也可以在后台的「提案」里处理。我不会替任何人确认或驳回。")
+    state.answer = (f"提案 #{pk} 要由有权限的人在提案卡片上点「确认」或「拒绝」：打开顶部菜单的「操作提案」页面（/proposals/）找到 #{pk}；"
+                    "店长也可以在后台的「操作提案」里处理。我不会替任何人确认或拒绝。")
     with state.trace.step("route") as detail:
         detail.update(state.route.as_dict())
     return True

@@ -28,6 +28,8 @@ _CANCEL = re.compile(r"^(算了|不用了|不要了|取消|撤销|不补了|别�
 _YES = re.compile(r"^(好|好的|行|可以|嗯|对|是|是的|要|ok|okay|就这样|没问题|改吧|那就)", re.IGNORECASE)
 _TICKET_WORDS = re.compile(r"工单|投诉单|客诉单")
 _REQUEST_WORDS = re.compile(r"(帮我|给我|请|麻烦|替我)?[^，。？！]{0,4}(建|开|提|创建|登记|提交)(一?个|一?张|一下)?[^，。？！]{0,4}(工单|投诉单|客诉单)|帮我|麻烦|请")
+# The words right after a quantity: the thing asked for (「两箱喜力」 → 喜力).
+_AFTER_UNIT = re.compile(r"的?([\u4e00-\u9fffA-Za-z][\u4e00-\u9fffA-Za-z0-9]{1,11})")
 _ORDER_REF = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}-[A-Z]{2}-\d{8}-\d{5}(?!\d)")
 _MEMBER = re.compile(r"(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
 
@@ -43,6 +45,7 @@ class PendingAction:
     description: str = ""  # tickets
     offer_store: str | None = None  # the user's own store, offered after a denial
     started_with: str = ""
+    not_a_product: str = ""  # 「喜力」 in 「补两箱喜力」: what was asked for that we do not sell
 
     def missing(self) -> list[str]:
         if self.kind == TICKET:
@@ -70,6 +73,7 @@ class Parsed:
     products: list[Product] = field(default_factory=list)
     qty: int | None = None
     unit: str | None = None
+    not_a_product: str = ""
 
     @property
     def fills_anything(self) -> bool:
@@ -104,6 +108,8 @@ def parse(text: str) -> Parsed:
     parsed.products = products_in(text)
     if (m := _QTY.search(text)):
         parsed.qty, parsed.unit = cn_number(m.group(1)), m.group(2)
+        if not parsed.products and (after := _AFTER_UNIT.match(text, m.end())):
+            parsed.not_a_product = after.group(1)
     return parsed
 
 
@@ -131,8 +137,10 @@ def merge(pending: PendingAction, parsed: Parsed, text: str) -> list[str]:
         changed.append("store")
     if pending.kind == RESTOCK:
         if parsed.products:
-            pending.skus = [p.sku for p in parsed.products]
+            pending.skus, pending.not_a_product = [p.sku for p in parsed.products], ""
             changed.append("product")
+        elif parsed.not_a_product:
+            pending.not_a_product = parsed.not_a_product
         if parsed.qty:
             pending.qty, pending.unit = parsed.qty, parsed.unit
             changed.append("qty")
@@ -224,6 +232,9 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
             return Step("请说一下客人投诉的情况：发生了什么、哪张单或哪位会员（如有），我再生成客诉工单提案。", pending)
         return _create_ticket(pending, user=user, today=today)
     if "product" in missing:
+        if pending.not_a_product:
+            sold = "、".join(Product.objects.filter(active=True).values_list("name", flat=True))
+            return Step(f"商品里没有「{pending.not_a_product}」。可以补货的商品：{sold}。要补哪个？", pending)
         return Step("要补哪个商品？请说商品名和数量，例如「青岛啤酒，补20箱」。", pending)
     products = {p.sku: p for p in Product.objects.filter(sku__in=pending.skus)}
     if "qty" in missing and suggest is not None:

@@ -37,6 +37,7 @@ from .selectors import UnknownProduct, UnknownStore, first_sale_date, resolve_pr
 TZ = ZoneInfo("Asia/Shanghai")
 MAX_TOP_N = 50
 MAX_COMPARED = 10  # stores named in one comparison
+DAY_STARTS_AT = 6  # hour at which a store's trading day is taken to begin, for ordering hours
 VELOCITY_DAYS = 7
 
 
@@ -326,6 +327,9 @@ def hourly_peak(*, store: Store | None, period: Period, scope: list[Store] | Non
         .annotate(orders=Count("*"), revenue=Sum("total"))
         .order_by("hour")
     )
+    # In the order of a night's trade: 06:00 … 23:00, then 00:00 … 05:00 (a bar's small hours
+    # come after its evening, not before it).
+    agg.sort(key=lambda a: (a["hour"] - DAY_STARTS_AT) % 24)
     rows = [{"hour": f"{a['hour']:02d}:00", "orders": a["orders"], "revenue": _money(a["revenue"])} for a in agg]
     if rows:
         top = sorted(rows, key=lambda r: r["orders"], reverse=True)[:3]

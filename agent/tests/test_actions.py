@@ -87,6 +87,15 @@ def test_hundreds_in_chinese_numerals_make_a_proposal_not_a_server_error(staff, 
     assert [(line["sku"], line["quantity"]) for line in result.proposal["payload"]["lines"]] == [("B001", qty)]
 
 
+def test_a_product_we_do_not_sell_is_named_in_the_question_back(staff):
+    # 「帮我补两箱喜力」 asked 「要补哪个商品？」 as if nothing had been named.
+    t = Thread(staff)
+    result, _ = t.ask("帮我补两箱喜力")
+    assert result.proposal is None and "商品里没有「喜力」" in result.answer and "青岛啤酒" in result.answer
+    result, _ = t.ask("那就青岛吧")
+    assert [(line["sku"], line["quantity"]) for line in result.proposal["payload"]["lines"]] == [("B001", 48)]
+
+
 def test_cancelling_leaves_nothing_behind(staff):
     t = Thread(staff)
     before = len(proposals(staff))

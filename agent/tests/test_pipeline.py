@@ -333,6 +333,14 @@ def test_how_many_of_a_product_sold_is_answered_in_units_and_follow_ups_switch_p
     assert "想查哪个商品的销量" in unknown.answer and not unknown.data and "营业额" not in unknown.answer
 
 
+def test_a_product_follow_up_to_a_per_store_figure_says_it_cannot_be_split_by_product():
+    # 「几点最忙」 → 「那科罗娜呢」 repeated the store's hourly table unchanged.
+    staff = make_user("agent_peak_product", role="staff", stores=["GZ-TH"])
+    _, conv, _ = chat_ask(user=staff, query="上周天河店几点最忙")
+    result, _, _ = chat_ask(user=staff, query="那科罗娜呢", thread_id=conv.thread_id)
+    assert "不能按商品拆分" in result.answer and "科罗娜卖了多少" in result.answer and not result.data
+
+
 def test_hq_comparing_two_named_stores_sees_those_two_and_the_follow_up_keeps_them():
     hq = make_user("agent_hq_compare", role="hq", stores=[])
     first, conv, _ = chat_ask(user=hq, query="上周天河店跟福田店比谁卖得多")

@@ -154,7 +154,9 @@ def test_hourly_peak_matches_sql_in_local_time():
         "SELECT EXTRACT(HOUR FROM o.created_at AT TIME ZONE 'Asia/Shanghai')::int h, COUNT(*) FROM ops_order o "
         "JOIN ops_store s ON s.id=o.store_id WHERE s.code='GZ-TH' AND o.status='paid' AND o.created_at >= %s AND o.created_at < %s "
         "GROUP BY h ORDER BY h", [lo, hi])
-    assert [(int(r["hour"][:2]), r["orders"]) for r in result.rows] == expected
+    # In the order of a night: 17:00 … 23:00, then the small hours (00:00 was listed first).
+    assert [(int(r["hour"][:2]), r["orders"]) for r in result.rows] == sorted(expected, key=lambda e: (e[0] - 6) % 24)
+    assert result.rows[0]["hour"] >= "06:00" and result.rows[-1]["hour"] < "06:00"
     assert "21:00" in result.summary or "22:00" in result.summary
 
 
