@@ -91,6 +91,7 @@ def test_decide_in_place_returns_the_card_and_the_audit_list(staff_client, manag
     restock = _proposal("restock")
     denied = staff_client.post(f"/proposals/{restock.pk}/confirm", **HX).content.decode()
     assert 'data-status="pending"' in denied and "必须由店长确认" in denied
+    assert denied.count("必须由店长确认") == 1  # the refusal once, not again as 「等待有权限的人确认：…」
     done = manager_client.post(f"/proposals/{restock.pk}/confirm", **HX).content.decode()
     assert 'data-status="confirmed"' in done and 'id="audit-list" hx-swap-oob="true"' in done and "view_manager" in done
     assert "<html" not in done
