@@ -27,8 +27,6 @@ _TOP_N = (
     re.compile(rf"最(?:好|多|火|畅销)的?\s*{_N}\s*(?:个|款|样|种|名|位)"),
     re.compile(rf"{_N}\s*(?:个|款|样|种)[^，。？！]{{0,6}}最(?:好|多|火)"),
 )
-# 「卖了几瓶」「卖出多少杯」: a quantity of something, not money.
-_COUNTED_IN_UNITS = re.compile(r"(卖|销)[^，。？！]{0,4}(多少|几|[0-9一二两三四五六七八九十]+)\s*(瓶|杯|份|箱|桶|扎|支|罐|打)")
 _FIRST = re.compile(r"第一(?!周|天|次|季度)")
 _UNSET = object()
 
@@ -101,7 +99,7 @@ def plan_data(question: str, *, today: date, previous: dict | None = None, data_
         return DataPlan(tool, clarify=f"{TOOLS[tool].title}只按门店统计，不能按商品拆分。"
                                       f"可以问「{named[0]}卖了多少」看这个商品的销量。", reason=reason)
     product = find_product_in_text(question) if tool in (STORE_SALES, PRODUCT_SALES) else None
-    if tool == STORE_SALES and (product or _COUNTED_IN_UNITS.search(question)):
+    if tool == STORE_SALES and (product or any(h.signal.name == vocab.COUNTED_SALES for h in vocab.match(question))):
         # Counted in bottles or glasses (「嗨棒卖了多少杯」) is a product's sales even when the
         # product is not one we sell: ask which, never answer with the store's revenue.
         tool, reason = PRODUCT_SALES, f"{PRODUCT_SALES}：" + (f"商品「{product[0]}」+ " if product else "按件数问 + ") + reason
@@ -162,7 +160,9 @@ def plan_data(question: str, *, today: date, previous: dict | None = None, data_
                 params["category"] = category
                 break
     if tool == COMPARE_STORES:
-        named = [store.name for _, store in find_stores_in_text(question)]
+        # The asker's own words: the tool resolves them within their stores, and a store outside
+        # them is echoed as asked (never by its full name, which would confirm it exists).
+        named = [words for words, _ in find_stores_in_text(question)]
         city = city_in_text(question)
         if len(named) >= 2:  # 「天河跟福田比」: those two, not every store
             params["stores"] = named

@@ -372,7 +372,7 @@ def _best_split(positives: list[float], negatives: list[float]) -> tuple[float, 
 
 def _answerability_rows(items: list[dict], users) -> tuple[list[dict], list[list[dict]], list[int], list[dict]]:
     """Per answerable / near / far question: the judge's signals for every round the agent
-    loop would run (the index holds a model that never says "enough" meanwhile, so every
+    loop would run (called under a never-enough model, answerability.scoring_with, so every
     rewrite round runs). Questions the router answers or declines itself are left out."""
     rows, rounds, labels, kept = [], [], [], []
     for item in items:

@@ -20,7 +20,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from core.roles import require
 from ops.models import Product, Store
 from ops.periods import cn_number
-from ops.selectors import UnknownStore, find_store_in_text, resolve_store_for
+from ops.selectors import UnknownStore, find_store_in_text, known_products_text, resolve_store_for
 
 RESTOCK, TICKET = "restock", "ticket"
 _QTY = re.compile(r"(\d+|[零〇一二两三四五六七八九十百千万]+)\s*(箱|瓶|杯|份|件|桶|个)")
@@ -108,8 +108,9 @@ def parse(text: str) -> Parsed:
     parsed.products = products_in(text)
     if (m := _QTY.search(text)):
         parsed.qty, parsed.unit = cn_number(m.group(1)), m.group(2)
-        if not parsed.products and (after := _AFTER_UNIT.match(text, m.end())):
-            parsed.not_a_product = after.group(1)
+        after = _AFTER_UNIT.match(text, m.end()) if not parsed.products else None
+        if after and not after.group(1).startswith(("给", "帮", "替", "到", "为", "送")) and "店" not in after.group(1):
+            parsed.not_a_product = after.group(1)  # 「两箱喜力」; not 「两箱给天河店」
     return parsed
 
 
@@ -233,8 +234,7 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
         return _create_ticket(pending, user=user, today=today)
     if "product" in missing:
         if pending.not_a_product:
-            sold = "、".join(Product.objects.filter(active=True).values_list("name", flat=True))
-            return Step(f"商品里没有「{pending.not_a_product}」。可以补货的商品：{sold}。要补哪个？", pending)
+            return Step(f"商品里没有「{pending.not_a_product}」。可以补货的商品：{known_products_text()}。要补哪个？", pending)
         return Step("要补哪个商品？请说商品名和数量，例如「青岛啤酒，补20箱」。", pending)
     products = {p.sku: p for p in Product.objects.filter(sku__in=pending.skus)}
     if "qty" in missing and suggest is not None:

@@ -16,8 +16,9 @@ POLICY, DATA, BOTH, ACTION, OUT_OF_SCOPE = "policy", "data", "both", "action", "
 STORE_SALES, TOP_PRODUCTS, COMPARE_STORES, HOURLY_PEAK, LOW_STOCK, MEMBER_BALANCE, DAILY_TREND, PRODUCT_SALES = (
     "store_sales", "top_products", "compare_stores", "hourly_peak", "low_stock", "member_balance", "daily_trend", "product_sales")
 # When two tools score the same, the more specific one wins.
-TOOL_PRIORITY = (MEMBER_BALANCE, LOW_STOCK, HOURLY_PEAK, DAILY_TREND, COMPARE_STORES, TOP_PRODUCTS, PRODUCT_SALES, STORE_SALES)
+TOOL_PRIORITY = (MEMBER_BALANCE, LOW_STOCK, HOURLY_PEAK, DAILY_TREND, COMPARE_STORES, TOP_PRODUCTS, STORE_SALES)
 N = r"[0-9一二两三四五六七八九十]+"
+COUNTED_SALES = "卖了几件"  # a count of something sold: with a product named, that product's sales
 
 
 @dataclass(frozen=True)
@@ -47,9 +48,9 @@ def _compiled(pattern: str) -> re.Pattern:
 SIGNALS: tuple[Signal, ...] = (
     # --- action: a request to write something (it becomes a proposal) --------------------------
     # 「帮我…」 or for a store: 「帮天河店补两箱青岛」「给福田店补…」.
-    Signal("请求补货", ACTION, r"(帮我|给我|请|麻烦|替我|(?:帮|给|替|为)[^，。？！]{1,8}?店)[^，。？！]{0,12}(补|订|进|下单|申请|加)[^，。？！]{0,6}\d*\s*[零〇一二两三四五六七八九十百千万\d]*\s*(箱|瓶|件|桶|份)", 3),
-    Signal("申请补货", ACTION, r"(帮我|给我|请|麻烦|替我|(?:帮|给|替|为)[^，。？！]{1,8}?店)[^，。？！]{0,12}(补货|申请补货|提交补货|下补货单|补一下货)|"
-           r"(帮我|给我|请|麻烦|替我|(?:帮|给|替|为)[^，。？！]{1,8}?店)[^，。？！]{0,6}(补|订|进)(点|些|一点|一些)儿?", 3),
+    Signal("请求补货", ACTION, r"(帮我|给我|请|麻烦|替我|(?:帮|给|替)[^，。？！]{1,8}?店(?![^，。？！]{0,6}[补进订]了))[^，。？！]{0,12}(补|订|进|下单|申请|加)[^，。？！]{0,6}\d*\s*[零〇一二两三四五六七八九十百千万\d]*\s*(箱|瓶|件|桶|份)", 3),
+    Signal("申请补货", ACTION, r"(帮我|给我|请|麻烦|替我|(?:帮|给|替)[^，。？！]{1,8}?店(?![^，。？！]{0,6}[补进订]了))[^，。？！]{0,12}(补货|申请补货|提交补货|下补货单|补一下货)|"
+           r"(帮我|给我|请|麻烦|替我|(?:帮|给|替)[^，。？！]{1,8}?店(?![^，。？！]{0,6}[补进订]了))[^，。？！]{0,6}(补|订|进)(点|些|一点|一些)儿?", 3),
     Signal("请求建工单", ACTION, r"(帮我|给我|请|麻烦)?[^，。？！]{0,4}(建|开|提|创建|登记|提交)(一?个|一?张|一下)?[^，。？！]{0,4}(工单|投诉单|客诉单)", 3),
 
     # --- data: each points to the tool that answers it ------------------------------------------
@@ -57,7 +58,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("销量", DATA, r"销量", 1, STORE_SALES),
     # How many were sold (「科罗娜卖了几瓶」「卖出去多少杯」); 「一瓶能卖几杯」 (no 了/出/掉) is a rule.
     # With a product named, data_guard asks product_sales instead of the store's revenue.
-    Signal("卖了几件", DATA, rf"卖(了|出了?|掉了?|出去了?)\s*(多少|几|{N})\s*(瓶|杯|份|箱|桶|扎|支|罐|打)|卖(出|掉)(去)?了?多少", 2, STORE_SALES),
+    Signal(COUNTED_SALES, DATA, rf"卖(了|出了?|掉了?|出去了?)\s*(多少|几|{N})\s*(瓶|杯|份|箱|桶|扎|支|罐|打)|卖(出|掉)(去)?了?多少", 2, STORE_SALES),
     # 「单子」 is also a work order, a handover sheet, a receipt: an order count only with a quantity.
     Signal("订单指标", DATA, r"客单价|订单数|多少单|几单|单量|单子[^，。？！]{0,3}(最?多|少|几|爆|量|怎么样|咋样|如何|情况)|成交|客流|来客数?|进店人数", 2, STORE_SALES),
     Signal("商品排行", DATA, rf"排行|热[销消卖]|畅销|好卖|人气最高|最火|前\s*{N}\s*(名|个|款|样|位)?|top\s*\d+|榜|第一名?的是", 2, TOP_PRODUCTS),

@@ -59,20 +59,25 @@ def cn_number(text: str) -> int:
     total = section = 0
     digit: int | None = None
     last_unit = 1
+    zero = False  # a 零 since the last unit: 「一千零五」's 五 is ones, not hundreds
     for ch in text:
-        if ch in CN_DIGITS:
+        if ch in ("零", "〇"):
+            zero, digit = True, None
+        elif ch in CN_DIGITS:
             digit = CN_DIGITS[ch]
         elif ch == "万":
             total += (section + (digit or 0)) * 10000
-            section, digit, last_unit = 0, None, 10000
+            section, digit, last_unit, zero = 0, None, 10000, False
         else:
             last_unit = _CN_UNITS[ch]
             section += (1 if digit is None else digit) * last_unit
-            digit = None
+            digit, zero = None, False
     if digit is not None:
-        # 「两百五」 is 250: a trailing digit right after 百/千 counts in the next unit down.
-        previous = text[-2] if len(text) >= 2 else ""
-        section += digit * (last_unit // 10 if previous in _CN_UNITS and last_unit >= 100 else 1)
+        # 「两百五」 is 250 and 「一万五」 15000: a digit right after a unit (no 零 between)
+        # counts in the next unit down.
+        if not zero and len(text) >= 2 and (text[-2] in _CN_UNITS or text[-2] == "万") and last_unit >= 100:
+            digit *= last_unit // 10
+        section += digit
     return total + section
 
 
@@ -143,6 +148,7 @@ _RE_MD_DAY = re.compile(rf"(?:(\d{{4}})年)?({NUM})月({NUM})[日号]")
 _RE_MONTH = re.compile(rf"(?:(\d{{4}}|今|去)年)?({NUM})月份?")
 # 「本月前10天」「上个月头五天」「11月前十天」: the first days of a month, not the last days before today.
 _RE_MONTH_FIRST_N = re.compile(rf"(?:(上上个?月|上个?月|本月|这个?月|当月)|({NUM})月份?)的?(?:前|头)({NUM})(?:天|日)")
+_RE_YEAR_FIRST_N = re.compile(rf"(今年|本年|去年)的?(?:前|头)({NUM})(?:天|日)")
 _RE_LAST_N = re.compile(rf"(?:最近|近|过去|前)({NUM})(天|日|周|个星期|星期|个月|月)")
 _RE_LAST_ONE = re.compile(r"(?:最近|近|过去)(一周|一个星期|一星期|一个月|半个月|半月)")
 # 「周天」 is left out on purpose: 「上周天河店」 is last week at 天河店, not last Sunday.
@@ -155,6 +161,8 @@ _RE_WEEKDAY = re.compile(r"(上上|上|本|这)?(?:周([一二三四五六日])|
 _PERIOD_CHARS = re.compile(r"[\d零〇一二两三四五六七八九十百年月日号天周星期礼拜上本这个当今昨前去大最近过半季度初末底同期"
                            r"至到为止截目现在以来双元旦国庆劳动节平安夜圣诞黄金假长间儿晚头份的\s~～\-—./]")
 MAX_PERIOD_TEXT = 40
+_RANGE_JOIN = re.compile(r"到|至|~|～|—")
+_UP_TO = re.compile(r"截至|截止|为止")
 
 
 def parse_period(text: str, today: date) -> Period:
@@ -175,8 +183,12 @@ def parse_period(text: str, today: date) -> Period:
         raise PeriodError(f"时间「{original}」里的「{extra[:10]}」看不懂。可以说：昨天、上周、本月、最近7天、2026-11-01到2026-11-07。")
     period = _match(t, today, original)
     dates = _RE_ISO_DAY.findall(t) + _RE_MD_DAY.findall(t)
-    if period is not None and len(dates) >= 2 and period.start == period.end:
+    if period is not None and len(dates) >= 2 and not any(rx.search(t) for rx in (_RE_ISO_RANGE, _RE_MD_RANGE, _RE_DOT_RANGE)):
         raise PeriodError(f"「{original}」里有两个日期：日期范围请用「到」连接，比如 2026-11-01到2026-11-07。")
+    if period is not None and _UP_TO.search(t) and not _RANGE_JOIN.search(t.replace("截至", "").replace("截止", "")) \
+            and not any(w in t for w in _SO_FAR) and period.start == period.end:
+        # 「截至11月7日」 names where a range ends, not where it starts: one day would be a guess.
+        raise PeriodError(f"「{original}」是从哪天算起？请说完整，比如 11月1日到11月7日、本月到目前为止。")
     if period is None:
         if any(word in t for word in _FUTURE):
             raise PeriodError(f"「{original}」是未来的时间，还没有数据。")
@@ -300,6 +312,14 @@ def _match(t: str, today: date, original: str) -> Period | None:  # noqa: C901 -
             day = today - timedelta(days=_RELATIVE_DAYS[word])
             return Period(day, day, word)
 
+    m = _RE_YEAR_FIRST_N.search(t)
+    if m:
+        year = today.year - (1 if m.group(1) == "去年" else 0)
+        n = cn_number(m.group(2))
+        if not 1 <= n <= 366:
+            raise PeriodError(f"「{m.group(0)}」的天数不合理。")
+        first = date(year, 1, 1)
+        return _finish(first, min(first + timedelta(days=n - 1), date(year, 12, 31)), m.group(0), today, original)
     m = _RE_MONTH_FIRST_N.search(t)
     if m:
         relative, month_s, n_s = m.groups()

@@ -170,7 +170,7 @@ def find_store_in_text(text: str) -> StoreMatch | None:
         return StoreMatch(store=None, matched="全部门店")
     if city := city_in_text(text):
         # A city with several stores: which of them depends on who asks (resolve_store_for).
-        error = UnknownStore(f"{city}有几家门店，要查哪一家？")
+        error = UnknownStore(f"「{city}」有不止一家门店，请说是哪一家门店。")
         error.mention = city
         raise error
     for m in _STORE_MENTION.finditer(text):
@@ -232,8 +232,11 @@ def resolve_store_for(user, value, perm: str, *, attempt: str) -> Store:
             if len(in_city) == 1:
                 return in_city[0]
             if in_city:
-                raise UnknownStore(f"{text}有 {len(in_city)} 家你可以查询的门店：{'、'.join(s.name for s in in_city)}。"
-                                   f"要查哪一家？也可以说「{text}各店对比」。") from None
+                raise UnknownStore(f"「{text}」有 {len(in_city)} 家你可以使用的门店：{'、'.join(s.name for s in in_city)}。"
+                                   "请说是哪一家门店。") from None
+            outside = Store.objects.filter(city=text).first() if text else None
+            if outside is not None and user is not None and getattr(user, "is_authenticated", False):
+                audit_denial(actor=user, attempt=attempt, reason=f"store outside the user's scope ({perm})", store=outside)
             raise UnknownStore(unknown_store_message(text, allowed)) from None
     if store not in allowed:
         if user is not None and getattr(user, "is_authenticated", False):
@@ -289,13 +292,13 @@ def known_products_text() -> str:
 
 
 def resolve_product(value) -> Product:
-    """A product given as a parameter (name, SKU or alias; a Product passes through). Raises
-    UnknownProduct naming what can be asked for."""
+    """A product given as a parameter (exactly its name, SKU or alias; a Product passes
+    through). Raises UnknownProduct naming what can be asked for."""
     if isinstance(value, Product):
         return value
     text = str(value or "").strip()
+    # Exactly a name, alias or SKU: a parameter is never read in part (「科罗娜abc」).
     exact = next((name for word, name in product_candidates() if text.upper() == word), None)
-    found = exact or (find_product_in_text(text) or (None, None))[1]
-    if found:
-        return Product.objects.get(name=found)
+    if exact:
+        return Product.objects.get(name=exact)
     raise UnknownProduct(f"没有叫「{text}」的商品。可以查询的商品：{known_products_text()}。")

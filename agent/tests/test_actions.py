@@ -94,6 +94,8 @@ def test_a_product_we_do_not_sell_is_named_in_the_question_back(staff):
     assert result.proposal is None and "商品里没有「喜力」" in result.answer and "青岛啤酒" in result.answer
     result, _ = t.ask("那就青岛吧")
     assert [(line["sku"], line["quantity"]) for line in result.proposal["payload"]["lines"]] == [("B001", 48)]
+    result, _ = Thread(staff).ask("帮我补两箱给天河店")  # a store after the quantity is not a product
+    assert "商品里没有" not in result.answer
 
 
 def test_cancelling_leaves_nothing_behind(staff):

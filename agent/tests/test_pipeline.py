@@ -341,6 +341,14 @@ def test_a_product_follow_up_to_a_per_store_figure_says_it_cannot_be_split_by_pr
     assert "不能按商品拆分" in result.answer and "科罗娜卖了多少" in result.answer and not result.data
 
 
+def test_a_store_compared_outside_the_askers_scope_is_echoed_as_asked_never_by_its_full_name():
+    # 「天河跟福田比」 from 天河's staff answered 「没有叫「深圳福田店」的门店」: the full name
+    # confirms a store the asker may not see.
+    staff = make_user("agent_compare_scope", role="staff", stores=["GZ-TH"])
+    result, _, _ = chat_ask(user=staff, query="上周天河跟福田比谁卖得多")
+    assert "深圳福田店" not in result.answer and "福田" in result.answer and not result.data
+
+
 def test_hq_comparing_two_named_stores_sees_those_two_and_the_follow_up_keeps_them():
     hq = make_user("agent_hq_compare", role="hq", stores=[])
     first, conv, _ = chat_ask(user=hq, query="上周天河店跟福田店比谁卖得多")

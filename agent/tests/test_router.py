@@ -73,6 +73,13 @@ TABLE = [
 ]
 
 
+@pytest.mark.parametrize("question", ["为什么天河店补了三箱青岛", "为啥天河店上周进了十箱啤酒", "帮天河店补了三箱青岛之后还缺吗"])
+def test_asking_about_a_restock_that_happened_is_not_a_request_for_one(question):
+    from agent.router import ACTION
+
+    assert route_by_rules(question).intent != ACTION, question
+
+
 @pytest.mark.parametrize("question,intent", TABLE)
 def test_router_table(question, intent):
     decision = route_by_rules(question)

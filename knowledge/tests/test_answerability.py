@@ -73,3 +73,34 @@ def test_calibration_scores_with_its_model_in_this_process_only_never_through_th
         assert IndexMeta.objects.get().answerability == stored
     assert seen_elsewhere == [answerability.stored_model(meta)] and seen_elsewhere[0].get("threshold") != 2.0
     assert answerability.verdict("满减券和折扣券能叠加吗", result.qvec, result, result.top, meta).enough
+
+
+def test_eval_calibrate_never_stores_its_collecting_model_in_the_index(monkeypatch):
+    # What a running server saw while `eval calibrate` collected signals: the index's own model,
+    # not the never-enough one (which refused every question there for the minute it ran).
+    import threading
+    from io import StringIO
+    from types import SimpleNamespace
+
+    from agent import evaluation
+
+    meta = IndexMeta.objects.get()
+    stored = meta.answerability
+    seen = {}
+
+    def rows(items, users):
+        seen["in_index"] = IndexMeta.objects.get().answerability
+        other = threading.Thread(target=lambda: seen.setdefault("other_thread", answerability.stored_model(meta)))
+        other.start()
+        other.join()
+        seen["here"] = answerability.stored_model(meta)
+        features = {f: 0.0 for f in answerability.FEATURES}
+        items = [{"kind": "policy", "expect_section": "x"}, {"kind": "refuse", "scope": "near"}] * 3
+        return [features | {"chunk_sim": 0.9}, features] * 3, [[features | {"chunk_sim": 0.9}], [features]] * 3, [1, 0] * 3, items
+
+    monkeypatch.setattr(evaluation, "_answerability_rows", rows)
+    monkeypatch.setattr(evaluation, "load_sets", lambda: {"tune": []})
+    evaluation.eval_calibrate(SimpleNamespace(stdout=StringIO(), stderr=StringIO()), {"dry_run": True})
+    assert seen["in_index"] == stored and seen["other_thread"] == answerability.stored_model(meta)
+    assert seen["here"].get("threshold") == 2.0  # this process collected under never-enough
+    assert IndexMeta.objects.get().answerability == stored

@@ -165,7 +165,8 @@ def test_a_range_before_the_first_sale_is_bounded_to_it():
 
 @pytest.mark.parametrize("text,value", [
     ("7", 7), ("七", 7), ("十五", 15), ("二十", 20), ("一百", 100), ("两百", 200), ("两百五", 250), ("一百零五", 105),
-    ("一百二十", 120), ("三千五百", 3500), ("一千零一", 1001), ("一万", 10000), ("二零二六", 2026)])
+    ("一百二十", 120), ("三千五百", 3500), ("一千零一", 1001), ("一万", 10000), ("二零二六", 2026),
+    ("一千零十", 1010), ("一万五", 15000), ("一万零五百", 10500)])
 def test_chinese_numerals_with_hundreds_and_thousands(text, value):
     from ops.periods import cn_number
 
@@ -182,6 +183,7 @@ def test_what_is_not_a_numeral_is_a_value_error_not_a_key_error():
 @pytest.mark.parametrize("text,start,end", [
     ("本月前10天", "2026-11-01", "2026-11-10"), ("这个月前十天", "2026-11-01", "2026-11-10"),
     ("上个月头五天", "2026-10-01", "2026-10-05"), ("10月前10天", "2026-10-01", "2026-10-10"),
+    ("今年前10天", "2026-01-01", "2026-01-10"),
 ])
 def test_the_first_days_of_a_month_are_not_the_last_days_before_today(text, start, end):
     # 「本月前10天卖了多少」 was read as the ten days before today (11-20..11-29 on 11-30).
@@ -192,7 +194,7 @@ def test_the_first_days_of_a_month_are_not_the_last_days_before_today(text, star
 @pytest.mark.parametrize("text,fragment", [
     ("昨天abc", "「abc」看不懂"), ("2026-11-01..2026-11-07", "两个日期"), ("2026-11-01/2026-11-07", "两个日期"),
     ("11月1日/11月7日", "两个日期"), ("2026-11-01,2026-11-07", "看不懂"), ("上周" * 3000, "最多 40 个字"),
-    ("去年同期", "同期"), ("上周同期", "同期"),
+    ("去年同期", "同期"), ("上周同期", "同期"), ("截至11月7日", "从哪天算起"),
 ])
 def test_a_period_parameter_must_be_a_period_all_through(text, fragment):
     # The API read only the start of these (one day, or 昨天) and answered 200 with a figure
@@ -200,3 +202,9 @@ def test_a_period_parameter_must_be_a_period_all_through(text, fragment):
     with pytest.raises(PeriodError) as exc:
         parse_period(text, TODAY)
     assert fragment in str(exc.value)
+
+
+@pytest.mark.parametrize("text", ["2026-11-01到2026-11-01", "11月1日至11月1日", "2026-11-01-2026-11-07"])
+def test_an_explicit_range_is_accepted_even_of_one_day(text):
+    period = parse_period(text, TODAY)
+    assert period.start.isoformat() == "2026-11-01"

@@ -371,7 +371,7 @@ def test_a_city_names_the_callers_stores_in_it():
     assert resolve_store_for(staff, "广州", "ops.view_sales", attempt="t").name == "广州天河店"  # their one store there
     with pytest.raises(UnknownStore) as exc:
         resolve_store_for(hq, "广州", "ops.view_sales", attempt="t")
-    assert "广州天河店、广州珠江新城店" in exc.value.messages[0] and "要查哪一家" in exc.value.messages[0]
+    assert "广州天河店、广州珠江新城店" in exc.value.messages[0] and "请说是哪一家门店" in exc.value.messages[0]
     with pytest.raises(ValidationError) as exc:
         run_tool("store_sales", {"store": "深圳", "period": "上周"}, user=staff)
     message = exc.value.message_dict["store"][0]

@@ -50,13 +50,17 @@ def live(django_db_setup, django_db_blocker):
             user.set_password(PASSWORD)
             user.save()
         # Earlier runs on the reused test database may have left proposals with the same
-        # (user, question, day) idempotency key; start from a clean slate for these users.
+        # (user, question, day) idempotency key; start from a clean slate for these users, and
+        # leave one (a confirmed restock is stock on its way for every later low-stock test).
         from workflow.models import Proposal, RestockRequest, Ticket
 
-        mine = Proposal.objects.filter(proposed_by__username__in=["browser_staff", "browser_manager"])
-        RestockRequest.objects.filter(proposal__in=mine).delete()
-        Ticket.objects.filter(proposal__in=mine).delete()
-        mine.delete()
+        def clean():
+            mine = Proposal.objects.filter(proposed_by__username__in=["browser_staff", "browser_manager"])
+            RestockRequest.objects.filter(proposal__in=mine).delete()
+            Ticket.objects.filter(proposal__in=mine).delete()
+            mine.delete()
+
+        clean()
         thread = LiveServerThread("127.0.0.1", StaticFilesHandler, port=0)
         thread.daemon = True
         thread.start()
@@ -65,6 +69,7 @@ def live(django_db_setup, django_db_blocker):
             raise thread.error
         yield f"http://127.0.0.1:{thread.port}"
         thread.terminate()
+        clean()
 
 
 @pytest.fixture(scope="module")

@@ -90,20 +90,31 @@ def test_warm_process_loads_everything_and_writes_nothing(caplog):
     assert [m.objects.count() for m in models] == before
 
 
-def test_the_pre_fork_warm_up_loads_dictionaries_and_nothing_that_cannot_cross_a_fork(caplog):
+def test_the_pre_fork_warm_up_loads_dictionaries_and_nothing_that_cannot_cross_a_fork():
     # Runs in gunicorn's master and Celery's parent: a database connection or a native thread
-    # pool made there would be shared by every child. Database access is blocked in this test.
+    # pool made there would be shared by every child. A fresh interpreter (in this one jieba is
+    # long loaded), pointed at a database that does not exist: any query would fail and be logged.
+    import json
+    import os
+    import subprocess
     import sys
-    import threading
 
-    from knowledge import text
-    from storemind.warmup import warm_before_fork
-
-    threads = threading.active_count()
-    timings = warm_before_fork()
-    assert set(timings) == {"dictionaries"} and "pre-fork warm-up failed" not in caplog.text
-    assert text._ready and "jieba.posseg" in sys.modules
-    assert threading.active_count() == threads  # and no query: one would have failed (blocked) and been logged
+    code = (
+        "import json, sys, threading, django; django.setup()\n"
+        "before = 'jieba' in sys.modules\n"
+        "threads = threading.active_count()\n"
+        "from storemind.warmup import warm_before_fork\n"
+        "timings = warm_before_fork()\n"
+        "from knowledge import text\n"
+        "print(json.dumps({'before': before, 'ready': text._ready, 'posseg': 'jieba.posseg' in sys.modules,\n"
+        "                  'threads': threading.active_count() - threads, 'timings': sorted(timings)}))\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "storemind.settings", "DATABASE_URL": "postgres://nobody@127.0.0.1:9/none"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "pre-fork warm-up failed" not in done.stderr, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {"before": False, "ready": True, "posseg": True, "threads": 0, "timings": ["dictionaries"]}
 
 
 def test_a_failing_warm_up_step_is_logged_not_raised(monkeypatch, caplog):

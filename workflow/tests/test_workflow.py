@@ -224,6 +224,9 @@ def test_chat_action_creates_a_pending_proposal_only(people):
 
 
 def test_low_stock_answer_offers_a_restock_with_velocity_quantities(people):
+    # Nothing on its way (a restock another test committed would come off the suggestion).
+    RestockRequest.objects.filter(store__code="GZ-TH").update(status=RestockRequest.Status.RECEIVED)
+    Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").update(status="rejected")
     result, _ = answer_question("天河店哪些商品低于安全库存", user=people["staff"])
     assert result.intent == "data" and result.proposal and result.proposal["kind"] == "restock"
     rows = {r["row"]["sku"]: r["row"] for r in result.data}
@@ -270,6 +273,7 @@ def test_double_confirmation_from_two_connections_creates_one_restock(django_db_
 
 
 def test_low_stock_asked_again_points_at_the_pending_proposal_instead_of_adding_one(people):
+    RestockRequest.objects.filter(store__code="GZ-TH").update(status=RestockRequest.Status.RECEIVED)
     pending = Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending")
     Proposal.objects.filter(pk__in=pending).update(status="rejected")  # what other tests left committed
     first, _ = answer_question("天河店哪些商品低于安全库存", user=people["staff"])
@@ -286,6 +290,8 @@ def test_low_stock_after_a_confirmed_restock_asks_only_for_what_is_not_on_its_wa
     # After a manager confirmed the offered restock, the next 「什么快没货了」 proposed the same
     # lines again: a confirmed restock not yet received was not counted.
     from workflow.services import proposal_confirm
+
+    RestockRequest.objects.filter(store__code="GZ-TH").update(status=RestockRequest.Status.RECEIVED)
 
     Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").update(status="rejected")
     first, _ = answer_question("天河店哪些商品低于安全库存", user=people["staff"])
