@@ -119,7 +119,8 @@ def chat_task(request, task_id: str):
 def feedback(request, message_id: int):
     if (wait := throttle_web(request, "feedback")) is not None:
         return _throttled(request, wait)
-    message = get_object_or_404(Message, pk=message_id)
+    # Only the asker's own answers exist here: another user's reads like one that does not.
+    message = get_object_or_404(Message, pk=message_id, conversation__user=request.user, role=Message.Role.ASSISTANT)
     try:
         fb = feedback_submit(message=message, user=request.user, helpful=request.POST.get("helpful") == "1",
                              reason=request.POST.get("reason", ""))

@@ -103,9 +103,15 @@ def world(django_db_setup, django_db_blocker):
 
 
 def denials(user) -> int:
+    """Refusals recorded for the user: audit rows, each counting its repeats within a minute
+    (core.DenialRepeat) — re-running the matrix within a minute counts up instead of adding rows."""
+    from django.db.models import Sum
+    from django.db.models.functions import Coalesce
+
     from core.models import AuditLog
 
-    return AuditLog.objects.filter(actor=user, action="permission_denied").count()
+    rows = AuditLog.objects.filter(actor=user, action="permission_denied")
+    return rows.aggregate(n=Coalesce(Sum("repeat__times"), 0))["n"] + rows.filter(repeat__isnull=True).count()
 
 
 def pending(kind: str):
