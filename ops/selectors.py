@@ -61,15 +61,20 @@ def store_list_read_once():
         _STORE_MEMO.reset(token)
 
 
+def _read_once(key: str, read):
+    """`read()`, once per question inside `store_list_read_once()`; afresh outside it."""
+    memo = _STORE_MEMO.get()
+    if memo is None:
+        return read()
+    if key not in memo:
+        memo[key] = read()
+    return memo[key]
+
+
 def store_candidates() -> list[tuple[str, Store]]:
     """Every way to name a store: name, code, aliases, and each of them without its 店
     (「珠城店」 → 「珠城」, so 「珠城那边」 and 「珠城这个月」 resolve too). Longest first."""
-    memo = _STORE_MEMO.get()
-    if memo is not None:
-        if "candidates" not in memo:
-            memo["candidates"] = _store_candidates()
-        return memo["candidates"]
-    return _store_candidates()
+    return _read_once("candidates", _store_candidates)
 
 
 def _store_candidates() -> list[tuple[str, Store]]:
@@ -105,19 +110,16 @@ def first_sale_date():
     """The local day of the first recorded order (None: no orders yet); read once per question.
     A period that starts before it is bounded to it and says so (periods.bound_to_data), in
     chat and API alike: no period before the records is ever reported as zero sales."""
-    memo = _STORE_MEMO.get()
-    if memo is not None and "first_sale" in memo:
-        return memo["first_sale"]
     from django.db.models import Min
 
     from .models import Order
     from .tools import TZ
 
-    first = Order.objects.aggregate(first=Min("created_at"))["first"]
-    value = first.astimezone(TZ).date() if first else None
-    if memo is not None:
-        memo["first_sale"] = value
-    return value
+    def read():
+        first = Order.objects.aggregate(first=Min("created_at"))["first"]
+        return first.astimezone(TZ).date() if first else None
+
+    return _read_once("first_sale", read)
 
 
 def known_stores_text() -> str:
@@ -255,12 +257,7 @@ class UnknownProduct(ValidationError):
 def product_candidates() -> list[tuple[str, str]]:
     """Every way to name a product (name, SKU, aliases; upper-cased) with the product's name,
     longest first, so 「黑牌单杯」 wins over 「黑牌」. Read once per question, like the store list."""
-    memo = _STORE_MEMO.get()
-    if memo is not None:
-        if "products" not in memo:
-            memo["products"] = _product_candidates()
-        return memo["products"]
-    return _product_candidates()
+    return _read_once("products", _product_candidates)
 
 
 def _product_candidates() -> list[tuple[str, str]]:
