@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from ops.models import Product
-from ops.periods import PeriodError, bound_to_data, cn_number, find_period
-from ops.selectors import UnknownStore, city_in_text, find_product_in_text, find_store_in_text, find_stores_in_text, first_sale_date
+from ops.periods import PeriodError, cn_number, find_period
+from ops.selectors import UnknownStore, city_in_text, find_product_in_text, find_store_in_text, find_stores_in_text, known_products_text
 
 from . import vocabulary as vocab
 from .vocabulary import COMPARE_STORES, MEMBER_BALANCE, PRODUCT_SALES, STORE_SALES, TOP_PRODUCTS
@@ -28,7 +28,6 @@ _TOP_N = (
     re.compile(rf"{_N}\s*(?:个|款|样|种)[^，。？！]{{0,6}}最(?:好|多|火)"),
 )
 _FIRST = re.compile(r"第一(?!周|天|次|季度)")
-_UNSET = object()
 
 
 @dataclass
@@ -76,10 +75,10 @@ def top_n(question: str) -> int:
     return 1 if _FIRST.search(question) else 5
 
 
-def plan_data(question: str, *, today: date, previous: dict | None = None, data_since=_UNSET) -> DataPlan:
+def plan_data(question: str, *, today: date, previous: dict | None = None) -> DataPlan:
     """Choose the tool and its parameters; inherit from the previous turn for follow-ups
-    such as 「那福田店呢」 (same tool and period, another store). `data_since` bounds a range
-    that starts before the first recorded sale (None: no bound; default: from the database)."""
+    such as 「那福田店呢」 (same tool and period, another store). A period before the first
+    recorded sale is bounded by the tool (ops.tools), for chat, API and MCP alike."""
     previous = previous or {}
     tool, reason = choose_tool(question)
     inherited = False
@@ -109,8 +108,6 @@ def plan_data(question: str, *, today: date, previous: dict | None = None, data_
         elif inherited and prev_params.get("product"):
             params["product"] = prev_params["product"]
         else:
-            from ops.selectors import known_products_text
-
             return DataPlan(tool, clarify=f"想查哪个商品的销量？可以查询的商品：{known_products_text()}。", reason=reason)
 
     if tool == MEMBER_BALANCE:
@@ -142,8 +139,6 @@ def plan_data(question: str, *, today: date, previous: dict | None = None, data_
     if tool in PERIOD_TOOLS:
         try:
             period = find_period(question, today)
-            if period is not None:
-                period = bound_to_data(period, first_sale_date() if data_since is _UNSET else data_since)
         except PeriodError as exc:
             return DataPlan(tool, params, clarify=f"{exc}", reason=reason)
         if period is not None:

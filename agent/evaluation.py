@@ -478,7 +478,7 @@ def check_phrasing(item: dict, today: date = PHRASINGS_TODAY) -> dict | None:
     decision = route_by_rules(item["q"])
     got = {"intent": decision.intent, "reason": decision.reason}
     if decision.intent == DATA:
-        plan = plan_data(item["q"], today=today, data_since=None)
+        plan = plan_data(item["q"], today=today)
         got.update(tool=plan.tool, params=plan_params(plan.params), clarify=plan.clarify)
     ok = got["intent"] == item["intent"]
     if ok and item["intent"] == DATA:

@@ -182,9 +182,8 @@ def parse_period(text: str, today: date) -> Period:
     if extra:
         raise PeriodError(f"时间「{original}」里的「{extra[:10]}」看不懂。可以说：昨天、上周、本月、最近7天、2026-11-01到2026-11-07。")
     period = _match(t, today, original)
-    dates = _RE_ISO_DAY.findall(t) + _RE_MD_DAY.findall(t)
-    if period is not None and len(dates) >= 2 and not any(rx.search(t) for rx in (_RE_ISO_RANGE, _RE_MD_RANGE, _RE_DOT_RANGE)):
-        raise PeriodError(f"「{original}」里有两个日期：日期范围请用「到」连接，比如 2026-11-01到2026-11-07。")
+    if period is not None:
+        _both_dates_read(t, period, original)
     if period is not None and _UP_TO.search(t) and not _RANGE_JOIN.search(t.replace("截至", "").replace("截止", "")) \
             and not any(w in t for w in _SO_FAR) and period.start == period.end:
         # 「截至11月7日」 names where a range ends, not where it starts: one day would be a guess.
@@ -208,6 +207,7 @@ def find_period(text: str, today: date) -> Period | None:
     period = _match(t.replace(so_far, "，") if so_far else t, today, text)
     if period is not None:
         _one_period_only(t, today)
+        _both_dates_read(t, period, text)
         if period.start == period.end and (hours := _HOURS_OF_DAY.search(t)):
             # The tools count whole days: say so rather than pass a day off as an evening.
             period = Period(period.start, period.end, f"{period.label}（{hours.group(0)}按全天统计）")
@@ -221,6 +221,14 @@ def find_period(text: str, today: date) -> Period | None:
         if word in t:
             raise PeriodError(f"「{word}」指的是哪段时间？请说具体一些，比如 最近7天、上周、本月。")
     return None
+
+
+def _both_dates_read(t: str, period: Period, original: str) -> None:
+    """Two dates and one day read (「2025年12月1日到2026-10-01」 mixes two formats no range
+    pattern joins): the rest of the range would be dropped without a word."""
+    dates = _RE_ISO_DAY.findall(t) + _RE_MD_DAY.findall(t)
+    if len(dates) >= 2 and period.start == period.end and not any(rx.search(t) for rx in (_RE_ISO_RANGE, _RE_MD_RANGE, _RE_DOT_RANGE)):
+        raise PeriodError(f"「{original}」里有两个日期：日期范围请用同一种写法并用「到」连接，比如 2026-11-01到2026-11-07。")
 
 
 def _one_period_only(t: str, today: date) -> None:

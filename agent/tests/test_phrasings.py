@@ -39,6 +39,6 @@ def test_a_balance_question_without_a_usable_member_key_asks_for_one(question, h
 
     from agent.data_guard import plan_data
 
-    plan = plan_data(question, today=date(2026, 11, 18), data_since=None)
+    plan = plan_data(question, today=date(2026, 11, 18))
     assert plan.tool == "member_balance" and "请提供会员的手机号或会员号" in plan.clarify
     assert ("会员号是 M 加 5 位数字" in plan.clarify) is hint

@@ -333,6 +333,22 @@ def test_how_many_of_a_product_sold_is_answered_in_units_and_follow_ups_switch_p
     assert "想查哪个商品的销量" in unknown.answer and not unknown.data and "营业额" not in unknown.answer
 
 
+def test_a_period_before_the_records_is_bounded_by_the_tool_in_chat_as_in_the_api():
+    # One path (ops.tools): the chat planner used to bound periods itself as well.
+    from datetime import timedelta
+
+    from ops.selectors import first_sale_date
+
+    staff = make_user("agent_before_records", role="staff", stores=["GZ-TH"])
+    first = first_sale_date()
+    none, _, _ = chat_ask(user=staff, query="2020年1月天河店卖了多少")
+    assert f"没有数据：销售记录从 {first.isoformat()} 开始" in none.answer and not none.data
+    part, _, _ = chat_ask(user=staff, query=f"{first - timedelta(days=30)}到{first + timedelta(days=5)}天河店卖了多少")
+    assert part.data and part.data[0]["params"]["period"]["start"] == first.isoformat() and "按此起算" in part.answer
+    mixed, _, _ = chat_ask(user=staff, query=f"{first.year - 1}年12月1日到{first}天河店卖了多少")  # two formats
+    assert "两个日期" in mixed.answer and not mixed.data  # was: the second date alone, half the range dropped
+
+
 def test_a_product_follow_up_to_a_per_store_figure_says_it_cannot_be_split_by_product():
     # 「几点最忙」 → 「那科罗娜呢」 repeated the store's hourly table unchanged.
     staff = make_user("agent_peak_product", role="staff", stores=["GZ-TH"])
