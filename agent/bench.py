@@ -163,6 +163,18 @@ class Server:
             time.sleep(0.05)
         raise RuntimeError(f"gunicorn did not answer /health within {timeout:.0f} s; see {self.log_path}")
 
+    def wait_warm(self, timeout: float = 120.0) -> int:
+        """Until every worker has logged its warm-up (post_worker_init): a sibling still warming
+        would have its start-up CPU counted as the chats' (the CPU figure sums every worker)."""
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            self._log.flush()
+            warm = len(re.findall(r"worker \d+ warm:", self.log_path.read_text(errors="replace")))
+            if warm >= len(self.worker_pids()) > 0:
+                return warm
+            time.sleep(0.1)
+        return 0
+
     def worker_pids(self) -> list[int]:
         try:
             return [int(p) for p in Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()]
@@ -419,6 +431,7 @@ def bench_chat(cmd, opts) -> dict:
         ms, status, _ = chat(port, key, mix.new("policy"))
         figures["first_answer_ms"] = round(ms, 1)
         figures["first_answer_status"] = status
+        figures["workers_warm"] = server.wait_warm()
         figures["cpu_ms_per_chat"] = cpu_per_intent(server, port, key, mix, opts.get("cpu_chats") or 20)
         figures["levels"] = []
         for c in levels:
