@@ -386,6 +386,23 @@ def decide_in_chat(state: AgentState) -> bool:
     return True
 
 
+def point_to_page(state: AgentState) -> bool:
+    """「查看审计记录」: a short request to see a page of the product gets its address (the page
+    itself checks who may open it)."""
+    question = state.question.strip()
+    if len(question) > 24 or not vocab.SHOW_ME.search(question):
+        return False
+    page = next(((name, url, also) for pattern, name, url, also in vocab.PAGES if pattern.search(question)), None)
+    if page is None:
+        return False
+    name, url, also = page
+    state.route = Route(ACTION, f"找页面：{name}（{url}）")
+    state.answer = f"「{name}」在 {url}（{also}）。能看到哪些内容取决于你的角色和门店。"
+    with state.trace.step("route") as detail:
+        detail.update(state.route.as_dict())
+    return True
+
+
 def far_from_domain(state: AgentState) -> bool:
     """A refused question that is not about the store or the job at all (no word of that
     world: 店, 客人, 酒, 上班 …) is out of scope, not a gap in the rules, and its intent says
@@ -480,7 +497,7 @@ def pending_action_node(state: AgentState) -> bool:
 
 def run(state: AgentState) -> AgentState:
     resolve_follow_up(state)
-    if decide_in_chat(state):
+    if decide_in_chat(state) or point_to_page(state):
         return state
     route_node(state)
     if state.previous.get("pending_action") and pending_action_node(state):

@@ -104,6 +104,17 @@ SIGNALS: tuple[Signal, ...] = (
 DECIDE_PROPOSAL = re.compile(r"(确认|批准|同意|通过|驳回|拒绝|否决)[^，。？！\d#]{0,4}"
                              r"(?:(?:提案|补货单|补货申请|工单)\s*#?\s*(\d+)|#\s*(\d+)|(\d+)\s*号?(?:提案|补货单|补货申请|工单))")
 
+# 「查看审计记录」「未解答问题在哪看」: where a page of the product is, said in one line (it
+# was declined as unrelated to the store). Each: the page's words, its name, its address.
+PAGES = (
+    (re.compile(r"审计(记录|日志)|操作日志"), "审计记录", "/audit/", "「操作提案」页面下方也有最近的记录"),
+    (re.compile(r"未解答(的)?问题|没答上的问题"), "未解答问题", "/admin/agent/unansweredquestion/", "顶部菜单「后台」里"),
+    (re.compile(r"(待确认|待处理|待审批)的?(提案|补货申请|工单)|操作提案|提案列表"), "操作提案", "/proposals/", "顶部菜单「操作提案」"),
+    (re.compile(r"接口文档|API\s*文档", re.IGNORECASE), "接口文档", "/api/docs/", "OpenAPI 描述在 /api/schema/"),
+)
+SHOW_ME = re.compile(r"^(我要|我想|帮我|请)?(查看|打开|看看|看一下|看下|找)|(在哪(里|儿)?|哪里|去哪|怎么|如何)(看|查看|找|打开)|在哪(里|儿)?[？?]?$")
+
+
 # Words of a follow-up that ask *about* the last answer rather than name a new thing
 # (「那要不要打120」「那要多久」): such a follow-up continues the previous answer's section.
 FOLLOW_UP_FUNCTION_WORDS = frozenset(

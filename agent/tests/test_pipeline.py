@@ -333,6 +333,22 @@ def test_how_many_of_a_product_sold_is_answered_in_units_and_follow_ups_switch_p
     assert "想查哪个商品的销量" in unknown.answer and not unknown.data and "营业额" not in unknown.answer
 
 
+@pytest.mark.parametrize("question,url", [("查看审计记录", "/audit/"), ("审计记录在哪看", "/audit/"),
+                                          ("未解答问题在哪里看", "/admin/agent/unansweredquestion/"), ("待确认的提案在哪", "/proposals/")])
+def test_asking_where_a_page_is_gets_its_address(staff, question, url):
+    # 「查看审计记录」 was declined as unrelated to the store.
+    from django.urls import resolve
+
+    result, _ = answer_question(question, user=staff)
+    assert url in result.answer and not result.refused and resolve(url)
+
+
+@pytest.mark.parametrize("question", ["盘点差异怎么处理", "查看上周营业额", "客人要看消费记录怎么办"])
+def test_questions_that_are_not_about_a_page_are_not_pointed_at_one(staff, question):
+    result, _ = answer_question(question, user=staff)
+    assert "找页面" not in result.route_reason
+
+
 def test_a_period_before_the_records_is_bounded_by_the_tool_in_chat_as_in_the_api():
     # One path (ops.tools): the chat planner used to bound periods itself as well.
     from datetime import timedelta
