@@ -105,7 +105,6 @@ def _stores_by_city(stores) -> dict[str, list[Store]]:
     return out
 
 
-
 def first_sale_date():
     """The local day of the first recorded order (None: no orders yet); read once per question.
     A period that starts before it is bounded to it and says so (periods.bound_to_data), in
