@@ -167,13 +167,14 @@ def find_store_in_text(text: str) -> StoreMatch | None:
     if known:
         name, store = known[0]
         return StoreMatch(store=store, matched=name)
-    if _ALL_STORES.search(text):
-        return StoreMatch(store=None, matched="全部门店")
     if city := city_in_text(text):
-        # A city with several stores: which of them depends on who asks (resolve_store_for).
+        # A city with several stores (「广州各店」 too): which of them depends on who asks — the
+        # tool reads the city as the asker's stores in it, an action asks which one.
         error = UnknownStore(f"「{city}」有不止一家门店，请说是哪一家门店。")
         error.mention = city
         raise error
+    if _ALL_STORES.search(text):
+        return StoreMatch(store=None, matched="全部门店")
     for m in _STORE_MENTION.finditer(text):
         whole = m.group(0)
         if any(word in whole for word in _NOT_A_STORE if word.endswith("店") and whole.endswith(word)):

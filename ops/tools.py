@@ -518,11 +518,16 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tupl
             errors.setdefault(name, []).append("这个参数是必填的。")
     kwargs: dict[str, Any] = {}
     used: dict[str, Any] = {}
+    city_stores: list[Store] = []
     if "store" in props and not errors.get("store"):
         raw = params.get("store")
         if raw in (None, "", "全部门店", "all"):
             kwargs["store"], used["store"] = None, "全部门店"
+        elif len(city_stores := stores_in_city_for(user, str(raw).strip(), spec.perm)) > 1:
+            # A city where the caller has several stores (「广州上周卖了多少」 from HQ): those stores.
+            kwargs["store"], used["store"] = None, _store_label(None, city_stores)
         else:
+            city_stores = []
             try:
                 store = resolve_store_for(user, str(raw), spec.perm, attempt=f"tool {spec.name}")
                 kwargs["store"], used["store"] = store, store.name
@@ -531,7 +536,7 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tupl
     if spec.name != "member_balance":
         # "All stores" means the caller's stores; None (every store) only for those who may read every one.
         ids = store_ids_for(user, spec.perm)
-        kwargs["scope"] = None if ids is ALL else list(Store.objects.filter(pk__in=ids))
+        kwargs["scope"] = city_stores or (None if ids is ALL else list(Store.objects.filter(pk__in=ids)))
         if used.get("store") == "全部门店" and kwargs["scope"] is not None:
             used["store"] = _store_label(None, kwargs["scope"])  # a store's staff see their store, not 「全部门店」
     if "period" in props and params.get("period") not in (None, ""):

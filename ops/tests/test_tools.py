@@ -376,6 +376,11 @@ def test_a_city_names_the_callers_stores_in_it():
         run_tool("store_sales", {"store": "深圳", "period": "上周"}, user=staff)
     message = exc.value.message_dict["store"][0]
     assert "深圳福田店" not in message and "广州天河店" in message  # reads like a typo, names only theirs
+    guangzhou = run_tool("store_sales", {"store": "广州", "period": "上周"}, user=hq)  # HQ: both stores there
+    assert [r["store"] for r in guangzhou.rows] == ["广州天河店", "广州珠江新城店"]
+    assert guangzhou.params["store"] == "广州天河店、广州珠江新城店"
+    mine = run_tool("store_sales", {"store": "广州", "period": "上周"}, user=staff)  # staff: their one store there
+    assert [r["store"] for r in mine.rows] == ["广州天河店"]
     both = run_tool("compare_stores", {"period": "上周", "stores": ["广州"]}, user=hq)
     assert sorted(r["store"] for r in both.rows) == ["广州天河店", "广州珠江新城店"]
     with pytest.raises(ValidationError) as exc:
