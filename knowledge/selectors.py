@@ -28,6 +28,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils.module_loading import import_string
 
+from core.memo import remembered
 from core.pools import can_share_work, submit, thread_pool
 
 from .embedders import Embedder, get_embedder
@@ -138,12 +139,7 @@ def current_index() -> IndexMeta | None:
 def read_once(key, read):
     """`read()`, remembered under `key` for the rest of the question inside `index_read_once()`
     (the judge's corpus statistics for the same words, round after round)."""
-    memo = _INDEX_MEMO.get()
-    if memo is None:
-        return read()
-    if key not in memo:
-        memo[key] = read()
-    return memo[key]
+    return remembered(_INDEX_MEMO, key, read)
 
 
 def index_meta() -> IndexMeta:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 
 from core.audit import audit_denial
+from core.memo import remembered
 
 from .models import Product, Store
 
@@ -63,12 +64,7 @@ def store_list_read_once():
 
 def _read_once(key: str, read):
     """`read()`, once per question inside `store_list_read_once()`; afresh outside it."""
-    memo = _STORE_MEMO.get()
-    if memo is None:
-        return read()
-    if key not in memo:
-        memo[key] = read()
-    return memo[key]
+    return remembered(_STORE_MEMO, key, read)
 
 
 def store_candidates() -> list[tuple[str, Store]]:
