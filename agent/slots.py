@@ -177,11 +177,10 @@ def _lines(pending: PendingAction, products: dict[str, Product]) -> tuple[list[d
     lines, said = [], []
     for sku in pending.skus:
         product = products[sku]
-        if pending.unit == "箱" and product.unit != "箱":
-            quantity = pending.qty * product.case_size  # 箱 × case_size, in the unit the bar sells
+        quantity = product.in_sales_units(pending.qty, pending.unit)
+        if pending.unit == Product.Unit.CASE and product.unit != Product.Unit.CASE:
             said.append(f"{product.name} {pending.qty}箱 × {product.case_size}{product.unit} = {quantity}{product.unit}")
         else:
-            quantity = pending.qty
             said.append(f"{product.name} {quantity}{product.unit}")
         reason = f"聊天申请：{pending.started_with[:60]}" + (f"（{pending.qty}箱×{product.case_size}{product.unit}）" if pending.unit == "箱" else "")
         lines.append({"sku": product.sku, "quantity": quantity, "unit": product.unit, "reason": reason})

@@ -74,6 +74,10 @@ class Product(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def in_sales_units(self, quantity: int, unit: str) -> int:
+        """`quantity` of `unit` in the unit the bar sells: 箱 × case_size unless the product is sold by the 箱."""
+        return quantity * self.case_size if unit == self.Unit.CASE and self.unit != self.Unit.CASE else quantity
+
 
 class Member(models.Model):
     number = models.CharField("会员号", max_length=16, unique=True)

@@ -17,7 +17,7 @@ def open_restock_quantities(store: Store, skus: list[str]) -> dict[str, tuple[in
                                         request__status__in=[RestockRequest.Status.APPROVED, RestockRequest.Status.ORDERED])
              .select_related("product", "request").order_by("request_id"))
     for line in lines:
-        qty = line.quantity * (line.product.case_size if line.unit == "箱" and line.product.unit != "箱" else 1)
+        qty = line.product.in_sales_units(line.quantity, line.unit)
         entry = out[line.product.sku]
         entry[0] += qty
         if line.request.proposal_id not in entry[1]:
