@@ -59,7 +59,7 @@ def number_sources(hits: list[Hit], tool_result: ToolResult | None, *, qvec=None
         sources.citations.append({
             "ref": ref, "document": hit.document, "section_path": hit.section_path, "score": round(hit.score, 4),
             "vector_score": round(hit.vector_score, 4) if hit.vector_score is not None else None,
-            "text": section_text(section) or hit.text, "chunk_id": hit.chunk_id,
+            "text": section_text(section) or hit.text, "chunk_id": hit.chunk_id, "document_id": hit.document_id,
         })
     if tool_result is not None:
         columns = list(tool_result.columns) + [k for k in (tool_result.rows[0] if tool_result.rows else {}) if k not in tool_result.columns]
@@ -273,8 +273,9 @@ def mandatory_rules(audiences: list[str]) -> list[dict]:
 def guard_mandatory_clauses(question: str, answer: str, sources: Sources, audiences: list[str]) -> tuple[str, list[str]]:
     """Guard 4: when the question matches a scenario, its conditional clause is always there."""
     added = []
+    cited_documents = {c.get("document_id") for c in sources.citations}
     for rule in mandatory_rules(audiences):
-        if not _triggered(rule, question):
+        if not _triggered(rule, question, cited_documents):
             continue
         must = rule.get("must_contain") or rule["clause"]
         if must in answer:
@@ -285,12 +286,13 @@ def guard_mandatory_clauses(question: str, answer: str, sources: Sources, audien
     return answer, added
 
 
-def _triggered(rule: dict, question: str) -> bool:
-    """A trigger word is in the question, and not in a sense the rule does not mean: the
-    corpus may say a word counts only without certain others (`not_when`: 「过期」 of spoiled
-    drink, not of stored liquor, a voucher or a health certificate)."""
-    not_when = rule.get("not_when") or {}
-    return any(t in question and not any(w in question for w in not_when.get(t, ())) for t in rule.get("triggers", []))
+def _triggered(rule: dict, question: str, cited_documents: set) -> bool:
+    """A trigger word (「拉肚子」) is in the question; or a word with everyday senses the rule does
+    not mean (`context_triggers`: 「过期」 of a voucher, 「坏了」 of a machine) is, and the answer
+    already cites the rule's own document: the question is about that scenario."""
+    if any(t in question for t in rule.get("triggers", [])):
+        return True
+    return rule["document_id"] in cited_documents and any(t in question for t in rule.get("context_triggers", []))
 
 
 def _citation_for_section(sources: Sources, document_id: int, heading: str) -> str | None:
@@ -303,7 +305,7 @@ def _citation_for_section(sources: Sources, document_id: int, heading: str) -> s
     ref = str(len(sources.citations) + 1)
     sources.citations.append({
         "ref": ref, "document": chunk.document.title, "section_path": chunk.section_path, "score": 0.0,
-        "text": chunk.text, "chunk_id": chunk.id,
+        "text": chunk.text, "chunk_id": chunk.id, "document_id": document_id,
     })
     return ref
 

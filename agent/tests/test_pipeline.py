@@ -248,19 +248,31 @@ def test_guard_three_every_row_appears(staff):
 
 
 def test_guard_four_mandatory_clause_always_included():
-    sources = compose.number_sources([_hit("先道歉并更换酒水。", cid=99)], None)
+    from knowledge.models import Document
+
+    quality = Document.objects.get(title="酒水异味或品质问题处理")
+    bottle_keeping = Document.objects.get(title="包厢预订与存酒")
+
+    def cited_from(document):
+        hit = _hit("先道歉并更换酒水。", cid=99)
+        hit.document_id = document.pk
+        return compose.number_sources([hit], None)
+
     draft = "先道歉并更换酒水[1]。"
+    sources = cited_from(quality)
     answer, added = compose.guard_mandatory_clauses("客人说喝了变质的酒", draft, sources, ["staff"])
     assert "就医" not in draft and "就医" in answer and added
     assert any("身体不适" in c["section_path"] for c in sources.citations)  # cited, not invented
-    untouched, none = compose.guard_mandatory_clauses("黑牌多少钱", draft, sources, ["staff"])
+    untouched, none = compose.guard_mandatory_clauses("黑牌多少钱", draft, cited_from(quality), ["staff"])
     assert untouched == draft and not none
-    # 「过期」 of stored liquor is not spoiled drink: no 「建议客人就医」 under a 存酒 answer
-    # (the corpus limits the trigger with not_when) — unless the guest is also unwell.
-    untouched, none = compose.guard_mandatory_clauses("存的酒过期了没人拿怎么办", draft, sources, ["staff"])
-    assert untouched == draft and not none
-    for question in ("客人说这瓶酒过期了", "存的酒过期了，客人喝了拉肚子"):
-        assert "就医" in compose.guard_mandatory_clauses(question, draft, sources, ["staff"])[0], question
+    # Words with everyday senses (过期, 坏了, 不舒服) count only when the answer is about the rule's
+    # own scenario: a voucher or stored liquor that 过期 gets no 「建议客人就医」 …
+    for question in ("送的钱会过期吗", "存的酒过期了没人拿怎么办", "存在店里的红酒坏了没有"):
+        untouched, none = compose.guard_mandatory_clauses(question, draft, cited_from(bottle_keeping), ["staff"])
+        assert untouched == draft and not none, question
+    # … while a spoiled drink does, and a symptom always does, whatever was cited.
+    assert "就医" in compose.guard_mandatory_clauses("客人说这瓶酒过期了", draft, cited_from(quality), ["staff"])[0]
+    assert "就医" in compose.guard_mandatory_clauses("存的酒过期了，客人喝了拉肚子", draft, cited_from(bottle_keeping), ["staff"])[0]
 
 
 def test_guards_apply_to_llm_answers(staff, settings, fake_http):
