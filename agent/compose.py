@@ -186,6 +186,11 @@ ROW_FORMATS = {
         f"{r['store']} {r['product']}：在库 {r['on_hand']}{r['unit']}，安全库存 {r['safety_stock']}，"
         f"近7天日均 {r['velocity_per_day']}，建议补 {r['suggested_qty']}{r['unit']}"
     ),
+    "product_stock": lambda r: (
+        f"{r['store']} {r['product']}：在库 {r['on_hand']}{r['unit']}（安全库存 {r['safety_stock']}），近7天日均 {r['velocity_per_day']}"
+        + (f"，约够卖 {r['days_of_cover']} 天" if r["days_of_cover"] is not None else "")
+        + (f"，建议补 {r['suggested_qty']}{r['unit']}" if r["on_hand"] < r["safety_stock"] else "")
+    ),
     "member_balance": lambda r: f"会员 {r['member']}（{r['name']}，{r['phone']}）：本金 ¥{r['principal_balance']:,.2f}，赠送 ¥{r['bonus_balance']:,.2f}，开卡门店 {r['home_store']}",
 }
 
@@ -199,7 +204,7 @@ def _labelled_row(row: dict) -> str:
 
 def row_key(tool: str, row: dict) -> str:
     """The value that identifies a row in prose (guard 3 looks for it)."""
-    if tool == "product_sales":  # one product, a row per store
+    if tool in ("product_sales", "product_stock"):  # one product, a row per store
         return str(row["store"])
     for key in ("product", "store", "hour", "date", "member"):
         if key in row:
@@ -215,6 +220,12 @@ def extractive_data_answer(tool_result: ToolResult, sources: Sources) -> str:
     fmt = ROW_FORMATS.get(tool_result.tool, _labelled_row)
     for d in sources.data:
         lines.append(f"- {fmt(d['row'])} [{d['ref']}]")
+    if tool_result.tool == "daily_trend" and len(sources.data) > 1 and any(d["row"]["orders"] for d in sources.data):
+        # 「上周哪天生意最好」: the best and the weakest day, not only the list
+        best = max(sources.data, key=lambda d: d["row"]["revenue"])
+        worst = min(sources.data, key=lambda d: d["row"]["revenue"])
+        lines.append(f"营业额最高的是 {best['row']['date']}（{best['row']['weekday']}）¥{best['row']['revenue']:,.2f} [{best['ref']}]，"
+                     f"最低的是 {worst['row']['date']}（{worst['row']['weekday']}）¥{worst['row']['revenue']:,.2f} [{worst['ref']}]。")
     if tool_result.tool in ("store_sales", "product_sales") and len(tool_result.rows) > 1:
         lines.append(tool_result.summary.split("：", 1)[-1].replace("（只计已支付订单）", "（合计，只计已支付订单）"))
     return "\n".join(lines)

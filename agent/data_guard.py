@@ -16,7 +16,7 @@ from ops.periods import PeriodError, cn_number, find_period
 from ops.selectors import UnknownStore, city_in_text, find_product_in_text, find_store_in_text, find_stores_in_text, known_products_text
 
 from . import vocabulary as vocab
-from .vocabulary import COMPARE_STORES, MEMBER_BALANCE, PRODUCT_SALES, STORE_SALES, TOP_PRODUCTS
+from .vocabulary import COMPARE_STORES, LOW_STOCK, MEMBER_BALANCE, PRODUCT_SALES, PRODUCT_STOCK, STORE_SALES, TOP_PRODUCTS
 
 PERIOD_TOOLS = {"store_sales", "top_products", "compare_stores", "hourly_peak", "daily_trend", "product_sales"}
 _PHONE = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)")
@@ -91,18 +91,20 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
     store_words = ""
     # A sales question that names a product asks how much of *it* sold (「科罗娜卖了几瓶」), and a
     # follow-up naming another product (「那百威呢」) asks the same of that one.
-    if inherited and tool not in (STORE_SALES, PRODUCT_SALES) and (named := find_product_in_text(question)):
+    if inherited and tool not in (STORE_SALES, PRODUCT_SALES, LOW_STOCK, PRODUCT_STOCK) and (named := find_product_in_text(question)):
         # 「几点最忙」 → 「那科罗娜呢」: the tool counts orders per store, not per product. Say so.
         from ops.tools import TOOLS
 
         return DataPlan(tool, clarify=f"{TOOLS[tool].title}只按门店统计，不能按商品拆分。"
                                       f"可以问「{named[0]}卖了多少」看这个商品的销量。", reason=reason)
-    product = find_product_in_text(question) if tool in (STORE_SALES, PRODUCT_SALES) else None
+    product = find_product_in_text(question) if tool in (STORE_SALES, PRODUCT_SALES, LOW_STOCK, PRODUCT_STOCK) else None
+    if tool == LOW_STOCK and product:  # 「黑牌还剩几瓶」: that product's stock, whatever its level
+        tool, reason = PRODUCT_STOCK, f"{PRODUCT_STOCK}：商品「{product[0]}」+ " + reason
     if tool == STORE_SALES and (product or any(h.signal.name == vocab.COUNTED_SALES for h in vocab.match(question))):
         # Counted in bottles or glasses (「嗨棒卖了多少杯」) is a product's sales even when the
         # product is not one we sell: ask which, never answer with the store's revenue.
         tool, reason = PRODUCT_SALES, f"{PRODUCT_SALES}：" + (f"商品「{product[0]}」+ " if product else "按件数问 + ") + reason
-    if tool == PRODUCT_SALES:
+    if tool in (PRODUCT_SALES, PRODUCT_STOCK):
         if product:
             params["product"] = product[1]
         elif inherited and prev_params.get("product"):

@@ -249,7 +249,7 @@ def guards_node(state: AgentState) -> SearchResult | None:
             "span_ms": d_span, "skipped": plan is None, "plan": plan.as_dict() if plan else None,
             "rows": len(tool_result.rows) if tool_result else 0, "error": error,
         }
-        if tool_result is not None and tool_result.tool == "low_stock":
+        if tool_result is not None and tool_result.tool in STOCK_TOOLS:
             detail["data_guard"]["restock_figures"] = [
                 {k: r[k] for k in ("store", "product", "on_hand", "safety_stock", "sold_7d", "velocity_per_day", "suggested_qty")}
                 for r in tool_result.rows
@@ -536,9 +536,13 @@ def run(state: AgentState) -> AgentState:
     return state
 
 
+STOCK_TOOLS = ("low_stock", "product_stock")
+
+
 def maybe_offer_restock(state: AgentState) -> None:
-    """A low-stock answer offers a restock proposal (quantities from safety stock and velocity)."""
-    if state.tool_result is None or state.tool_result.tool != "low_stock" or not state.tool_result.rows:
+    """A stock answer with items below their safety stock offers a restock proposal (quantities
+    from safety stock and velocity)."""
+    if state.tool_result is None or state.tool_result.tool not in STOCK_TOOLS or not state.tool_result.rows:
         return
     from .actions import offer_restock
 

@@ -13,8 +13,9 @@ import re
 from dataclasses import dataclass
 
 POLICY, DATA, BOTH, ACTION, OUT_OF_SCOPE = "policy", "data", "both", "action", "out_of_scope"
-STORE_SALES, TOP_PRODUCTS, COMPARE_STORES, HOURLY_PEAK, LOW_STOCK, MEMBER_BALANCE, DAILY_TREND, PRODUCT_SALES = (
-    "store_sales", "top_products", "compare_stores", "hourly_peak", "low_stock", "member_balance", "daily_trend", "product_sales")
+STORE_SALES, TOP_PRODUCTS, COMPARE_STORES, HOURLY_PEAK, LOW_STOCK, MEMBER_BALANCE, DAILY_TREND, PRODUCT_SALES, PRODUCT_STOCK = (
+    "store_sales", "top_products", "compare_stores", "hourly_peak", "low_stock", "member_balance", "daily_trend", "product_sales",
+    "product_stock")
 # When two tools score the same, the more specific one wins.
 TOOL_PRIORITY = (MEMBER_BALANCE, LOW_STOCK, HOURLY_PEAK, DAILY_TREND, COMPARE_STORES, TOP_PRODUCTS, STORE_SALES)
 N = r"[0-9一二两三四五六七八九十]+"
@@ -51,6 +52,12 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("请求补货", ACTION, r"(帮我|给我|请|麻烦|替我|(?:帮|给|替)[^，。？！]{1,8}?店(?![^，。？！]{0,6}[补进订]了))[^，。？！]{0,12}(补|订|进|下单|申请|加)[^，。？！]{0,6}\d*\s*[零〇一二两三四五六七八九十百千万\d]*\s*(箱|瓶|件|桶|份)", 3),
     Signal("申请补货", ACTION, r"(帮我|给我|请|麻烦|替我|(?:帮|给|替)[^，。？！]{1,8}?店(?![^，。？！]{0,6}[补进订]了))[^，。？！]{0,12}(补货|申请补货|提交补货|下补货单|补一下货)|"
            r"(帮我|给我|请|麻烦|替我|(?:帮|给|替)[^，。？！]{1,8}?店(?![^，。？！]{0,6}[补进订]了))[^，。？！]{0,6}(补|订|进)(点|些|一点|一些)儿?", 3),
+    # The whole message is the order (「补货：可口可乐 24 瓶」「补货科罗娜48瓶」「青岛补两箱」「补两箱青岛」).
+    # The whole message is the order (「补货：可口可乐 24 瓶」「补货科罗娜48瓶」「青岛补两箱」「补两箱青岛」),
+    # not a question about one (「补货48瓶够不够」).
+    Signal("补货指令", ACTION, r"^(?![^\n]*(吗|嘛|么|呢|够|多少|几|怎|谁|哪|是不是|要不要|行不行|时候|的话|如果|[?？]))\s*(?:"
+           r"(申请)?补货?[：:，,\s]*[^，。？！\d]{1,12}?\s*[零〇一二两三四五六七八九十百千万\d]+\s*(箱|瓶|件|桶|份|杯)|[^，。？！\d]{1,12}?补货?\s*[零〇一二两三四五六七八九十百千万\d]+\s*(箱|瓶|件|桶|份|杯)|"
+           r"(申请)?补货?\s*[零〇一二两三四五六七八九十百千万\d]+\s*(箱|瓶|件|桶|份|杯)[^，。？！\d]{1,12})\s*[。！!]?\s*$", 3),
     Signal("请求建工单", ACTION, r"(帮我|给我|请|麻烦)?[^，。？！]{0,4}(建|开|提|创建|登记|提交)(一?个|一?张|一下)?[^，。？！]{0,4}(工单|投诉单|客诉单)", 3),
 
     # --- data: each points to the tool that answers it ------------------------------------------
@@ -72,15 +79,17 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("各店", DATA, r"各店|各门店|各家", 1, COMPARE_STORES),
     Signal("高峰时段", DATA, r"高峰|最忙|最旺|忙的时段|时段|时间段|每小时|按小时|几点(钟)?(最|人|客|单)|什么时[候间](人|客人|单子?)?最|啥时候最", 3, HOURLY_PEAK),
     # 「上周每天卖了多少」「这个月每天的营业额」: a figure per day, not one total
-    Signal("每日趋势", DATA, r"(每天|每日|逐日|按天|每一天)[^，。？！]{0,8}(卖|营业额|销售额|营收|流水|业绩|订单|单量|多少单|几单|生意)|(营业额|销售额|营收|流水|业绩|订单|单量)[^，。？！]{0,6}(趋势|走势|每天|每日|按天)", 3, DAILY_TREND),
-    Signal("库存告急", DATA, r"(?<!安全)库存|低于安全|低库存|缺货|缺什么|缺啥|断货|断获|快没了|快没货|没货了|快卖完|卖光|不够卖|不够了|够不够卖|还够吗|还剩多少(?!钱)|剩多少(?!钱)|还有(多少|几)(瓶|箱|杯|份|桶|货)|(库存|存货)还有多少|见底|补什么货|该补货|要补货", 2, LOW_STOCK),
+    Signal("每日趋势", DATA, r"(每天|每日|逐日|按天|每一天)[^，。？！]{0,8}(卖|营业额|销售额|营收|流水|业绩|订单|单量|多少单|几单|生意)|(营业额|销售额|营收|流水|业绩|订单|单量)[^，。？！]{0,6}(趋势|走势|每天|每日|按天)|"
+           r"哪一?天[^，。？！]{0,8}(最|比较)(好|多|忙|旺|火|高|差|少|冷清)", 3, DAILY_TREND),
+    Signal("库存告急", DATA, r"(?<!安全)库存|低于安全|低库存|缺货|缺什么|缺啥|断货|断获|快没了|快没货|没货了|快卖完|卖光|不够卖|不够了|够不够卖|还够吗|还剩多少(?!钱)|剩多少(?!钱)|还?剩下?(几|多少)(瓶|箱|杯|份|桶)|还有(多少|几)(瓶|箱|杯|份|桶|货)|(库存|存货)还有多少|见底|补什么货|该补货|要补货", 2, LOW_STOCK),
     Signal("会员余额", DATA, r"余额|储值.{0,4}(还有|多少)|卡里.{0,4}(还有|还剩|有)多少|"
-           r"(?<![A-Za-z0-9])M\d{5}(?!\d)[^，。？！]{0,8}储值|储值[^，。？！]{0,6}(?<![A-Za-z0-9])M\d{5}(?!\d)", 2, MEMBER_BALANCE),
+           r"(?<![A-Za-z0-9])M\d{5}(?!\d)[^，。？！]{0,8}储值|储值[^，。？！]{0,6}(?<![A-Za-z0-9])M\d{5}(?!\d)|"
+           r"((?<![A-Za-z0-9])M\d{5}|(?<!\d)1[3-9]\d{9})(?!\d)[^，。？！]{0,8}(还有|还剩|剩下?|有)多少钱?", 2, MEMBER_BALANCE),
     Signal("时间范围", DATA, r"今天|今儿|昨天|昨儿|前天|上周|本周|这周|礼拜|星期|上个?月|本月|这个?月|月初|最近\s*\S{1,2}天|近\s*\d+\s*天|这两天|周末|国庆|双十一|\d+月\d+[日号]|\d+\.\d+-\d+\.\d+|到目前为止|截至", 1),
 
     # --- policy: how things are done, whether they are allowed, who decides -----------------------
     # … plus the spoken forms: 「…发他微信可以不」「…拉两箱来行不」「写一笔就行了吧」「外卖还接不接」.
-    Signal("能不能", POLICY, r"能[^，。？！]{0,12}[吗嘛么]|可以[^，。？！]{0,12}[吗嘛么]|能不能|可不可以|行不行|(就|才)?行吗|允许|要不要|"
+    Signal("能不能", POLICY, r"能[^，。？！]{0,12}[吗嘛么]|可以[^，。？！]{0,12}[吗嘛么]|能不能|可不可以|行不行|会不会|(就|才)?行吗|允许|要不要|"
            r"(可以|行|能|成)不(?=[，。？！?!\s]|$)|(可以|能)[^，。？！不]{1,12}不(?=[，。？！?!\s]|$)|(就|才)?(行|可以)了?吧|(?P<verb>[接收给用卖送开退换让带放拿办签补做报管算记写查发刷打])不(?P=verb)", 2, frame=True),
     Signal("怎么办", POLICY, r"怎么(?!样)|咋(办|处理|整|弄)|如何(?!\s*$)|怎样", 2, frame=True),
     Signal("规定", POLICY, r"规定|规则|流程|制度|标准|要求|政策|条款|须知|注意事项|口径|考核", 2),

@@ -373,14 +373,8 @@ def restock_suggestion(on_hand: int, safety_stock: int, velocity: float, cover_d
     return max(0, math.ceil(safety_stock + velocity * cover_days - on_hand))
 
 
-def low_stock(*, store: Store | None, today: date | None = None, scope: list[Store] | None = None) -> ToolResult:
-    today = today or local_today()
-    items = Inventory.objects.filter(on_hand__lt=F("safety_stock")).select_related("store", "product")
-    if store:
-        items = items.filter(store=store)
-    elif scope is not None:
-        items = items.filter(store__in=scope)
-    items = list(items.order_by("store__code", "product__sku"))
+def _stock_rows(items: list[Inventory], today: date) -> tuple[list[dict], Period]:
+    """Inventory rows with the last week's sales: velocity, days of cover, what to order."""
     window = Period(today - timedelta(days=VELOCITY_DAYS), today - timedelta(days=1), f"近{VELOCITY_DAYS}天")
     start, end = _bounds(window)
     sold = {
@@ -390,7 +384,7 @@ def low_stock(*, store: Store | None, today: date | None = None, scope: list[Sto
             order__created_at__gte=start,
             order__created_at__lt=end,
             product_id__in={i.product_id for i in items},
-            **({"order__store": store} if store else {"order__store__in": scope} if scope is not None else {}),
+            order__store_id__in={i.store_id for i in items},
         )
         .values("order__store_id", "product_id")
         .annotate(qty=Sum("qty"))
@@ -414,15 +408,43 @@ def low_stock(*, store: Store | None, today: date | None = None, scope: list[Sto
                 "suggested_qty": restock_suggestion(inv.on_hand, inv.safety_stock, velocity),
             }
         )
+    return rows, window
+
+
+def _inventory(store: Store | None, scope: list[Store] | None):
+    items = Inventory.objects.select_related("store", "product")
+    if store:
+        return items.filter(store=store)
+    return items.filter(store__in=scope) if scope is not None else items
+
+
+STOCK_COLUMNS = ("store", "product", "on_hand", "safety_stock", "sold_7d", "velocity_per_day", "days_of_cover", "suggested_qty")
+
+
+def low_stock(*, store: Store | None, today: date | None = None, scope: list[Store] | None = None) -> ToolResult:
+    items = list(_inventory(store, scope).filter(on_hand__lt=F("safety_stock")).order_by("store__code", "product__sku"))
+    rows, window = _stock_rows(items, today or local_today())
     if rows:
         listing = "；".join(f"{r['store']} {r['product']} 在库 {r['on_hand']}{r['unit']}（安全库存 {r['safety_stock']}）" for r in rows)
         summary = f"{_store_label(store, scope)} 低于安全库存的商品共 {len(rows)} 项：{listing}。"
     else:
         summary = f"{_store_label(store, scope)} 目前没有低于安全库存的商品。"
-    return ToolResult(
-        "low_stock", {"velocity_window": window.as_params()}, rows, summary,
-        ["store", "product", "on_hand", "safety_stock", "sold_7d", "velocity_per_day", "days_of_cover", "suggested_qty"],
-    )
+    return ToolResult("low_stock", {"velocity_window": window.as_params()}, rows, summary, list(STOCK_COLUMNS))
+
+
+def product_stock(*, product: Product, store: Store | None, today: date | None = None, scope: list[Store] | None = None) -> ToolResult:
+    """One product's stock in each of the caller's stores, whatever its level (「黑牌还剩几瓶」)."""
+    items = list(_inventory(store, scope).filter(product=product).order_by("store__code"))
+    rows, window = _stock_rows(items, today or local_today())
+    where = _store_label(store, scope)
+    if rows:
+        listing = "；".join(
+            f"{r['store']} 在库 {r['on_hand']}{r['unit']}（安全库存 {r['safety_stock']}，"
+            + ("低于安全库存" if r["on_hand"] < r["safety_stock"] else "不低于安全库存") + "）" for r in rows)
+        summary = f"{product.name}的库存：{listing}。"
+    else:
+        summary = f"{where}没有{product.name}的库存记录。"
+    return ToolResult("product_stock", {"velocity_window": window.as_params()}, rows, summary, list(STOCK_COLUMNS))
 
 
 def mask_phone(phone: str) -> str:
@@ -493,8 +515,12 @@ TOOLS: dict[str, ToolSpec] = {
                  daily_trend, ("date", "weekday", "revenue", "orders"), Chart("date", "revenue")),
         ToolSpec("low_stock", "低库存", "在库低于安全库存的商品，附近 7 天日均销量、可售天数和建议补货量。",
                  {"type": "object", "properties": {"store": _STORE}, "additionalProperties": False},
-                 low_stock, ("store", "product", "on_hand", "safety_stock", "sold_7d", "velocity_per_day", "days_of_cover", "suggested_qty"),
-                 perm="ops.view_inventory"),
+                 low_stock, STOCK_COLUMNS, perm="ops.view_inventory"),
+        ToolSpec("product_stock", "商品库存", "某个商品（名称、别名或商品编码）在各门店的在库数量和安全库存，附近 7 天日均销量、可售天数和建议补货量。",
+                 {"type": "object", "properties": {
+                     "product": {"type": "string", "description": "商品名称、别名或商品编码，如 黑牌、扎啤、W001"}, "store": _STORE},
+                  "required": ["product"], "additionalProperties": False},
+                 product_stock, STOCK_COLUMNS, perm="ops.view_inventory"),
         ToolSpec("member_balance", "会员储值余额", "按手机号或会员号查会员储值本金和赠送余额；姓名和手机号脱敏显示。",
                  {"type": "object", "properties": {"member": {"type": "string", "description": "11 位手机号或会员号（如 M00012）"}},
                   "required": ["member"], "additionalProperties": False},
@@ -620,7 +646,7 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tupl
             used["period"] = kwargs["period"].as_params()
         except PeriodError as exc:
             errors["period"] = [str(exc)]
-    if spec.name == "low_stock":
+    if spec.name in ("low_stock", "product_stock"):
         kwargs["today"] = today
     if errors:
         raise ValidationError(errors)

@@ -10,4 +10,5 @@ urlpatterns = [
     path("sales/summary", views.SalesSummaryView.as_view(), name="sales-summary"),
     path("sales/daily", views.SalesDailyView.as_view(), name="sales-daily"),
     path("sales/products", views.SalesProductView.as_view(), name="sales-products"),
+    path("stock/products", views.StockProductView.as_view(), name="stock-products"),
 ]

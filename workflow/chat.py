@@ -43,9 +43,10 @@ def pending_restock_for(store: Store, skus: list[str], *, any_of: bool = False) 
 
 
 def restock_offer(state):
-    """After a low-stock answer for one store: a pending restock proposal with the suggested
-    quantities (safety stock + 7 days of sales − on hand), or the one already waiting for the
-    same products: every low-stock question used to add another identical proposal."""
+    """After a stock answer for one store (its low stock, or one product below its safety level):
+    a pending restock proposal with the suggested quantities (safety stock + 7 days of sales −
+    on hand) for what is neither on its way nor already waiting for the manager: every
+    low-stock question used to add another identical proposal."""
     rows = state.tool_result.rows
     stores = {r["store"] for r in rows}
     if len(stores) != 1:
@@ -53,32 +54,38 @@ def restock_offer(state):
     store = Store.objects.for_user(state.user, "workflow.add_proposal").filter(name__in=stores).first()
     if store is None:
         return None, ""
-    wanted = [r for r in rows if r["suggested_qty"] > 0]
+    wanted = [r for r in rows if r["suggested_qty"] > 0 and r["on_hand"] < r["safety_stock"]]
     # Stock already on its way (a confirmed restock not yet received) is not asked for again:
     # after a manager confirmed one, the next 「什么快没货了」 proposed the same lines anew.
     coming = open_restock_quantities(store, [r["sku"] for r in wanted])
-    lines, covered = [], set()
+    lines, covered, waiting = [], set(), {}
     for r in wanted:
         on_way, requests = coming.get(r["sku"], (0, []))
         qty = r["suggested_qty"] - on_way
         if qty <= 0:
             covered.update(requests)
             continue
+        # A product already on a proposal waiting for the manager is not proposed twice
+        # (「科罗娜快没货了吗」 after 「什么快没货了」 proposed 百威、科罗娜 …).
+        if (pending := pending_restock_for(store, [r["sku"]], any_of=True)) is not None:
+            waiting[pending.pk] = pending
+            continue
         reason = f"在库 {r['on_hand']} < 安全库存 {r['safety_stock']}，近7天日均 {r['velocity_per_day']}"
         lines.append({"sku": r["sku"], "quantity": qty, "unit": r["unit"],
                       "reason": reason + (f"，已扣除在途 {on_way}{r['unit']}" if on_way else "")})
+    notes = []
+    if covered:
+        notes.append(f"已有确认过、还没到货的补货（提案 {'、'.join(f'#{n}' for n in sorted(covered))}），到货前不再重复申请。")
+    if waiting:
+        notes.append("已有待确认的补货提案 " + "、".join(f"#{p.pk}（{p.proposed_by.username} 提交）" for p in waiting.values())
+                     + "，没有重复生成。")
     if not lines:
-        if covered:
-            numbers = "、".join(f"#{n}" for n in sorted(covered))
-            return None, f"这些商品已有确认过、还没到货的补货（提案 {numbers}），到货前不再重复申请。"
-        return None, ""
-    pending = pending_restock_for(store, [line["sku"] for line in lines])
-    if pending is not None:  # asked again, in other words or by a colleague: one proposal waits for the manager
-        return proposal_dict(pending, state.user), (
-            f"这些商品已有待确认的补货提案 #{pending.pk}（{pending.proposed_by.username} 提交），没有重复生成。")
+        first = next(iter(waiting.values()), None)
+        return (proposal_dict(first, state.user) if first else None), ("这些商品" + "；".join(notes) if notes else "")
     try:
         proposal, _ = proposal_create(user=state.user, kind=Proposal.Kind.RESTOCK, store=store, payload={"lines": lines},
                                       source=Proposal.Source.CHAT, idempotency_key=_key(state, "offer"))
     except (PermissionDenied, ValidationError):
         return None, ""
-    return proposal_dict(proposal, state.user), f"已按建议量生成补货提案 #{proposal.pk}（待店长确认，确认前不会下单）。"
+    made = f"已按建议量生成补货提案 #{proposal.pk}（待店长确认，确认前不会下单）。"
+    return proposal_dict(proposal, state.user), made + ("其余商品" + "；".join(notes) if notes else "")

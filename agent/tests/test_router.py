@@ -70,6 +70,10 @@ TABLE = [
     # a member number next to 储值 asks for the balance.
     ("黑牌整瓶卖多少钱，单杯呢", "policy"), ("客人卡里余额不够，差的能用微信补不", "policy"),
     ("全公司现在哪些店哪些货库存不够", "data"), ("我把客人的储值余额页面截个图发店群里让店长看行不", "policy"), ("帮我查下M00002这个会员的储值，客人在吧台等着", "data"),
+    # The whole message is a restock order (was read as a rule question: 「制度里没有关于「可口可乐」的规定」) …
+    ("补货：可口可乐 24 瓶", "action"), ("补货科罗娜48瓶", "action"), ("青岛补两箱", "action"), ("补两箱青岛", "action"),
+    # … a question about one is not.
+    ("补货48瓶够不够", "policy"), ("科罗娜补24瓶吗", "policy"), ("补货的时候写6瓶", "policy"),
 ]
 
 

@@ -63,6 +63,18 @@ def test_trend_question_uses_daily_trend_with_a_bar_per_day():
     assert len(bars) == 7 and headers(body)[1:] == ["日期", "星期", "营业额", "订单数"]
 
 
+def test_which_day_was_best_names_the_best_and_the_weakest_day():
+    # 「上周哪天生意最好」 was answered from the 排班 rule; a daily list alone leaves the reading to the asker.
+    from agent.pipeline import answer_question
+    from ops.tests.factories import make_user
+
+    result, _ = answer_question("天河店上周哪天生意最好", user=make_user("sv_best_day", role="staff", stores=["GZ-TH"]))
+    rows = run_tool("daily_trend", {"store": "天河店", "period": "上周"}, today=local_today(), user=None).rows
+    best, worst = max(rows, key=lambda r: r["revenue"]), min(rows, key=lambda r: r["revenue"])
+    assert f"营业额最高的是 {best['date']}（{best['weekday']}）¥{best['revenue']:,.2f}" in result.answer
+    assert f"最低的是 {worst['date']}（{worst['weekday']}）" in result.answer
+
+
 def test_policy_answer_names_the_document_once_with_a_relevance_level():
     c = login("sv_staff4", "staff")
     body = c.post("/", {"query": "客人说酒有异味怎么办"}, **HX).content.decode()
@@ -131,7 +143,7 @@ def test_every_tool_has_a_label_for_every_column_it_returns():
     today = local_today()
     params = {"store_sales": {"period": "上周"}, "top_products": {"period": "上周"}, "compare_stores": {"period": "上周"},
               "hourly_peak": {"period": "上周"}, "daily_trend": {"period": "上周"}, "low_stock": {}, "member_balance": None,
-              "product_sales": {"product": "青岛啤酒", "period": "上周"}}
+              "product_sales": {"product": "青岛啤酒", "period": "上周"}, "product_stock": {"product": "黑牌"}}
     for name, spec in TOOLS.items():
         if params[name] is None:
             continue

@@ -128,5 +128,18 @@ class SalesProductView(APIView):
         return Response(tools.run_tool("product_sales", _query(request, ("product", "store", "period")), user=request.user).as_dict())
 
 
+class StockProductView(APIView):
+    @extend_schema(
+        summary="单品库存（与问答用的是同一个工具 product_stock）",
+        parameters=[
+            OpenApiParameter("product", str, required=True, description="商品名称、别名或商品编码，如 黑牌、扎啤、W001"),
+            OpenApiParameter("store", str, description="门店编码、名称或别名；省略表示你能查看的全部门店"),
+        ],
+        responses=ToolResultSerializer,
+    )
+    def get(self, request):
+        return Response(tools.run_tool("product_stock", _query(request, ("product", "store")), user=request.user).as_dict())
+
+
 __all__ = ["OrdersView", "InventoryAdjustmentsView", "StoresView", "SalesSummaryView", "SalesDailyView", "SalesProductView",
-           "InventorySerializer"]
+           "StockProductView", "InventorySerializer"]

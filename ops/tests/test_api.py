@@ -205,6 +205,19 @@ def test_sales_daily_is_the_daily_trend_tool(staff_api):
     assert bad.status_code == 400 and "92 天" in bad.json()["period"][0]
 
 
+def test_stock_products_is_the_product_stock_tool(staff_api, pos):
+    from ops.tools import run_tool
+
+    assert pos.get("/api/v1/stock/products", {"product": "黑牌"}).status_code == 403
+    r = staff_api.get("/api/v1/stock/products", {"product": "黑牌"})
+    assert r.status_code == 200 and r.json() == run_tool("product_stock", {"product": "黑牌", "store": "天河店"}, user=None).as_dict()
+    assert [row["store"] for row in r.json()["rows"]] == ["广州天河店"]  # the caller's store only
+    bad = staff_api.get("/api/v1/stock/products", {"product": "嗨棒"})
+    assert bad.status_code == 400 and "科罗娜啤酒" in bad.json()["product"][0]
+    extra = staff_api.get("/api/v1/stock/products", {"product": "黑牌", "period": "上周"})
+    assert extra.status_code == 400 and "period" in extra.json()  # the tool has no period: not silently ignored
+
+
 def test_sales_products_is_the_product_sales_tool(staff_api, pos):
     from ops.tools import run_tool
 

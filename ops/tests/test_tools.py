@@ -181,6 +181,38 @@ def test_low_stock_lists_every_item_below_safety_with_velocity():
         assert r["product"] in result.summary
 
 
+def test_product_stock_shows_one_products_stock_in_each_store_whatever_its_level():
+    # 「黑牌还剩几瓶」 got the low-stock list (黑牌 was not on it) or the 安全库存 rule's 「黑牌 6 瓶」.
+    today = local_today()
+    result = run_tool("product_stock", {"product": "黑牌"}, today=today, user=None)
+    expected = sql_one(
+        "SELECT s.name, i.on_hand, i.safety_stock FROM ops_inventory i JOIN ops_product p ON p.id=i.product_id "
+        "JOIN ops_store s ON s.id=i.store_id WHERE p.sku='W001' ORDER BY s.code", [])
+    assert [(r["store"], r["on_hand"], r["safety_stock"]) for r in result.rows] == list(expected)
+    assert any(on_hand >= safety for _, on_hand, safety in expected)  # stock above its safety level is shown too
+    lo, hi = day_bounds(today - timedelta(days=7), today - timedelta(days=1))
+    (sold,), = sql_one(
+        "SELECT COALESCE(SUM(l.qty),0) FROM ops_orderline l JOIN ops_order o ON o.id=l.order_id JOIN ops_product p ON p.id=l.product_id "
+        "JOIN ops_store s ON s.id=o.store_id WHERE s.name=%s AND p.sku='W001' AND o.status='paid' AND o.created_at >= %s AND o.created_at < %s",
+        [result.rows[0]["store"], lo, hi])
+    assert result.rows[0]["sold_7d"] == sold and result.params["product"] == "尊尼获加黑牌"
+    assert all(f"{r['store']} 在库 {r['on_hand']}" in result.summary for r in result.rows)
+
+
+def test_product_stock_for_a_stores_staff_is_their_store_only():
+    from ops.tests.factories import make_user
+
+    staff = make_user("stock_staff", role="staff", stores=["GZ-TH"])
+    mine = run_tool("product_stock", {"product": "扎啤"}, user=staff)
+    assert [r["store"] for r in mine.rows] == ["广州天河店"]
+    with pytest.raises(ValidationError) as exc:
+        run_tool("product_stock", {"product": "扎啤", "store": "福田店"}, user=staff)
+    assert "store" in exc.value.message_dict
+    with pytest.raises(ValidationError) as exc:
+        run_tool("product_stock", {"store": "天河店"}, user=staff)
+    assert "product" in exc.value.message_dict
+
+
 def test_member_balance_is_masked_and_matches_ledger():
     member = Member.objects.filter(account__isnull=False).order_by("number").first()
     result = run_tool("member_balance", {"member": member.phone}, user=None)
@@ -205,7 +237,7 @@ def test_unknown_tool_and_unknown_params_are_rejected():
         run_tool("store_sales", {"store": "天河店"}, user=None)
     assert "period" in exc.value.message_dict
     assert set(TOOLS) == {"store_sales", "top_products", "product_sales", "compare_stores", "hourly_peak", "daily_trend", "low_stock",
-                          "member_balance"}
+                          "product_stock", "member_balance"}
 
 
 @pytest.mark.parametrize("text,store", [

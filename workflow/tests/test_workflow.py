@@ -8,13 +8,14 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, connections
+from django.db.models import F
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from agent.pipeline import answer_question
 from core.errors import Conflict, NotFound
 from core.models import AuditLog
-from ops.models import Store
+from ops.models import Inventory, Store
 from ops.tests.factories import make_user
 from workflow.models import Proposal, RestockRequest, Ticket
 from workflow.services import proposal_confirm, proposal_create, proposal_reject, proposals_expire
@@ -284,6 +285,26 @@ def test_low_stock_asked_again_points_at_the_pending_proposal_instead_of_adding_
     Proposal.objects.filter(pk=first.proposal["id"]).update(status="rejected")
     third, _ = answer_question("天河店哪些商品低于安全库存", user=people["manager"])
     assert third.proposal["id"] != first.proposal["id"]  # nothing pending any more: a new one
+
+
+def test_one_products_stock_below_safety_offers_only_what_no_proposal_is_waiting_for(people):
+    # 「黑牌还剩几瓶」 got the low-stock list; now one product's stock is answered, and a product
+    # already on a pending proposal (from 「哪些商品低于安全库存」) is not proposed again.
+    RestockRequest.objects.filter(store__code="GZ-TH").update(status=RestockRequest.Status.RECEIVED)
+    Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").update(status="rejected")
+    low = Inventory.objects.filter(store__code="GZ-TH", on_hand__lt=F("safety_stock")).select_related("product").first()
+    fine = Inventory.objects.filter(store__code="GZ-TH", on_hand__gte=F("safety_stock")).select_related("product").first()
+    shown, _ = answer_question(f"天河店{fine.product.name}还剩几瓶", user=people["staff"])
+    assert f"在库 {fine.on_hand}" in shown.answer and shown.proposal is None  # above its safety stock: nothing to order
+    first, _ = answer_question("天河店哪些商品低于安全库存", user=people["staff"])
+    again, _ = answer_question(f"天河店{low.product.name}快没货了吗", user=people["staff"])
+    assert f"在库 {low.on_hand}" in again.answer
+    assert again.proposal["id"] == first.proposal["id"] and "没有重复生成" in again.answer
+    assert Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").count() == 1
+    Proposal.objects.filter(pk=first.proposal["id"]).update(status="rejected")
+    alone, _ = answer_question(f"天河店{low.product.name}快没货了吗", user=people["staff"])
+    assert [line["sku"] for line in alone.proposal["payload"]["lines"]] == [low.product.sku]
+    Proposal.objects.filter(pk=alone.proposal["id"]).update(status="rejected")
 
 
 def test_low_stock_after_a_confirmed_restock_asks_only_for_what_is_not_on_its_way(people):
