@@ -2,6 +2,7 @@
 API, the chat page, Celery and MCP."""
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import timedelta
 
@@ -10,6 +11,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
 from core.audit import audit_record
+from core.errors import NotFound
 from core.roles import USE_ASSISTANT, require
 from ops.validation import text_problem
 
@@ -33,6 +35,9 @@ def validate_query(query) -> str:
     return query.strip()
 
 
+THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+
+
 def validate_thread_id(thread_id) -> str | None:
     if thread_id is None or thread_id == "":
         return None
@@ -42,6 +47,9 @@ def validate_thread_id(thread_id) -> str | None:
         raise ValidationError({"thread_id": ["thread_id 最长 64 个字符。"]})
     if problem := text_problem(thread_id):
         raise ValidationError({"thread_id": [problem]})
+    if not THREAD_ID.fullmatch(thread_id):
+        # It is part of the page's URLs (/threads/<id>/rename): 「a/b」 or 「..」 broke the user's chat page for good.
+        raise ValidationError({"thread_id": ["thread_id 只能由字母、数字和 - _ . : 组成，并以字母或数字开头。"]})
     return thread_id
 
 
@@ -160,8 +168,10 @@ def unanswered_resolve(*, item: UnansweredQuestion, user, note: str = "") -> Una
     return item
 
 
-def _may_teach(user) -> None:
+def _may_teach(user, item: UnansweredQuestion) -> None:
     require(user, "agent.change_unansweredquestion", attempt="resolve_unanswered", message="只有店长可以处理未解答问题。")
+    if not UnansweredQuestion.objects.restrict(user, "change").filter(pk=item.pk).exists():
+        raise NotFound(f"没有未解答问题 #{item.pk}。")  # another store's asker: like a missing one
 
 
 def unanswered_link_section(*, item: UnansweredQuestion, user, document_path: str, section_path: str) -> UnansweredQuestion:
@@ -172,7 +182,7 @@ def unanswered_link_section(*, item: UnansweredQuestion, user, document_path: st
 
     from knowledge.services import section_alias_add
 
-    _may_teach(user)
+    _may_teach(user, item)
     if item.resolved:
         raise ValidationError({"item": [f"这条已经处理过了（{item.get_resolution_display() or '已处理'}）。"]})
     with transaction.atomic():
@@ -191,7 +201,7 @@ def unanswered_mark_gap(*, item: UnansweredQuestion, user, note: str) -> Unanswe
     is listed on the corpus-gaps page for the corpus owners."""
     from django.utils import timezone
 
-    _may_teach(user)
+    _may_teach(user, item)
     note = (note or "").strip()
     if not note or len(note) > 255:
         raise ValidationError({"note": ["请写明缺少什么规定（1 到 255 个字）。"]})

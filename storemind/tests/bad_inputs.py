@@ -177,6 +177,9 @@ case("chat-nul-thread", "staff", "post", C, {**CHAT, "thread_id": NUL}, 400, "th
 case("chat-surrogate-thread", "staff", "post", C, raw_with({**CHAT, "thread_id": "x"}, "thread_id", SURROGATE_JSON), 400, "thread_id")
 case("chat-thread-too-long", "staff", "post", C, {**CHAT, "thread_id": "t" * 65}, 400, "thread_id")
 case("chat-thread-number", "staff", "post", C, {**CHAT, "thread_id": 12}, 400, "thread_id")
+# thread ids are part of the page's URLs: 「a/b」 made the user's chat page a 500 for good
+case("chat-thread-slash", "staff", "post", C, {**CHAT, "thread_id": "../../etc"}, 400, "thread_id")
+case("chat-thread-dots", "staff", "post", C, {**CHAT, "thread_id": ".."}, 400, "thread_id")
 case("chat-unknown-field", "staff", "post", C, {**CHAT, "model": "gpt"}, 400, "non_field_errors")
 case("chat-async-string", "staff", "post", C, {**CHAT, "async": "yes"}, 400, "async")
 case("chat-query-list", "staff", "post", C, {"query": ["会员"]}, 400, "query")
