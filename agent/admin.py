@@ -6,7 +6,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from core.admin_base import ReadOnlyInline
+from core.admin_base import ReadOnlyInline, ScopedAdmin
 
 from .models import Conversation, Feedback, Message, UnansweredQuestion
 
@@ -44,7 +44,7 @@ def _errors(exc: ValidationError) -> str:
 
 
 @admin.register(UnansweredQuestion)
-class UnansweredQuestionAdmin(admin.ModelAdmin):
+class UnansweredQuestionAdmin(ScopedAdmin):
     list_display = ["question", "times_asked", "source", "reason", "top_score", "user", "created_at", "resolved", "resolution", "learn"]
     list_filter = ["resolved", "resolution", "source", ("created_at", admin.DateFieldListFilter)]
     search_fields = ["question", "note"]
@@ -78,7 +78,7 @@ class UnansweredQuestionAdmin(admin.ModelAdmin):
         """The corpus-gaps page: questions no SOP section answers, with the manager's note."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        gaps = UnansweredQuestion.objects.filter(resolution="gap").select_related("resolved_by", "user").order_by("-resolved_at")
+        gaps = self.get_queryset(request).filter(resolution="gap").select_related("resolved_by", "user").order_by("-resolved_at")
         from knowledge.selectors import aliases_with_status
 
         orphans = [a for a in aliases_with_status() if a["orphan"]]
@@ -92,7 +92,9 @@ class UnansweredQuestionAdmin(admin.ModelAdmin):
         from .selectors import section_candidates
         from .services import unanswered_link_section, unanswered_mark_gap
 
-        item = get_object_or_404(UnansweredQuestion, pk=pk)
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        item = get_object_or_404(self.get_queryset(request), pk=pk)  # another store's: not found
         if not self.has_change_permission(request, item):
             raise PermissionDenied
         gap_error, note = "", ""

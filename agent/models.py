@@ -6,6 +6,8 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from core.scoping import StoreScopedQuerySet
+
 
 class ConversationQuerySet(models.QuerySet):
     def of_owner(self, user):
@@ -63,7 +65,16 @@ class Message(models.Model):
         return f"{self.get_role_display()}: {self.content[:30]}"
 
 
+class UnansweredQuestionQuerySet(StoreScopedQuerySet):
+    def restrict(self, user, action: str = "view"):
+        # A question belongs to the stores of the person who asked it: a manager sees their own
+        # stores' (the list named askers and their questions from every store).
+        return super().restrict(user, action).distinct()  # an asker in two stores: one row
+
+
 class UnansweredQuestion(models.Model):
+    store_path = "user__stores"
+
     class Source(models.TextChoices):
         REFUSAL = "refusal", "拒答"
         FEEDBACK = "feedback", "差评反馈"
@@ -88,6 +99,8 @@ class UnansweredQuestion(models.Model):
     linked_document = models.CharField("关联文档路径", max_length=255, blank=True)
     linked_section = models.CharField("关联章节", max_length=512, blank=True)
     created_at = models.DateTimeField("时间", auto_now_add=True)
+
+    objects = UnansweredQuestionQuerySet.as_manager()
 
     class Meta:
         ordering = ["resolved", "-created_at"]

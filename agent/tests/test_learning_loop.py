@@ -142,3 +142,26 @@ def test_export_aliases_writes_markdown_with_orphans_apart(manager, tmp_path):
     page = c.get("/admin/agent/unansweredquestion/gaps/").content.decode()
     listed = page[page.index('id="orphan-aliases"'):]
     assert "这节没了还能找到吗" in listed and "黑牌加冰还是加水" not in listed
+
+
+def test_a_manager_sees_and_handles_only_their_own_stores_questions(manager, staff):
+    # The admin list named askers and their questions from every store (a 福田 manager read
+    # 天河's 「M00002的手机号是多少」); another store's question now reads like a missing one.
+    from core.errors import NotFound
+
+    other = make_user("loop_manager_ft", role="manager", stores=["SZ-FT"], is_staff=True)
+    item = thumbs_down(staff, "店里能不能养一只仓鼠")
+    c = Client()
+    c.force_login(other)
+    assert "养一只仓鼠" not in c.get("/admin/agent/unansweredquestion/").content.decode()
+    assert "养一只仓鼠" not in c.get("/admin/").content.decode()  # the desk's unanswered list
+    assert c.get(f"/admin/agent/unansweredquestion/{item.pk}/learn/").status_code == 404
+    assert c.get(f"/admin/agent/unansweredquestion/{item.pk}/change/").status_code == 302  # "does not exist" redirect
+    with pytest.raises(NotFound):
+        unanswered_mark_gap(item=item, user=other, note="没有宠物规定")
+    own = Client()
+    own.force_login(manager)
+    assert "养一只仓鼠" in own.get("/admin/agent/unansweredquestion/").content.decode()
+    assert "养一只仓鼠" in own.get("/admin/").content.decode()
+    unanswered_mark_gap(item=item, user=manager, note="没有宠物规定")
+    assert "养一只仓鼠" not in c.get("/admin/agent/unansweredquestion/gaps/").content.decode()

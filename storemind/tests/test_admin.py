@@ -88,7 +88,7 @@ def test_admin_index_is_the_managers_desk():
     other_staff = make_user("desk_other", role="staff", stores=["SZ-FT"])
     theirs = proposal_create(user=other_staff, kind="restock", store=Store.objects.get(code="SZ-FT"),
                              payload={"lines": [{"sku": "B001", "quantity": 9, "unit": "箱"}]}, source="api")[0]
-    UnansweredQuestion.objects.create(question="员工可以带宠物狗来上班吗", reason="test")
+    UnansweredQuestion.objects.create(question="员工可以带宠物狗来上班吗", reason="test", user=staff)  # of the manager's store
     client = Client()
     client.force_login(manager)
     body = client.get("/admin/").content.decode()
