@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import slots
+from . import vocabulary as vocab
 from .router import ACTION, BOTH, DATA, OUT_OF_SCOPE, POLICY
 
 SLOT_NAMES = {"store": "门店", "product": "商品", "qty": "数量", "description": "投诉经过"}
@@ -58,7 +59,8 @@ def continue_pending(state) -> tuple[ActionOutcome | None, str]:
     if parsed.cancel:
         return _outcome(slots.cancelled(pending), state, kind=pending.kind), "取消"
     route = state.route
-    if route.intent == ACTION:
+    if route.intent == ACTION and not (pending.kind == slots.RESTOCK and vocab.is_bare_restock_order(state.question)):
+        # 「补两箱」 alone is an order too, but here it fills the restock being asked for.
         return None, "新的请求取代了它"
     if route.decided and route.intent in (DATA, BOTH, POLICY, OUT_OF_SCOPE) and not (parsed.qty or parsed.yes):
         return None, f"与它无关的问题（{route.intent}），待办动作过期"

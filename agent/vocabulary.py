@@ -222,3 +222,8 @@ def best_tool(scores: dict[str, int]) -> str | None:
     if not scores:
         return None
     return max(scores, key=lambda tool: (scores[tool], -TOOL_PRIORITY.index(tool)))
+
+
+def is_bare_restock_order(text: str) -> bool:
+    """「补两箱」「青岛啤酒，补20箱」: an order by its words alone (no 帮我 …)."""
+    return any(h.signal.name == "补货指令" for h in match(text))
