@@ -24,23 +24,40 @@ def _queue_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
+# Whose question a task id is, for as long as Celery keeps its result (1 day by default): an
+# unknown id or another user's is a 404, never 「pending」 for ever (Celery's answer for any id).
+OWNER_TTL_S = 24 * 3600
+
+
+def _owner_key(task_id: str) -> str:
+    return f"chat-task-owner:{task_id}"
+
+
 def submit_ask(user_id: int, query: str, thread_id: str | None):
     """Queue a question; raises QueueUnavailable at once (no publish retries) when the
     broker does not answer, so the caller can fall back or say 503."""
+    from django.core.cache import cache
+
     try:
-        return ask_task.apply_async((user_id, query, thread_id), retry=False)
+        task = ask_task.apply_async((user_id, query, thread_id), retry=False)
+        cache.set(_owner_key(task.id), user_id, OWNER_TTL_S)
+        return task
     except _queue_errors() as exc:
         log.warning("broker unavailable, question not queued: %s: %s", type(exc).__name__, exc)
         raise QueueUnavailable(str(exc)) from exc
 
 
-def task_state(task_id: str):
-    """(status, payload) of a queued question: pending | done | failed; QueueUnavailable
-    when the result backend cannot be read."""
+def task_state(task_id: str, user_id: int):
+    """(status, payload) of a queued question of `user_id`: pending | done | failed, or
+    missing (an unknown id, or another user's); QueueUnavailable when the result backend
+    cannot be read."""
     from celery.result import AsyncResult
+    from django.core.cache import cache
 
-    res = AsyncResult(task_id)
     try:
+        if cache.get(_owner_key(task_id)) != user_id:
+            return "missing", None
+        res = AsyncResult(task_id)
         if res.successful():
             return "done", res.result
         if res.failed():

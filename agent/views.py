@@ -99,9 +99,11 @@ def chat(request):
 def chat_task(request, task_id: str):
     """Polled by the page in async mode: the pending placeholder until the task is done."""
     try:
-        state, payload = task_state(task_id)
+        state, payload = task_state(task_id, request.user.pk)
     except QueueUnavailable:
         return _error(request, "后台队列暂时不可用，请关闭「后台处理」后重新提问。", 503)
+    if state == "missing":  # unknown, or another user's (its progress steps included)
+        raise Http404
     if state == "failed":
         return _error(request, "后台处理失败，请重新提问。", 500)
     if state == "pending":

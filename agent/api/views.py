@@ -67,13 +67,13 @@ class ChatTaskView(APIView):
         if not _TASK_ID.fullmatch(task_id):
             return Response({"detail": "没有这个任务。"}, status=status.HTTP_404_NOT_FOUND)
         try:
-            state, payload = task_state(task_id)
+            state, payload = task_state(task_id, request.user.pk)
         except QueueUnavailable:
             return Response({"detail": "后台队列暂时不可用，请稍后再查询。"}, status=status.HTTP_503_SERVICE_UNAVAILABLE,
                             headers={"Retry-After": str(QUEUE_RETRY_AFTER)})
+        if state == "missing" or (state == "done" and payload.get("user_id") != request.user.pk):
+            return Response({"detail": "没有这个任务。"}, status=status.HTTP_404_NOT_FOUND)
         if state == "done":
-            if payload.get("user_id") != request.user.pk:
-                return Response({"detail": "没有这个任务。"}, status=status.HTTP_404_NOT_FOUND)
             return Response({"status": "done", "result": {k: v for k, v in payload.items() if k not in ("user_id", "message_id")}})
         if state == "failed":
             return Response({"status": "failed", "detail": "回答时出错，请重试。"}, status=status.HTTP_200_OK)

@@ -51,3 +51,5 @@ def test_chat_async_returns_a_task_and_the_status_endpoint_the_result(client):
     c2 = APIClient()
     c2.force_authenticate(other)
     assert c2.get(r.json()["status_url"]).status_code == 404
+    # Any well-formed id answered 「pending」 for ever: a client polled a typo until it gave up.
+    assert client.get("/api/v1/chat/tasks/00000000-0000-0000-0000-000000000000").status_code == 404
