@@ -395,6 +395,10 @@ def _adjust(store, product, external_id, delta, reason, note, user) -> Adjustmen
 
 def token_store_problem(user, store: Store | None) -> str | None:
     """Why `store` cannot be the POS store of a token for `user` (None when it can)."""
+    if store is not None and not user.has_perm("ops.add_order"):
+        # Bound to a store, a person's token could call neither their endpoints (「POS 设备令牌只能调用
+        # POS 接口」) nor write orders: a token dead on arrival. A person's token follows their stores.
+        return f"只有 POS 设备账号的令牌绑定门店；{user.username} 的令牌不用指定门店，按账号被分配的门店生效。"
     if store is not None and not store.members.filter(pk=user.pk).exists():
         return f"{user.username} 没有被分配到{store.name}，不能签发这家店的令牌。"
     return None

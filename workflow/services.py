@@ -37,6 +37,7 @@ MAX_RESTOCK_QTY = 10000
 TICKET_SEVERITIES = [s for s, _ in Ticket.Severity.choices]
 TICKET_CATEGORIES = ["酒水品质", "食品安全", "服务态度", "收银结账", "环境卫生", "会员储值", "其他"]
 RESTOCK_FIELDS = frozenset({"lines"})
+MAX_REASON = 200
 RESTOCK_LINE_FIELDS = frozenset({"sku", "product", "quantity", "unit", "reason"})
 TICKET_FIELDS = frozenset({"category", "severity", "description", "order", "member"})
 
@@ -49,7 +50,7 @@ def _clean_restock(payload: dict) -> dict:
     reject_unknown(payload, RESTOCK_FIELDS, "payload")
     lines = payload.get("lines")
     if not isinstance(lines, list) or not lines:
-        raise ValidationError({"payload.lines": ["补货至少要有一行：商品、数量、原因。"]})
+        raise ValidationError({"payload.lines": ["补货至少要有一行：商品（sku）和数量（quantity），原因（reason）可选。"]})
     if len(lines) > MAX_RESTOCK_LINES:
         raise ValidationError({"payload.lines": [f"一次最多 {MAX_RESTOCK_LINES} 行。"]})
     clean, seen = [], set()
@@ -73,8 +74,12 @@ def _clean_restock(payload: dict) -> dict:
         unit = line.get("unit") or (product.unit if product else "")
         if product is not None and unit not in (product.unit, "箱"):
             errors[p + "unit"] = [f"单位只能是 {product.unit} 或 箱。"]
-        reason = str(line.get("reason") or "")[:200]
-        if product is not None and p + "sku" not in errors and p + "quantity" not in errors and p + "unit" not in errors:
+        reason = line.get("reason") or ""
+        if not isinstance(reason, str) or len(reason) > MAX_REASON:
+            # Was cut to 200 characters without a word (a 100,000-character reason was a 201).
+            errors[p + "reason"] = [f"原因是不超过 {MAX_REASON} 个字的文字。"]
+        reason = reason.strip() if isinstance(reason, str) else ""
+        if product is not None and not any(p + f in errors for f in ("sku", "quantity", "unit", "reason")):
             seen.add(product.id)
             clean.append({"sku": product.sku, "product": product.name, "quantity": qty, "unit": unit, "reason": reason})
     if errors:

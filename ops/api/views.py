@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from .. import services, tools
 from ..models import Order, Store
-from ..validation import unknown_fields
+from ..validation import reject_unknown, unknown_fields
 from .serializers import (
     AdjustmentInSerializer,
     AdjustmentResultSerializer,
@@ -50,13 +50,15 @@ class OrdersView(APIView):
     )
     def post(self, request):
         body = request.data
-        batch = isinstance(body, dict) and "orders" in body
-        if not isinstance(body, (dict, list)):
+        if not isinstance(body, dict):  # a bare JSON array too: the documented batch is {"orders": [...]}
             raise ValidationError({"non_field_errors": ["请求体必须是订单对象，或 {\"orders\": [...]}。"]})
-        orders = body["orders"] if batch else body if isinstance(body, list) else [body]
-        result = services.orders_ingest(orders=orders, user=request.user, token=_token(request), batch=batch or isinstance(body, list))
+        batch = "orders" in body
+        if batch:
+            reject_unknown(body, {"orders"})  # 「{"orders": [...], "x": 1}」 was a 201
+        orders = body["orders"] if batch else [body]
+        result = services.orders_ingest(orders=orders, user=request.user, token=_token(request), batch=batch)
         code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
-        if not batch and not isinstance(body, list):
+        if not batch:
             order = (result.created or result.replayed)[0]
             data = OrderSerializer(Order.objects.select_related("store", "member").prefetch_related("lines__product").get(pk=order.pk)).data
             data["result"] = "created" if result.created else "replayed"

@@ -30,6 +30,10 @@ def test_a_pos_token_store_must_be_one_its_user_works_at_in_the_service_and_the_
     device = make_user("perm_pos", role="pos", stores=["GZ-TH"])
     with pytest.raises(ValidationError):
         api_token_issue(user=device, name="x", store=Store.objects.get(code="FS-ZM"))
+    # A person's token bound to their own store got 403 everywhere (not a POS device, yet POS-bound).
+    staff = make_user("perm_staff_bound", role="staff", stores=["GZ-TH"])
+    with pytest.raises(ValidationError, match="只有 POS 设备账号"):
+        api_token_issue(user=staff, name="x", store=Store.objects.get(code="GZ-TH"))
     root = make_user("perm_root", role=None, stores=[], is_staff=True, is_superuser=True)
     client.force_login(root)
     r = client.post("/admin/ops/apitoken/add/", {"user": device.pk, "store": Store.objects.get(code="FS-ZM").pk, "name": "x"})

@@ -83,6 +83,9 @@ for f in ("sku", "unit_price", "amount"):
     case(f"order-line-surrogate-{f}", "pos", "post", ORD, raw_with(ORDER, f"lines[0].{f}", SURROGATE_JSON), 400, f"lines[0].{f}")
 case("order-batch-nul-sku", "pos", "post", ORD, {"orders": [with_(ORDER, "lines[0].sku", NUL)]}, 400, "orders[0].lines[0].sku")
 case("order-batch-nul-member", "pos", "post", ORD, {"orders": [ORDER, with_(ORDER, "member", NUL)]}, 400, "orders[1].member")
+# the batch wrapper is {"orders": [...]} and nothing else (an extra key and a bare array were 201s)
+case("order-batch-unknown-key", "pos", "post", ORD, {"orders": [ORDER], "x": 1}, 400, "non_field_errors")
+case("order-bare-array", "pos", "post", ORD, [ORDER], 400, "non_field_errors")
 case("order-nul-in-key", "pos", "post", ORD, {**ORDER, "ext\x00ra": 1}, 400, "non_field_errors")
 # --- orders: numbers -----------------------------------------------------------------------
 for cid, price in (("1e20", "1E+20"), ("1e20-number", 1e20), ("over-1e8", "100000000.01"), ("3-decimals", "15.004"),
@@ -150,6 +153,11 @@ case("proposal-ticket-surrogate-description", "staff", "post", P, raw_with(TICKE
 for f in ("sku", "unit", "reason"):
     case(f"proposal-restock-nul-{f}", "staff", "post", P, with_(RESTOCK, f"payload.lines[0].{f}", NUL), 400, f"payload.lines[0].{f}")
 case("proposal-unknown-body-field", "staff", "post", P, {**TICKET, "status": "confirmed"}, 400, "non_field_errors")
+# a reason was cut to 200 characters without a word (100,000 characters: 201)
+case("proposal-restock-reason-too-long", "staff", "post", P, with_(RESTOCK, "payload.lines[0].reason", "多" * 201), 400,
+     "payload.lines[0].reason")
+case("proposal-restock-reason-not-text", "staff", "post", P, with_(RESTOCK, "payload.lines[0].reason", 42), 400,
+     "payload.lines[0].reason")
 case("proposal-unknown-payload-field", "staff", "post", P, with_(TICKET, "payload.status", "confirmed"), 400, "payload")
 case("proposal-unknown-restock-field", "staff", "post", P, with_(RESTOCK, "payload.approved", True), 400, "payload")
 case("proposal-unknown-line-field", "staff", "post", P, with_(RESTOCK, "payload.lines[0].price", "1.00"), 400, "payload.lines[0]")
