@@ -102,6 +102,10 @@ def test_decide_in_place_returns_the_card_and_the_audit_list(staff_client, manag
 def test_feedback_thumbs_down_files_the_question(staff_client):
     staff_client.post("/", {"query": "会员卡能跨店用吗"}, **HX)
     reply = Message.objects.filter(conversation__user__username="view_staff", role="assistant").last()
+    for junk in ("abc", "", "2"):  # each counted as 没用 and filed the question
+        bad = staff_client.post(f"/messages/{reply.pk}/feedback", {"helpful": junk})  # htmx gets the same text with a 200
+        assert bad.status_code == 400 and "helpful" in bad.content.decode(), junk
+    assert not UnansweredQuestion.objects.filter(message=reply).exists()
     r = staff_client.post(f"/messages/{reply.pk}/feedback", {"helpful": "0", "reason": "没说退卡"}, **HX)
     assert "已记录反馈" in r.content.decode()
     item = UnansweredQuestion.objects.get(message=reply, source="feedback")
