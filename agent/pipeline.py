@@ -52,6 +52,10 @@ REFUSAL_TEXT = (
     "请咨询店长或区域经理；这个问题已记录到\"未解答问题\"，管理人员会据此补充制度。"
 )
 _FOLLOW_UP = re.compile(r"^(那|那么|那如果|如果|还有|另外|然后|再问一下)|[呢]\s*[？?]?$")
+# A short question that starts by asking whether/who/how long and names no situation of its own
+# (「要不要店长批？」「需要登记吗」 after a refund question) asks about the previous answer too.
+_ELLIPTICAL = re.compile(r"^(要不要|需不需要|需要|用不用|还要|还得|得|能不能|可不可以|可以|是不是|多久|多长时间|谁来|找谁|归谁)")
+_ELLIPTICAL_MAX = 10
 
 
 class Trace:
@@ -165,7 +169,8 @@ def resolve_follow_up(state: AgentState) -> None:
     prev = state.previous
     q = state.question.strip()
     state.resolved_query = q
-    if not prev or not _FOLLOW_UP.search(q) or len(q) > 20:
+    elliptical = prev.get("intent") in (POLICY, BOTH) and len(q.rstrip("？?。")) <= _ELLIPTICAL_MAX and _ELLIPTICAL.search(q)
+    if not prev or not (_FOLLOW_UP.search(q) or elliptical) or len(q) > 20:
         return
     if prev.get("intent") in (POLICY, BOTH) and prev.get("top_document"):
         core = re.sub(r"^(那么?|那如果|如果|还有|另外|然后|再问一下)|呢\s*[？?]?$", "", q).strip()

@@ -317,6 +317,18 @@ def test_a_follow_up_without_a_new_thing_continues_the_previous_section(staff):
     assert route["resolved_query"] == "醉酒客人的处理 要不要打120"
 
 
+def test_a_short_question_without_a_situation_of_its_own_follows_up_the_previous_answer(staff):
+    # 「要不要店长批？」 after a refund question was searched on its own and answered from the
+    # section on guests feeling unwell; 「那150呢」 then followed that wrong section.
+    first, _, _ = chat_ask(user=staff, query="客人要退款，金额250", thread_id="fu-refund")
+    document = first.citations[0]["document"]
+    result, _, _ = chat_ask(user=staff, query="要不要店长批？", thread_id="fu-refund")
+    assert next(s for s in result.trace if s["step"] == "route")["detail"]["resolved_query"] == f"{document} 要不要店长批？"
+    # A longer question is a question of its own.
+    alone, _, _ = chat_ask(user=staff, query="要不要给喝醉的客人叫代驾", thread_id="fu-refund")
+    assert next(s for s in alone.trace if s["step"] == "route")["detail"].get("resolved_query") is None
+
+
 def test_data_follow_up_keeps_the_period():
     staff = make_user("agent_two_stores", role="staff", stores=["GZ-TH", "SZ-FT"])
     first, conv, _ = chat_ask(user=staff, query="天河店上周卖了多少")
