@@ -171,3 +171,16 @@ def test_a_product_already_in_a_pending_restock_is_not_requested_twice(staff, ma
     assert Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").count() == 1
     other, _ = Thread(staff).ask("帮我给天河店补3箱青岛啤酒")  # a product not waiting: proposed as usual
     assert other.proposal["id"] != first.proposal["id"]
+
+
+@pytest.mark.parametrize("text,category,severity", [
+    # Was 食品安全 / 较重: 「菜」 made it food safety and the request's own 「投诉工单」 made it 较重.
+    ("客人投诉上菜太慢等了40分钟，帮我建个投诉工单", "服务态度", "一般"),
+    ("客人说菜里有头发要求赔偿，帮我建个工单", "食品安全", "较重"),
+    ("帮我建个工单：两位客人吃完拉肚子", "食品安全", "严重"),
+    ("结账多收了客人30块，建个客诉单", "收银结账", "一般"),
+])
+def test_a_tickets_category_and_severity_come_from_the_complaint_not_the_request(text, category, severity):
+    from agent.slots import ticket_category, ticket_severity
+
+    assert (ticket_category(text), ticket_severity(text)) == (category, severity)
