@@ -16,9 +16,18 @@ from ops.periods import PeriodError, cn_number, find_period
 from ops.selectors import UnknownStore, city_in_text, find_product_in_text, find_store_in_text, find_stores_in_text, known_products_text
 
 from . import vocabulary as vocab
-from .vocabulary import COMPARE_STORES, LOW_STOCK, MEMBER_BALANCE, PRODUCT_SALES, PRODUCT_STOCK, STORE_SALES, TOP_PRODUCTS
+from .vocabulary import (
+    CHANNEL_SALES,
+    COMPARE_STORES,
+    LOW_STOCK,
+    MEMBER_BALANCE,
+    PRODUCT_SALES,
+    PRODUCT_STOCK,
+    STORE_SALES,
+    TOP_PRODUCTS,
+)
 
-PERIOD_TOOLS = {"store_sales", "top_products", "compare_stores", "hourly_peak", "daily_trend", "product_sales"}
+PERIOD_TOOLS = {"store_sales", "top_products", "compare_stores", "hourly_peak", "daily_trend", "product_sales", "channel_sales"}
 _PHONE = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)")
 _MEMBER_NO = re.compile(r"(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
 _N = r"([0-9一二两三四五六七八九十]+)"
@@ -98,6 +107,8 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
         return DataPlan(tool, clarify=f"{TOOLS[tool].title}只按门店统计，不能按商品拆分。"
                                       f"可以问「{named[0]}卖了多少」看这个商品的销量。", reason=reason)
     product = find_product_in_text(question) if tool in (STORE_SALES, PRODUCT_SALES, LOW_STOCK, PRODUCT_STOCK) else None
+    if tool == STORE_SALES and not product and (channel := vocab.CHANNEL_WORDS.search(question)):
+        tool, reason = CHANNEL_SALES, f"{CHANNEL_SALES}：「{channel.group(0)}」按渠道 + " + reason
     if tool == LOW_STOCK and product:  # 「黑牌还剩几瓶」: that product's stock, whatever its level
         tool, reason = PRODUCT_STOCK, f"{PRODUCT_STOCK}：商品「{product[0]}」+ " + reason
     if tool == STORE_SALES and (product or any(h.signal.name == vocab.COUNTED_SALES for h in vocab.match(question))):

@@ -16,6 +16,10 @@ POLICY, DATA, BOTH, ACTION, OUT_OF_SCOPE = "policy", "data", "both", "action", "
 STORE_SALES, TOP_PRODUCTS, COMPARE_STORES, HOURLY_PEAK, LOW_STOCK, MEMBER_BALANCE, DAILY_TREND, PRODUCT_SALES, PRODUCT_STOCK = (
     "store_sales", "top_products", "compare_stores", "hourly_peak", "low_stock", "member_balance", "daily_trend", "product_sales",
     "product_stock")
+CHANNEL_SALES = "channel_sales"
+# A sales question about one channel or about refunds (「上周外卖卖了多少」「昨天退款了几单」) is asked
+# per channel: the store's paid total would silently drop the filter.
+CHANNEL_WORDS = re.compile(r"外卖|堂食|团购|渠道|退款|退了|退单")
 # When two tools score the same, the more specific one wins.
 TOOL_PRIORITY = (MEMBER_BALANCE, LOW_STOCK, HOURLY_PEAK, DAILY_TREND, COMPARE_STORES, TOP_PRODUCTS, STORE_SALES)
 N = r"[0-9一二两三四五六七八九十]+"

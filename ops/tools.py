@@ -70,6 +70,9 @@ class Column:
 # The one home of column meaning: the chat tables, the API schema and MCP read it from here.
 COLUMNS: dict[str, Column] = {
     "rank": Column("排名", "rank"),
+    "channel": Column("渠道"),
+    "refunded_orders": Column("退款单数", "count", unit="单"),
+    "refunded_amount": Column("退款金额", "money"),
     "store": Column("门店"),
     "revenue": Column("营业额", "money"),
     "orders": Column("订单数", "count", unit="单"),
@@ -217,6 +220,33 @@ def store_sales(*, store: Store | None, period: Period, scope: list[Store] | Non
     if total_orders == 0:
         summary = f"{_store_label(store, scope)} {period.describe()} 没有已支付订单（营业额 ¥0.00）。"
     return ToolResult("store_sales", {}, rows, summary, ["store", "revenue", "orders", "avg_ticket"])
+
+
+def channel_sales(*, store: Store | None, period: Period, scope: list[Store] | None = None) -> ToolResult:
+    """Paid revenue and orders per channel (堂食、外卖、团购) and the refunded orders beside them:
+    「上周外卖卖了多少」 and 「昨天退款了几单」 were answered with every channel's paid total."""
+    start, end = _bounds(period)
+    orders = Order.objects.filter(created_at__gte=start, created_at__lt=end)
+    orders = orders.filter(store=store) if store else orders if scope is None else orders.filter(store__in=scope)
+    sums = {(a["channel"], a["status"]): (a["amount"], a["n"])
+            for a in orders.values("channel", "status").annotate(amount=Sum("total"), n=Count("id")).order_by()}
+    rows = []
+    for channel in Order.Channel.values:
+        paid, paid_n = sums.get((channel, Order.Status.PAID), (None, 0))
+        refunded, refunded_n = sums.get((channel, Order.Status.REFUNDED), (None, 0))
+        rows.append({"channel": channel, "revenue": _money(paid), "orders": paid_n,
+                     "refunded_orders": refunded_n, "refunded_amount": _money(refunded)})
+    where = f"{_store_label(store, scope)} {period.describe()}"
+    if not any(r["orders"] or r["refunded_orders"] for r in rows):
+        return ToolResult("channel_sales", {}, [], f"{where} 没有订单。", list(CHANNEL_COLUMNS))
+    parts = "、".join(f"{r['channel']} {_yuan(r['revenue'])}（{r['orders']} 单）" for r in rows)
+    refunds = sum(r["refunded_orders"] for r in rows)
+    refunded = round(sum(r["refunded_amount"] for r in rows), 2)
+    summary = f"{where} 按渠道：{parts}；退款 {refunds} 单，{_yuan(refunded)}（营业额只计已支付订单）。"
+    return ToolResult("channel_sales", {}, rows, summary, list(CHANNEL_COLUMNS))
+
+
+CHANNEL_COLUMNS = ("channel", "revenue", "orders", "refunded_orders", "refunded_amount")
 
 
 def top_products(*, store: Store | None, period: Period, n: int = 5, category: str | None = None,
@@ -486,6 +516,9 @@ TOOLS: dict[str, ToolSpec] = {
         ToolSpec("store_sales", "门店营业额", "某门店或全部门店在一段时间内的营业额、订单数和客单价（只计已支付订单）。",
                  {"type": "object", "properties": {"store": _STORE, "period": _PERIOD}, "required": ["period"], "additionalProperties": False},
                  store_sales, ("store", "revenue", "orders", "avg_ticket")),
+        ToolSpec("channel_sales", "渠道营业额", "一段时间内按渠道（堂食、外卖、团购）的营业额和订单数（已支付），以及各渠道的退款单数和退款金额。",
+                 {"type": "object", "properties": {"store": _STORE, "period": _PERIOD}, "required": ["period"], "additionalProperties": False},
+                 channel_sales, CHANNEL_COLUMNS, Chart("channel", "revenue")),
         ToolSpec("top_products", "热销商品", "一段时间内销量最高的前 N 个商品（N ≤ 50），可按门店和品类筛选。",
                  {"type": "object", "properties": {
                      "store": _STORE, "period": _PERIOD,

@@ -10,5 +10,6 @@ urlpatterns = [
     path("sales/summary", views.SalesSummaryView.as_view(), name="sales-summary"),
     path("sales/daily", views.SalesDailyView.as_view(), name="sales-daily"),
     path("sales/products", views.SalesProductView.as_view(), name="sales-products"),
+    path("sales/channels", views.SalesChannelView.as_view(), name="sales-channels"),
     path("stock/products", views.StockProductView.as_view(), name="stock-products"),
 ]

@@ -130,6 +130,19 @@ class SalesProductView(APIView):
         return Response(tools.run_tool("product_sales", _query(request, ("product", "store", "period")), user=request.user).as_dict())
 
 
+class SalesChannelView(APIView):
+    @extend_schema(
+        summary="按渠道的营业额和退款（与问答用的是同一个工具 channel_sales）",
+        parameters=[
+            OpenApiParameter("store", str, description="门店编码、名称或别名；省略表示你能查看的全部门店"),
+            OpenApiParameter("period", str, required=True, description="如 昨天、上周、本月、最近7天、11月1日到7日"),
+        ],
+        responses=ToolResultSerializer,
+    )
+    def get(self, request):
+        return Response(tools.run_tool("channel_sales", _query(request, ("store", "period")), user=request.user).as_dict())
+
+
 class StockProductView(APIView):
     @extend_schema(
         summary="单品库存（与问答用的是同一个工具 product_stock）",
@@ -144,4 +157,4 @@ class StockProductView(APIView):
 
 
 __all__ = ["OrdersView", "InventoryAdjustmentsView", "StoresView", "SalesSummaryView", "SalesDailyView", "SalesProductView",
-           "StockProductView", "InventorySerializer"]
+           "SalesChannelView", "StockProductView", "InventorySerializer"]

@@ -205,6 +205,15 @@ def test_sales_daily_is_the_daily_trend_tool(staff_api):
     assert bad.status_code == 400 and "92 天" in bad.json()["period"][0]
 
 
+def test_sales_channels_is_the_channel_sales_tool(staff_api, pos):
+    from ops.tools import run_tool
+
+    assert pos.get("/api/v1/sales/channels", {"period": "上周"}).status_code == 403
+    r = staff_api.get("/api/v1/sales/channels", {"period": "上周"})
+    assert r.status_code == 200 and r.json() == run_tool("channel_sales", {"store": "天河店", "period": "上周"}, user=None).as_dict()
+    assert staff_api.get("/api/v1/sales/channels", {"period": "上周", "channel": "外卖"}).status_code == 400
+
+
 def test_stock_products_is_the_product_stock_tool(staff_api, pos):
     from ops.tools import run_tool
 

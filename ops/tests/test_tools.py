@@ -213,6 +213,24 @@ def test_product_stock_for_a_stores_staff_is_their_store_only():
     assert "product" in exc.value.message_dict
 
 
+def test_channel_sales_matches_independent_sql_with_refunds_apart():
+    # 「上周外卖卖了多少」 and 「昨天退款了几单」 were answered with every channel's paid total.
+    result = run_tool("channel_sales", {"store": "天河店", "period": "最近30天"}, user=None)
+    p = result.params["period"]
+    lo, hi = day_bounds(date.fromisoformat(p["start"]), date.fromisoformat(p["end"]))
+    expected = {(channel, status): (amount, n) for channel, status, amount, n in sql_one(
+        "SELECT o.channel, o.status, SUM(o.total), COUNT(*) FROM ops_order o JOIN ops_store s ON s.id=o.store_id "
+        "WHERE s.code='GZ-TH' AND o.created_at >= %s AND o.created_at < %s GROUP BY o.channel, o.status", [lo, hi])}
+    assert [r["channel"] for r in result.rows] == ["堂食", "外卖", "团购"]
+    for row in result.rows:
+        paid, paid_n = expected.get((row["channel"], "paid"), (Decimal("0"), 0))
+        refunded, refunded_n = expected.get((row["channel"], "refunded"), (Decimal("0"), 0))
+        assert (Decimal(str(row["revenue"])), row["orders"]) == (paid, paid_n), row["channel"]
+        assert (Decimal(str(row["refunded_amount"])), row["refunded_orders"]) == (refunded, refunded_n), row["channel"]
+    assert sum(n for (_, status), (_, n) in expected.items() if status == "refunded") > 0  # the seed has refunds
+    assert f"退款 {sum(r['refunded_orders'] for r in result.rows)} 单" in result.summary
+
+
 def test_member_balance_is_masked_and_matches_ledger():
     member = Member.objects.filter(account__isnull=False).order_by("number").first()
     result = run_tool("member_balance", {"member": member.phone}, user=None)
@@ -237,7 +255,7 @@ def test_unknown_tool_and_unknown_params_are_rejected():
         run_tool("store_sales", {"store": "天河店"}, user=None)
     assert "period" in exc.value.message_dict
     assert set(TOOLS) == {"store_sales", "top_products", "product_sales", "compare_stores", "hourly_peak", "daily_trend", "low_stock",
-                          "product_stock", "member_balance"}
+                          "product_stock", "channel_sales", "member_balance"}
 
 
 @pytest.mark.parametrize("text,store", [
