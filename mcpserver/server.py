@@ -387,12 +387,48 @@ def _error_result(message: str, denied: bool = False) -> types.CallToolResult:
     )
 
 
+def unreadable_reply(exc: Exception):
+    """The JSON-RPC error for a line the transport could not read (the SDK drops it silently,
+    and the client waits for ever): -32700 for broken JSON, -32600 for JSON that is no request,
+    and for valid JSON with a string PostgreSQL cannot store (a lone surrogate) -32602 under the
+    request's own id."""
+    import mcp.types as wire
+    from mcp.shared.message import SessionMessage
+
+    errors = exc.errors() if hasattr(exc, "errors") else []
+    kind, line = (errors[0].get("type"), errors[0].get("input")) if errors else (None, None)
+    code, message, request_id = wire.INVALID_REQUEST, "不是有效的 JSON-RPC 请求。", None
+    if kind == "json_invalid":
+        code, message = wire.PARSE_ERROR, "无法解析的 JSON。"
+        try:
+            parsed = json.loads(line) if isinstance(line, str) else None
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and isinstance(parsed.get("id"), (int, str)) and not isinstance(parsed.get("id"), bool):
+            code, message, request_id = wire.INVALID_PARAMS, "包含无效的 Unicode 字符（单独的代理项，如 \\ud800）。", parsed["id"]
+    return SessionMessage(wire.JSONRPCError(jsonrpc="2.0", id=request_id, error=wire.ErrorData(code=code, message=message)))
+
+
 async def serve_stdio(user) -> None:
     from mcp.server.stdio import stdio_server
 
     server = build_server(fixed_user=user)
     async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+        # Between the transport and the server: a line it could not read is answered here.
+        to_server, from_transport = anyio.create_memory_object_stream(0)
+
+        async def forward():
+            async with to_server:
+                async for item in read:
+                    if isinstance(item, Exception):
+                        await write.send(unreadable_reply(item))
+                    else:
+                        await to_server.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(forward)
+            await server.run(from_transport, write, server.create_initialization_options())
+            tg.cancel_scope.cancel()
 
 
 def http_app():

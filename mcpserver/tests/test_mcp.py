@@ -193,6 +193,34 @@ def test_stdio_stdout_carries_protocol_messages_only(world):
     assert {json.loads(line).get("id") for line in lines} >= {1, 2, 3, 4}
 
 
+def test_stdio_answers_lines_it_cannot_read_instead_of_leaving_the_client_waiting(world):
+    # Broken JSON, a JSON array and a lone surrogate got no reply at all (the SDK drops them).
+    lines = [
+        "{not json",
+        "[]",
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        '{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "ask", "arguments": {"query": "\\ud800x"}}}',
+        json.dumps({"jsonrpc": "2.0", "id": 10, "method": "tools/list"}),
+    ]
+    proc = subprocess.Popen([sys.executable, str(BASE / "manage.py"), "mcp", "--stdio", "--user", "mcp_staff"], cwd=BASE,
+                            env=world["env"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    replies = []
+    try:
+        for line in lines:
+            proc.stdin.write((line + "\n").encode())
+            proc.stdin.flush()
+            if "notifications/" not in line:  # everything else gets exactly one reply
+                replies.append(json.loads(proc.stdout.readline().decode()))
+    finally:
+        proc.kill()
+    errors = [(r["id"], r["error"]["code"]) for r in replies if "error" in r]
+    assert errors[:2] == [(None, -32700), (None, -32600)]
+    assert (9, -32602) in errors and "代理项" in next(r for r in replies if r.get("id") == 9)["error"]["message"]
+    assert any(r.get("id") == 10 and r["result"]["tools"] for r in replies)  # the session goes on
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
