@@ -195,7 +195,10 @@ ROW_FORMATS = {
         + (f"，约够卖 {r['days_of_cover']} 天" if r["days_of_cover"] is not None else "")
         + (f"，建议补 {r['suggested_qty']}{r['unit']}" if r["on_hand"] < r["safety_stock"] else "")
     ),
-    "member_balance": lambda r: f"会员 {r['member']}（{r['name']}，{r['phone']}）：本金 ¥{r['principal_balance']:,.2f}，赠送 ¥{r['bonus_balance']:,.2f}，开卡门店 {r['home_store']}",
+    "member_balance": lambda r: (
+        f"会员 {r['member']}（{r['name']}，{r['phone']}）：本金 ¥{r['principal_balance']:,.2f}，赠送 ¥{r['bonus_balance']:,.2f}，开卡门店 {r['home_store']}"
+        + (f"；本店可用 ¥{r['usable_here']:,.2f}（赠送余额只能在开卡门店使用）" if "usable_here" in r else "")
+    ),
 }
 
 

@@ -99,6 +99,7 @@ COLUMNS: dict[str, Column] = {
     "principal_balance": Column("储值本金", "money"),
     "bonus_balance": Column("赠送余额", "money"),
     "total_balance": Column("合计余额", "money"),
+    "usable_here": Column("本店可用", "money"),
 }
 
 
@@ -485,7 +486,9 @@ def mask_name(name: str) -> str:
     return name[:1] + "*" * max(1, len(name) - 1) if name else ""
 
 
-def member_balance(*, member: Member) -> ToolResult:
+def member_balance(*, member: Member, here: Store | None = None) -> ToolResult:
+    """`here`: the one store the caller works at. The bonus balance is spent only at the home
+    store (corpus: 跨店使用储值), so elsewhere the usable amount is the principal alone."""
     account = getattr(member, "account", None)
     principal = _money(account.principal_balance if account else None)
     bonus = _money(account.bonus_balance if account else None)
@@ -502,6 +505,9 @@ def member_balance(*, member: Member) -> ToolResult:
         f"会员 {row['member']}（{row['name']}，{row['phone']}，开卡门店 {row['home_store']}）"
         f"储值本金 {_yuan(principal)}，赠送余额 {_yuan(bonus)}，合计 {_yuan(row['total_balance'])}。"
     )
+    if here is not None and here.pk != member.home_store_id:
+        row["usable_here"] = principal
+        summary += f"在{here.name}消费只能用本金 {_yuan(principal)}（赠送余额只能在开卡门店{row['home_store']}使用）。"
     return ToolResult("member_balance", {}, [row], summary, list(row))
 
 
@@ -592,7 +598,11 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tupl
                 kwargs["store"], used["store"] = store, store.name
             except UnknownStore as exc:
                 errors["store"] = exc.messages
-    if spec.name != "member_balance":
+    if spec.name == "member_balance":
+        ids = store_ids_for(user, spec.perm)
+        if ids is not ALL and len(ids) == 1:  # the store the balance would be spent at
+            kwargs["here"] = Store.objects.get(pk=ids[0])
+    else:
         # "All stores" means the caller's stores; None (every store) only for those who may read every one.
         ids = store_ids_for(user, spec.perm)
         kwargs["scope"] = city_stores or (None if ids is ALL else list(Store.objects.filter(pk__in=ids)))

@@ -231,6 +231,17 @@ def test_channel_sales_matches_independent_sql_with_refunds_apart():
     assert f"退款 {sum(r['refunded_orders'] for r in result.rows)} 单" in result.summary
 
 
+def test_member_balance_at_another_store_says_only_the_principal_can_be_spent_there():
+    # 福田's staff saw 「合计 ¥967.00」 for a 天河 member, of which only the principal can be spent at 福田.
+    from ops.tests.factories import make_user
+
+    member = Member.objects.filter(account__isnull=False, home_store__code="GZ-TH", account__bonus_balance__gt=0).first()
+    away = run_tool("member_balance", {"member": member.number}, user=make_user("mb_ft", role="staff", stores=["SZ-FT"])).rows[0]
+    home = run_tool("member_balance", {"member": member.number}, user=make_user("mb_th", role="staff", stores=["GZ-TH"])).rows[0]
+    assert away["usable_here"] == away["principal_balance"] < away["total_balance"]
+    assert "usable_here" not in home and "usable_here" not in run_tool("member_balance", {"member": member.number}, user=None).rows[0]
+
+
 def test_member_balance_is_masked_and_matches_ledger():
     member = Member.objects.filter(account__isnull=False).order_by("number").first()
     result = run_tool("member_balance", {"member": member.phone}, user=None)
