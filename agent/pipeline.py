@@ -380,12 +380,29 @@ def decide_in_chat(state: AgentState) -> bool:
     """「确认提案7」: a proposal is confirmed or rejected by a person on its card (the chat page,
     /proposals/, the admin), never by the assistant; say where, instead of refusing."""
     m = vocab.DECIDE_PROPOSAL.search(state.question)
-    if not m:
+    after = None if m else vocab.DECIDE_PROPOSAL_AFTER.search(state.question)
+    if not (m or after):
         return False
-    pk = next(g for g in m.groups()[1:] if g)
+    pk = next(g for g in m.groups()[1:] if g) if m else after.group(1)
     state.route = Route(ACTION, f"确认或驳回提案 #{pk}：在提案卡片上完成，助手不代为决定")
     state.answer = (f"提案 #{pk} 要由有权限的人在提案卡片上点「确认」或「拒绝」：打开顶部菜单的「操作提案」页面（/proposals/）找到 #{pk}；"
                     "店长也可以在后台的「操作提案」里处理。我不会替任何人确认或拒绝。")
+    with state.trace.step("route") as detail:
+        detail.update(state.route.as_dict())
+    return True
+
+
+def proposal_status(state: AgentState) -> bool:
+    """「我提的补货申请批了没」「有哪些待我确认的补货申请」: the proposals themselves (the asker's
+    stores only), not a rule about proposals."""
+    question = state.question.strip()
+    awaiting = bool(vocab.AWAITING_ME.search(question))
+    if len(question) > 40 or not (awaiting or vocab.PROPOSAL_STATUS.search(question)) or state.user is None:
+        return False
+    from workflow.selectors import proposals_status_text
+
+    state.route = Route(ACTION, "查提案进度：" + ("待我确认的提案" if awaiting else "我提交的提案"))
+    state.answer = proposals_status_text(state.user, awaiting_me=awaiting)
     with state.trace.step("route") as detail:
         detail.update(state.route.as_dict())
     return True
@@ -502,7 +519,7 @@ def pending_action_node(state: AgentState) -> bool:
 
 def run(state: AgentState) -> AgentState:
     resolve_follow_up(state)
-    if decide_in_chat(state) or point_to_page(state):
+    if decide_in_chat(state) or point_to_page(state) or proposal_status(state):
         return state
     route_node(state)
     if state.previous.get("pending_action") and pending_action_node(state):

@@ -117,6 +117,17 @@ SIGNALS: tuple[Signal, ...] = (
 DECIDE_PROPOSAL = re.compile(r"(确认|批准|同意|通过|驳回|拒绝|否决)[^，。？！\d#]{0,4}"
                              r"(?:(?:提案|补货单|补货申请|工单)\s*#?\s*(\d+)|#\s*(\d+)|(\d+)\s*号?(?:提案|补货单|补货申请|工单))")
 
+# 「把26号补货拒了」「12号提案批了吧」: the same, with the number first and the verb after.
+DECIDE_PROPOSAL_AFTER = re.compile(r"#?\s*(\d+)\s*号?(?:提案|补货单|补货申请|补货|工单)[^，。？！\d]{0,4}(确认|批准|同意|通过|驳回|拒绝|否决|拒掉|拒了|批了)")
+
+# Where the asker's proposals stand (「我刚提的补货申请店长批了没」「补货单状态」), or which wait for
+# them (「有哪些待我确认的补货申请」): read from the proposals, not searched in the rules.
+_PROPOSAL_WORDS = r"(提案|补货申请|补货单|提的补货|申请的补货|工单)"
+PROPOSAL_STATUS = re.compile(_PROPOSAL_WORDS + r"[^，。？！]{0,8}(批了没|批了吗|批没批|批下来|通过了[吗没]|状态|进度|怎么样了|到哪一?步|"
+                             r"有结果了?[吗没]|处理了[吗没]|确认了[吗没]|有没有批)")
+AWAITING_ME = re.compile(r"(待|等)[我你]?(确认|审批|处理|批)的?[^，。？！]{0,4}" + _PROPOSAL_WORDS + r"|"
+                         + _PROPOSAL_WORDS + r"[^，。？！]{0,6}(待|等)[我你](确认|审批|处理|批)")
+
 # 「查看审计记录」「未解答问题在哪看」: where a page of the product is, said in one line (it
 # was declined as unrelated to the store). Each: the page's words, its name, its address.
 PAGES = (

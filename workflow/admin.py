@@ -40,9 +40,7 @@ class ProposalAdmin(StoreScopedAdmin):
 
     @admin.display(description="内容")
     def summary(self, obj):
-        if obj.kind == Proposal.Kind.RESTOCK:
-            return "、".join(f"{line['product']} {line['quantity']}{line['unit']}" for line in obj.payload.get("lines", []))
-        return f"{obj.payload.get('category')}（{obj.payload.get('severity')}）{obj.payload.get('description', '')[:30]}"
+        return obj.content_text()
 
     @admin.display(description="提案内容")
     def payload_table(self, obj):

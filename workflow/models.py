@@ -58,6 +58,12 @@ class Proposal(models.Model):
     def __str__(self) -> str:
         return f"#{self.pk} {self.get_kind_display()} · {self.store} · {self.get_status_display()}"
 
+    def content_text(self) -> str:
+        """What is proposed, in one line: 「科罗娜啤酒 86瓶、百威啤酒 137瓶」 or a ticket's category and start."""
+        if self.kind == self.Kind.RESTOCK:
+            return "、".join(f"{line['product']} {line['quantity']}{line['unit']}" for line in self.payload.get("lines", []))
+        return f"{self.payload.get('category')}（{self.payload.get('severity')}）{self.payload.get('description', '')[:30]}"
+
 
 class RestockRequest(models.Model):
     class Status(models.TextChoices):

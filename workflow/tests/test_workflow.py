@@ -325,3 +325,24 @@ def test_low_stock_after_a_confirmed_restock_asks_only_for_what_is_not_on_its_wa
     RestockRequest.objects.filter(proposal_id=first.proposal["id"]).update(status=RestockRequest.Status.RECEIVED)
     third, _ = answer_question("天河店有啥快没货了", user=people["staff"])
     assert third.proposal and {line["sku"]: line["quantity"] for line in third.proposal["payload"]["lines"]} == lines
+
+
+def test_chat_says_where_the_askers_proposals_stand_and_which_wait_for_a_manager(people):
+    # 「我刚提的补货申请店长批了没」 and 「有哪些待我确认的补货申请」 were answered with rule text.
+    store = Store.objects.get(code="GZ-TH")
+    mine, _ = proposal_create(user=people["staff"], kind="restock", store=store, source="api",
+                              payload={"lines": [{"sku": "B002", "quantity": 2, "unit": "箱"}]})
+    try:
+        asked, _ = answer_question("我刚提的补货申请店长批了没", user=people["staff"])
+        assert f"#{mine.pk} 补货申请 · 广州天河店" in asked.answer and "待确认" in asked.answer and not asked.citations
+        waiting, _ = answer_question("有哪些待我确认的补货申请", user=people["manager"])
+        assert f"#{mine.pk}" in waiting.answer
+        proposal_reject(proposal=mine, user=people["manager"], reason="本周已到货")
+        again, _ = answer_question("补货单状态", user=people["staff"])
+        assert f"#{mine.pk}" in again.answer and "已拒绝" in again.answer and "本周已到货" in again.answer
+        other = make_user("status_ft_manager", role="manager", stores=["SZ-FT"])
+        assert f"#{mine.pk}" not in answer_question("有哪些待我确认的补货申请", user=other)[0].answer
+        rejected, _ = answer_question("把26号补货拒了", user=people["manager"])
+        assert "#26" in rejected.answer and "不会替任何人确认或拒绝" in rejected.answer
+    finally:
+        Proposal.objects.filter(pk=mine.pk).delete()
