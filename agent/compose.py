@@ -186,6 +186,10 @@ ROW_FORMATS = {
         f"{r['store']} {r['product']}：在库 {r['on_hand']}{r['unit']}，安全库存 {r['safety_stock']}，"
         f"近7天日均 {r['velocity_per_day']}，建议补 {r['suggested_qty']}{r['unit']}"
     ),
+    "period_compare": lambda r: (
+        (r["period"] if r["start"] in r["period"] else f"{r['period']}（{r['start']} 至 {r['end']}）")
+        + f"：营业额 ¥{r['revenue']:,.2f}，{r['orders']} 单，客单价 ¥{r['avg_ticket']:,.2f}"
+    ),
     "channel_sales": lambda r: (
         f"{r['channel']}：营业额 ¥{r['revenue']:,.2f}，{r['orders']} 单"
         + (f"；退款 {r['refunded_orders']} 单，¥{r['refunded_amount']:,.2f}" if r["refunded_orders"] else "")
@@ -213,7 +217,7 @@ def row_key(tool: str, row: dict) -> str:
     """The value that identifies a row in prose (guard 3 looks for it)."""
     if tool in ("product_sales", "product_stock"):  # one product, a row per store
         return str(row["store"])
-    for key in ("product", "store", "hour", "date", "member", "channel"):
+    for key in ("product", "store", "hour", "date", "member", "channel", "period"):
         if key in row:
             return str(row[key])
     return ""
@@ -233,6 +237,8 @@ def extractive_data_answer(tool_result: ToolResult, sources: Sources) -> str:
         worst = min(sources.data, key=lambda d: d["row"]["revenue"])
         lines.append(f"营业额最高的是 {best['row']['date']}（{best['row']['weekday']}）¥{best['row']['revenue']:,.2f} [{best['ref']}]，"
                      f"最低的是 {worst['row']['date']}（{worst['row']['weekday']}）¥{worst['row']['revenue']:,.2f} [{worst['ref']}]。")
+    if tool_result.tool == "period_compare":  # the change itself, after both periods' figures
+        lines.append(tool_result.summary.split("；", 1)[-1])
     if tool_result.tool == "channel_sales" and tool_result.rows:  # 「昨天退款了几单」: the refunds in one line
         lines.append("合计" + tool_result.summary.rsplit("；", 1)[-1])
     if tool_result.tool in ("store_sales", "product_sales") and len(tool_result.rows) > 1:

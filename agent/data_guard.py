@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from ops.models import Product
-from ops.periods import PeriodError, cn_number, find_period
+from ops.periods import PeriodError, cn_number, find_period, find_periods, previous_period
 from ops.selectors import UnknownStore, city_in_text, find_product_in_text, find_store_in_text, find_stores_in_text, known_products_text
 
 from . import vocabulary as vocab
@@ -21,13 +21,15 @@ from .vocabulary import (
     COMPARE_STORES,
     LOW_STOCK,
     MEMBER_BALANCE,
+    PERIOD_COMPARE,
     PRODUCT_SALES,
     PRODUCT_STOCK,
     STORE_SALES,
     TOP_PRODUCTS,
 )
 
-PERIOD_TOOLS = {"store_sales", "top_products", "compare_stores", "hourly_peak", "daily_trend", "product_sales", "channel_sales"}
+PERIOD_TOOLS = {"store_sales", "top_products", "compare_stores", "hourly_peak", "daily_trend", "product_sales", "channel_sales",
+                "period_compare"}
 _PHONE = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)")
 _MEMBER_NO = re.compile(r"(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
 _N = r"([0-9一二两三四五六七八九十]+)"
@@ -107,6 +109,18 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
         return DataPlan(tool, clarify=f"{TOOLS[tool].title}只按门店统计，不能按商品拆分。"
                                       f"可以问「{named[0]}卖了多少」看这个商品的销量。", reason=reason)
     product = find_product_in_text(question) if tool in (STORE_SALES, PRODUCT_SALES, LOW_STOCK, PRODUCT_STOCK) else None
+    compared: list = []
+    if tool in (STORE_SALES, COMPARE_STORES) and not product and len(find_stores_in_text(question)) < 2 \
+            and vocab.PERIOD_CHANGE.search(question):
+        # 「上周跟上上周比涨了还是跌了」: two periods side by side; one period and 环比 / 涨了还是跌了:
+        # it against the one before it. (Two stores and 对比 stay a store comparison.)
+        periods = find_periods(question, today)
+        if len(periods) >= 2:  # the later one against the earlier one, however they were said
+            compared = sorted(periods[:2], key=lambda p: p.start, reverse=True)
+        elif len(periods) == 1 and vocab.CHANGE_FROM_BEFORE.search(question):
+            compared = [periods[0], previous_period(periods[0])]
+        if compared:
+            tool, reason = PERIOD_COMPARE, f"{PERIOD_COMPARE}：{compared[0].label} 对比 {compared[1].label} + " + reason
     if tool == STORE_SALES and not product and (channel := vocab.CHANNEL_WORDS.search(question)):
         tool, reason = CHANNEL_SALES, f"{CHANNEL_SALES}：「{channel.group(0)}」按渠道 + " + reason
     if tool == LOW_STOCK and product:  # 「黑牌还剩几瓶」: that product's stock, whatever its level
@@ -149,7 +163,9 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
         else:
             params["store"] = None
 
-    if tool in PERIOD_TOOLS:
+    if tool == PERIOD_COMPARE and compared:
+        params["period"], params["baseline"] = ({"label": p.label, "start": p.start.isoformat(), "end": p.end.isoformat()} for p in compared)
+    elif tool in PERIOD_TOOLS:
         try:
             period = find_period(question, today)
         except PeriodError as exc:

@@ -465,8 +465,9 @@ def load_phrasings(path=None) -> list[dict]:
 def plan_params(params: dict) -> dict:
     """A plan's parameters in the table's shape: period as [start, end], no empty optionals."""
     out = {k: v for k, v in params.items() if v is not None or k == "store"}
-    if isinstance(out.get("period"), dict):
-        out["period"] = [out["period"]["start"], out["period"]["end"]]
+    for key in ("period", "baseline"):
+        if isinstance(out.get(key), dict):
+            out[key] = [out[key]["start"], out[key]["end"]]
     return out
 
 

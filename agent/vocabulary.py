@@ -16,7 +16,12 @@ POLICY, DATA, BOTH, ACTION, OUT_OF_SCOPE = "policy", "data", "both", "action", "
 STORE_SALES, TOP_PRODUCTS, COMPARE_STORES, HOURLY_PEAK, LOW_STOCK, MEMBER_BALANCE, DAILY_TREND, PRODUCT_SALES, PRODUCT_STOCK = (
     "store_sales", "top_products", "compare_stores", "hourly_peak", "low_stock", "member_balance", "daily_trend", "product_sales",
     "product_stock")
-CHANNEL_SALES = "channel_sales"
+CHANNEL_SALES, PERIOD_COMPARE = "channel_sales", "period_compare"
+# Two periods compared (「上周跟上上周比」「11月1号到7号和8号到14号哪个多」), or one against the one
+# before it (「本月环比」「上周涨了还是跌了」).
+PERIOD_CHANGE = re.compile(r"涨|跌|增长|下降|变化|环比|同比|哪个多|哪个高|哪段|相比|对比|比起|比较|(跟|和|与)[^，。？！]{0,12}比|比上|"
+                           r"比[^，。？！]{1,8}(多|少)")
+CHANGE_FROM_BEFORE = re.compile(r"涨|跌|增长|下降|变化|环比|比上|比之前|比前")
 # A sales question about one channel or about refunds (「上周外卖卖了多少」「昨天退款了几单」) is asked
 # per channel: the store's paid total would silently drop the filter.
 CHANNEL_WORDS = re.compile(r"外卖|堂食|团购|渠道|退款|退了|退单")
@@ -67,6 +72,9 @@ SIGNALS: tuple[Signal, ...] = (
     # --- data: each points to the tool that answers it ------------------------------------------
     Signal("营业额", DATA, r"卖了多少|卖得?多少钱|买了多少|卖[得的]?(怎么样|如何|咋样|好不好|还行吗)|生意(怎么样|如何|咋样|好不好|好吗)|营业额|销售额|营收|流水|业绩", 2, STORE_SALES),
     Signal("销量", DATA, r"销量", 1, STORE_SALES),
+    # 「…涨了还是跌了」「本月环比」「11月1号到7号和8号到14号哪个多」: a change in the figures (data_guard
+    # compares the periods the question names, or one with the one before it).
+    Signal("涨跌", DATA, r"涨了还是跌了|涨还是跌|是涨是跌|环比|同比|(增长|下降|涨|跌)了(多少|几)|比[^，。？！]{1,8}(多|少)了?(多少|几)|哪(个|段)[^，。？！]{0,3}(多|高)", 2, STORE_SALES),
     # How many were sold (「科罗娜卖了几瓶」「卖出去多少杯」); 「一瓶能卖几杯」 (no 了/出/掉) is a rule.
     # With a product named, data_guard asks product_sales instead of the store's revenue.
     Signal(COUNTED_SALES, DATA, rf"卖(了|出了?|掉了?|出去了?)\s*(多少|几|{N})\s*(瓶|杯|份|箱|桶|扎|支|罐|打)|卖(出|掉)(去)?了?多少", 2, STORE_SALES),

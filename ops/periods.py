@@ -31,6 +31,8 @@ class Period:
         return (self.end - self.start).days + 1
 
     def describe(self) -> str:
+        if self.start.isoformat() in self.label:  # 「2026-11-01 至 2026-11-07」 says its dates already
+            return self.label
         if self.start == self.end:
             return f"{self.label}（{self.start.isoformat()}）"
         return f"{self.label}（{self.start.isoformat()} 至 {self.end.isoformat()}）"
@@ -221,6 +223,48 @@ def find_period(text: str, today: date) -> Period | None:
         if word in t:
             raise PeriodError(f"「{word}」指的是哪段时间？请说具体一些，比如 最近7天、上周、本月。")
     return None
+
+
+# Between two periods being compared: 「上周跟上上周比」「11月1号到7号和8号到14号」.
+_COMPARE_JOIN = re.compile(r"跟|和|与|同|对比|相比|比起|比|vs|VS|还是|[，,。；;？?！!]")
+
+
+def find_periods(text: str, today: date) -> list[Period]:
+    """Every distinct period a question names, in order (「上周跟上上周比」 → 上周, 上上周). A part
+    that names only days (「8号到14号」 after 「11月1号到7号」) takes the month of the part before."""
+    t = (text or "").replace(" ", "")
+    found: list[Period] = []
+    month = None
+    for part in _COMPARE_JOIN.split(t):
+        if not part:
+            continue
+        try:
+            p = _match(part, today, part)
+            if p is None and month and re.match(r"\d{1,2}[日号]", part):
+                p = _match(month + part, today, part)
+        except PeriodError:
+            p = None
+        if (m := re.search(r"(\d{4}年)?\d{1,2}月", part)) is not None:
+            month = m.group(0)
+        if p is not None and all((p.start, p.end) != (q.start, q.end) for q in found):
+            found.append(p)
+    return found
+
+
+def previous_period(period: Period) -> Period:
+    """What a period is compared with when only it is named (「本月环比」「上周涨了还是跌了」): a
+    whole month → the month before; a month so far → the same days of the month before (上月同期);
+    anything else → as many days right before it."""
+    start, end = period.start, period.end
+    if start.day == 1 and start.month == end.month:
+        y, m = _shift_month(start.year, start.month, -1)
+        first, last = _month_range(y, m)
+        if (end + timedelta(days=1)).day == 1:
+            return Period(first, last, f"{y}年{m}月")
+        return Period(first, min(last, first.replace(day=end.day)), "上月同期")
+    days = period.days
+    label = {"上周": "上上周", "本周": "上周", "昨天": "前天", "今天": "昨天"}.get(period.label, f"之前 {days} 天")
+    return Period(start - timedelta(days=days), start - timedelta(days=1), label)
 
 
 def _both_dates_read(t: str, period: Period, original: str) -> None:

@@ -71,6 +71,10 @@ class Column:
 COLUMNS: dict[str, Column] = {
     "rank": Column("排名", "rank"),
     "channel": Column("渠道"),
+    "period": Column("时间段"),
+    "start": Column("开始日期", "date"),
+    "end": Column("结束日期", "date"),
+    "days": Column("天数", "count", unit="天"),
     "refunded_orders": Column("退款单数", "count", unit="单"),
     "refunded_amount": Column("退款金额", "money"),
     "store": Column("门店"),
@@ -221,6 +225,34 @@ def store_sales(*, store: Store | None, period: Period, scope: list[Store] | Non
     if total_orders == 0:
         summary = f"{_store_label(store, scope)} {period.describe()} 没有已支付订单（营业额 ¥0.00）。"
     return ToolResult("store_sales", {}, rows, summary, ["store", "revenue", "orders", "avg_ticket"])
+
+
+def period_compare(*, store: Store | None, period: Period, baseline: Period, scope: list[Store] | None = None) -> ToolResult:
+    """Paid revenue, orders and average ticket of two periods side by side, and the change
+    (「上周跟上上周比涨了还是跌了」 got one of the two figures, 「一次只能查一段」 the other time)."""
+    rows = []
+    for p in (period, baseline):
+        sales = paid_sales(p, store, scope)
+        revenue = round(sum(_money(r) for _, r, _ in sales), 2)
+        orders = sum(n or 0 for _, _, n in sales)
+        rows.append({"period": p.label, "start": p.start.isoformat(), "end": p.end.isoformat(), "days": p.days,
+                     "revenue": revenue, "orders": orders, "avg_ticket": round(revenue / orders, 2) if orders else 0.0})
+    now, before = rows
+    delta = round(now["revenue"] - before["revenue"], 2)
+    change = "持平" if not delta else f"{'增加' if delta > 0 else '减少'} {_yuan(abs(delta))}" + (
+        f"（{delta / before['revenue'] * 100:+.1f}%）" if before["revenue"] else "")
+    orders_delta = now["orders"] - before["orders"]
+    orders_change = "订单数持平" if not orders_delta else f"订单{'增加' if orders_delta > 0 else '减少'} {abs(orders_delta)} 单"
+    summary = (f"{_store_label(store, scope)} {period.label}对比{baseline.label}：{period.describe()} 营业额 {_yuan(now['revenue'])}"
+               f"（{now['orders']} 单），{baseline.describe()} {_yuan(before['revenue'])}（{before['orders']} 单）；"
+               f"营业额{change}，{orders_change}（只计已支付订单）。")
+    if now["days"] != before["days"]:  # unequal lengths: the daily averages are what compare
+        per_day = [round(r["revenue"] / r["days"], 2) for r in rows]
+        summary += f"两段天数不同（{now['days']} 天 / {before['days']} 天），日均营业额 {_yuan(per_day[0])} / {_yuan(per_day[1])}。"
+    return ToolResult("period_compare", {"baseline": baseline.as_params()}, rows, summary, list(PERIOD_COMPARE_COLUMNS))
+
+
+PERIOD_COMPARE_COLUMNS = ("period", "start", "end", "days", "revenue", "orders", "avg_ticket")
 
 
 def channel_sales(*, store: Store | None, period: Period, scope: list[Store] | None = None) -> ToolResult:
@@ -522,6 +554,12 @@ TOOLS: dict[str, ToolSpec] = {
         ToolSpec("store_sales", "门店营业额", "某门店或全部门店在一段时间内的营业额、订单数和客单价（只计已支付订单）。",
                  {"type": "object", "properties": {"store": _STORE, "period": _PERIOD}, "required": ["period"], "additionalProperties": False},
                  store_sales, ("store", "revenue", "orders", "avg_ticket")),
+        ToolSpec("period_compare", "两段时间对比", "某门店或全部门店两段时间（如上周和上上周）的营业额、订单数和客单价，以及营业额和订单的变化。",
+                 {"type": "object", "properties": {
+                     "store": _STORE, "period": _PERIOD,
+                     "baseline": {"type": "string", "description": "对比的时间段，中文表达，如 上上周、上月、11月1日到7日"}},
+                  "required": ["period", "baseline"], "additionalProperties": False},
+                 period_compare, PERIOD_COMPARE_COLUMNS, Chart("period", "revenue")),
         ToolSpec("channel_sales", "渠道营业额", "一段时间内按渠道（堂食、外卖、团购）的营业额和订单数（已支付），以及各渠道的退款单数和退款金额。",
                  {"type": "object", "properties": {"store": _STORE, "period": _PERIOD}, "required": ["period"], "additionalProperties": False},
                  channel_sales, CHANNEL_COLUMNS, Chart("channel", "revenue")),
@@ -608,8 +646,10 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tupl
         kwargs["scope"] = city_stores or (None if ids is ALL else list(Store.objects.filter(pk__in=ids)))
         if used.get("store") == "全部门店" and kwargs["scope"] is not None:
             used["store"] = _store_label(None, kwargs["scope"])  # a store's staff see their store, not 「全部门店」
-    if "period" in props and params.get("period") not in (None, ""):
-        raw = params["period"]
+    for name in ("period", "baseline"):
+        if name not in props or params.get(name) in (None, ""):
+            continue
+        raw = params[name]
         try:
             if isinstance(raw, dict):
                 start, end = date.fromisoformat(raw["start"]), date.fromisoformat(raw["end"])
@@ -618,9 +658,9 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tupl
                 period = Period(start, end, raw.get("label") or f"{start} 至 {end}")
             else:
                 period = parse_period(str(raw), today)
-            kwargs["period"], used["period"] = period, period.as_params()
+            kwargs[name], used[name] = period, period.as_params()
         except (PeriodError, KeyError, ValueError, TypeError) as exc:
-            errors["period"] = [str(exc) if isinstance(exc, PeriodError) else "时间范围格式不对，应为中文表达或 {start, end}。"]
+            errors[name] = [str(exc) if isinstance(exc, PeriodError) else "时间范围格式不对，应为中文表达或 {start, end}。"]
     if "n" in props and "n" not in errors:
         raw = params.get("n", props["n"]["default"])
         if isinstance(raw, bool) or not isinstance(raw, (int, str)) or not str(raw).isdigit() or not 1 <= int(raw) <= MAX_TOP_N:
@@ -682,13 +722,14 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tupl
             kwargs["member"], used["member"] = member, member.number
     if spec.name == "daily_trend" and "period" in kwargs and kwargs["period"].days > MAX_TREND_DAYS:
         errors["period"] = [f"按天趋势最多查 {MAX_TREND_DAYS} 天，请缩短时间范围。"]
-    if "period" in kwargs and "period" not in errors:
-        # Before the first recorded sale there is no data, not zero sales: chat and API alike.
-        try:
-            kwargs["period"] = bound_to_data(kwargs["period"], first_sale_date())
-            used["period"] = kwargs["period"].as_params()
-        except PeriodError as exc:
-            errors["period"] = [str(exc)]
+    for name in ("period", "baseline"):
+        if name in kwargs and name not in errors:
+            # Before the first recorded sale there is no data, not zero sales: chat and API alike.
+            try:
+                kwargs[name] = bound_to_data(kwargs[name], first_sale_date())
+                used[name] = kwargs[name].as_params()
+            except PeriodError as exc:
+                errors[name] = [str(exc)]
     if spec.name in ("low_stock", "product_stock"):
         kwargs["today"] = today
     if errors:

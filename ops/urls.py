@@ -11,5 +11,6 @@ urlpatterns = [
     path("sales/daily", views.SalesDailyView.as_view(), name="sales-daily"),
     path("sales/products", views.SalesProductView.as_view(), name="sales-products"),
     path("sales/channels", views.SalesChannelView.as_view(), name="sales-channels"),
+    path("sales/compare", views.SalesCompareView.as_view(), name="sales-compare"),
     path("stock/products", views.StockProductView.as_view(), name="stock-products"),
 ]

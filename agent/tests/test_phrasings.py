@@ -21,7 +21,7 @@ def test_the_table_is_big_and_covers_every_tool():
     assert counts["data"] >= 150 and counts["policy"] >= 40 and counts["out_of_scope"] >= 5
     tools = Counter(i["tool"] for i in ITEMS if i["intent"] == "data")
     assert set(tools) == {"store_sales", "top_products", "product_sales", "compare_stores", "hourly_peak", "low_stock", "product_stock",
-                          "daily_trend", "channel_sales", "member_balance"}
+                          "daily_trend", "channel_sales", "period_compare", "member_balance"}
     assert len({i["q"] for i in ITEMS}) == len(ITEMS)
 
 

@@ -143,6 +143,20 @@ class SalesChannelView(APIView):
         return Response(tools.run_tool("channel_sales", _query(request, ("store", "period")), user=request.user).as_dict())
 
 
+class SalesCompareView(APIView):
+    @extend_schema(
+        summary="两段时间的营业额对比（与问答用的是同一个工具 period_compare）",
+        parameters=[
+            OpenApiParameter("store", str, description="门店编码、名称或别名；省略表示你能查看的全部门店"),
+            OpenApiParameter("period", str, required=True, description="如 上周、本月、11月8日到14日"),
+            OpenApiParameter("baseline", str, required=True, description="对比的时间段，如 上上周、上月、11月1日到7日"),
+        ],
+        responses=ToolResultSerializer,
+    )
+    def get(self, request):
+        return Response(tools.run_tool("period_compare", _query(request, ("store", "period", "baseline")), user=request.user).as_dict())
+
+
 class StockProductView(APIView):
     @extend_schema(
         summary="单品库存（与问答用的是同一个工具 product_stock）",
@@ -157,4 +171,4 @@ class StockProductView(APIView):
 
 
 __all__ = ["OrdersView", "InventoryAdjustmentsView", "StoresView", "SalesSummaryView", "SalesDailyView", "SalesProductView",
-           "SalesChannelView", "StockProductView", "InventorySerializer"]
+           "SalesChannelView", "SalesCompareView", "StockProductView", "InventorySerializer"]

@@ -214,6 +214,16 @@ def test_sales_channels_is_the_channel_sales_tool(staff_api, pos):
     assert staff_api.get("/api/v1/sales/channels", {"period": "上周", "channel": "外卖"}).status_code == 400
 
 
+def test_sales_compare_is_the_period_compare_tool(staff_api):
+    from ops.tools import run_tool
+
+    r = staff_api.get("/api/v1/sales/compare", {"period": "上周", "baseline": "上上周"})
+    expected = run_tool("period_compare", {"store": "天河店", "period": "上周", "baseline": "上上周"}, user=None).as_dict()
+    assert r.status_code == 200 and r.json() == expected
+    bad = staff_api.get("/api/v1/sales/compare", {"period": "上周", "baseline": "下周"})
+    assert bad.status_code == 400 and "baseline" in bad.json()
+
+
 def test_stock_products_is_the_product_stock_tool(staff_api, pos):
     from ops.tools import run_tool
 

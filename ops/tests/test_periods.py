@@ -208,3 +208,29 @@ def test_a_period_parameter_must_be_a_period_all_through(text, fragment):
 def test_an_explicit_range_is_accepted_even_of_one_day(text):
     period = parse_period(text, TODAY)
     assert period.start.isoformat() == "2026-11-01"
+
+
+@pytest.mark.parametrize("question,expected", [
+    ("上周跟上上周比营业额涨了还是跌了", [("2026-11-09", "2026-11-15"), ("2026-11-02", "2026-11-08")]),
+    # The second range names only days: it takes the month of the first.
+    ("11月1号到7号和8号到14号哪个多", [("2026-11-01", "2026-11-07"), ("2026-11-08", "2026-11-14")]),
+    ("上周卖了多少", [("2026-11-09", "2026-11-15")]),
+])
+def test_find_periods_names_every_period_of_a_comparison(question, expected):
+    from ops.periods import find_periods
+
+    assert [(p.start.isoformat(), p.end.isoformat()) for p in find_periods(question, TODAY)] == expected
+
+
+@pytest.mark.parametrize("start,end,label,expected", [
+    ("2026-11-01", "2026-11-30", "本月", ("2026-10-01", "2026-10-31", "2026年10月")),  # a whole month: the month before
+    ("2026-11-01", "2026-11-18", "本月", ("2026-10-01", "2026-10-18", "上月同期")),  # a month so far: the same days
+    ("2026-03-01", "2026-03-31", "3月", ("2026-02-01", "2026-02-28", "2026年2月")),
+    ("2026-11-09", "2026-11-15", "上周", ("2026-11-02", "2026-11-08", "上上周")),
+    ("2026-11-17", "2026-11-17", "昨天", ("2026-11-16", "2026-11-16", "前天")),
+])
+def test_previous_period_is_what_a_single_period_is_compared_with(start, end, label, expected):
+    from ops.periods import Period, previous_period
+
+    p = previous_period(Period(date.fromisoformat(start), date.fromisoformat(end), label))
+    assert (p.start.isoformat(), p.end.isoformat(), p.label) == expected

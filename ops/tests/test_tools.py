@@ -242,6 +242,25 @@ def test_member_balance_at_another_store_says_only_the_principal_can_be_spent_th
     assert "usable_here" not in home and "usable_here" not in run_tool("member_balance", {"member": member.number}, user=None).rows[0]
 
 
+def test_period_compare_puts_two_periods_side_by_side_with_the_change():
+    # 「上周跟上上周比营业额涨了还是跌了」 got one of the two figures (or 「一次只能查一段」).
+    result = run_tool("period_compare", {"store": "天河店", "period": "上周", "baseline": "上上周"}, user=None)
+    now, before = result.rows
+    for row, period in ((now, "上周"), (before, "上上周")):
+        total = run_tool("store_sales", {"store": "天河店", "period": period}, user=None).rows[0]
+        assert (row["period"], row["revenue"], row["orders"]) == (period, total["revenue"], total["orders"])
+        lo, hi = day_bounds(date.fromisoformat(row["start"]), date.fromisoformat(row["end"]))
+        (paid,), = sql_one("SELECT COALESCE(SUM(o.total),0) FROM ops_order o JOIN ops_store s ON s.id=o.store_id "
+                           "WHERE s.code='GZ-TH' AND o.status='paid' AND o.created_at >= %s AND o.created_at < %s", [lo, hi])
+        assert Decimal(str(row["revenue"])) == paid
+    delta = round(now["revenue"] - before["revenue"], 2)
+    assert f"营业额{'增加' if delta > 0 else '减少'} ¥{abs(delta):,.2f}" in result.summary
+    assert result.params["baseline"]["label"] == "上上周"
+    with pytest.raises(ValidationError) as exc:
+        run_tool("period_compare", {"period": "上周"}, user=None)
+    assert "baseline" in exc.value.message_dict
+
+
 def test_member_balance_is_masked_and_matches_ledger():
     member = Member.objects.filter(account__isnull=False).order_by("number").first()
     result = run_tool("member_balance", {"member": member.phone}, user=None)
@@ -266,7 +285,7 @@ def test_unknown_tool_and_unknown_params_are_rejected():
         run_tool("store_sales", {"store": "天河店"}, user=None)
     assert "period" in exc.value.message_dict
     assert set(TOOLS) == {"store_sales", "top_products", "product_sales", "compare_stores", "hourly_peak", "daily_trend", "low_stock",
-                          "product_stock", "channel_sales", "member_balance"}
+                          "product_stock", "channel_sales", "period_compare", "member_balance"}
 
 
 @pytest.mark.parametrize("text,store", [
