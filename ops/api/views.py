@@ -90,84 +90,31 @@ class StoresView(APIView):
         return Response(StoreSerializer(Store.objects.for_user(request.user, "view"), many=True).data)
 
 
-class SalesSummaryView(APIView):
-    @extend_schema(
-        summary="营业额汇总（与问答用的是同一个工具 store_sales）",
-        parameters=[
-            OpenApiParameter("store", str, description="门店编码、名称或别名；省略表示全部门店"),
-            OpenApiParameter("period", str, required=True, description="如 昨天、上周、本月、最近7天、11月1日到7日"),
-        ],
-        responses=ToolResultSerializer,
-    )
-    def get(self, request):
-        return Response(tools.run_tool("store_sales", _query(request, ("store", "period")), user=request.user).as_dict())
+def _tool_view(tool: str, summary: str, *params: OpenApiParameter) -> type[APIView]:
+    """A read endpoint that is one query tool (the same one chat and MCP run, with the caller's
+    scope): its query parameters are the tool's parameters, an unknown one is a 400."""
+    names = tuple(p.name for p in params)
+
+    class ToolView(APIView):
+        @extend_schema(summary=f"{summary}（与问答用的是同一个工具 {tool}）", parameters=list(params), responses=ToolResultSerializer)
+        def get(self, request):
+            return Response(tools.run_tool(tool, _query(request, names), user=request.user).as_dict())
+
+    ToolView.__name__ = ToolView.__qualname__ = "".join(part.title() for part in tool.split("_")) + "View"
+    return ToolView
 
 
-class SalesDailyView(APIView):
-    @extend_schema(
-        summary="每日营业额趋势（与问答用的是同一个工具 daily_trend）",
-        parameters=[
-            OpenApiParameter("store", str, description="门店编码、名称或别名；省略表示全部门店"),
-            OpenApiParameter("period", str, required=True, description="如 上周、本月、最近7天（最多 92 天）"),
-        ],
-        responses=ToolResultSerializer,
-    )
-    def get(self, request):
-        return Response(tools.run_tool("daily_trend", _query(request, ("store", "period")), user=request.user).as_dict())
+_STORE = OpenApiParameter("store", str, description="门店编码、名称或别名；省略表示你能查看的全部门店")
+_PERIOD = OpenApiParameter("period", str, required=True, description="如 昨天、上周、本月、最近7天、11月1日到7日")
+_PRODUCT = OpenApiParameter("product", str, required=True, description="商品名称、别名或商品编码，如 科罗娜、黑牌、B003")
 
-
-class SalesProductView(APIView):
-    @extend_schema(
-        summary="单品销量（与问答用的是同一个工具 product_sales）",
-        parameters=[
-            OpenApiParameter("product", str, required=True, description="商品名称、别名或商品编码，如 科罗娜、青岛啤酒、B003"),
-            OpenApiParameter("store", str, description="门店编码、名称或别名；省略表示全部门店"),
-            OpenApiParameter("period", str, required=True, description="如 昨天、上周、本月、最近7天、11月1日到7日"),
-        ],
-        responses=ToolResultSerializer,
-    )
-    def get(self, request):
-        return Response(tools.run_tool("product_sales", _query(request, ("product", "store", "period")), user=request.user).as_dict())
-
-
-class SalesChannelView(APIView):
-    @extend_schema(
-        summary="按渠道的营业额和退款（与问答用的是同一个工具 channel_sales）",
-        parameters=[
-            OpenApiParameter("store", str, description="门店编码、名称或别名；省略表示你能查看的全部门店"),
-            OpenApiParameter("period", str, required=True, description="如 昨天、上周、本月、最近7天、11月1日到7日"),
-        ],
-        responses=ToolResultSerializer,
-    )
-    def get(self, request):
-        return Response(tools.run_tool("channel_sales", _query(request, ("store", "period")), user=request.user).as_dict())
-
-
-class SalesCompareView(APIView):
-    @extend_schema(
-        summary="两段时间的营业额对比（与问答用的是同一个工具 period_compare）",
-        parameters=[
-            OpenApiParameter("store", str, description="门店编码、名称或别名；省略表示你能查看的全部门店"),
-            OpenApiParameter("period", str, required=True, description="如 上周、本月、11月8日到14日"),
-            OpenApiParameter("baseline", str, required=True, description="对比的时间段，如 上上周、上月、11月1日到7日"),
-        ],
-        responses=ToolResultSerializer,
-    )
-    def get(self, request):
-        return Response(tools.run_tool("period_compare", _query(request, ("store", "period", "baseline")), user=request.user).as_dict())
-
-
-class StockProductView(APIView):
-    @extend_schema(
-        summary="单品库存（与问答用的是同一个工具 product_stock）",
-        parameters=[
-            OpenApiParameter("product", str, required=True, description="商品名称、别名或商品编码，如 黑牌、扎啤、W001"),
-            OpenApiParameter("store", str, description="门店编码、名称或别名；省略表示你能查看的全部门店"),
-        ],
-        responses=ToolResultSerializer,
-    )
-    def get(self, request):
-        return Response(tools.run_tool("product_stock", _query(request, ("product", "store")), user=request.user).as_dict())
+SalesSummaryView = _tool_view("store_sales", "营业额汇总", _STORE, _PERIOD)
+SalesDailyView = _tool_view("daily_trend", "每日营业额趋势（最多 92 天）", _STORE, _PERIOD)
+SalesProductView = _tool_view("product_sales", "单品销量", _PRODUCT, _STORE, _PERIOD)
+SalesChannelView = _tool_view("channel_sales", "按渠道的营业额和退款", _STORE, _PERIOD)
+SalesCompareView = _tool_view("period_compare", "两段时间的营业额对比", _STORE, _PERIOD, OpenApiParameter(
+    "baseline", str, required=True, description="对比的时间段，如 上上周、上月、11月1日到7日"))
+StockProductView = _tool_view("product_stock", "单品库存", _PRODUCT, _STORE)
 
 
 __all__ = ["OrdersView", "InventoryAdjustmentsView", "StoresView", "SalesSummaryView", "SalesDailyView", "SalesProductView",
