@@ -26,7 +26,8 @@ CHANGE_FROM_BEFORE = re.compile(r"涨|跌|增长|下降|变化|环比|比上|比
 # per channel: the store's paid total would silently drop the filter.
 CHANNEL_WORDS = re.compile(r"外卖|堂食|团购|渠道|退款|退了|退单")
 # When two tools score the same, the more specific one wins.
-TOOL_PRIORITY = (MEMBER_BALANCE, LOW_STOCK, HOURLY_PEAK, DAILY_TREND, COMPARE_STORES, TOP_PRODUCTS, STORE_SALES)
+# 「上周哪天最忙」 asks for a day (daily trend), 「几点最忙」 for an hour: the day wins a tie.
+TOOL_PRIORITY = (MEMBER_BALANCE, LOW_STOCK, DAILY_TREND, HOURLY_PEAK, COMPARE_STORES, TOP_PRODUCTS, STORE_SALES)
 N = r"[0-9一二两三四五六七八九十]+"
 COUNTED_SALES = "卖了几件"  # a count of something sold: with a product named, that product's sales
 

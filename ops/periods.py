@@ -155,7 +155,8 @@ _RE_LAST_N = re.compile(rf"(?:最近|近|过去|前)({NUM})(天|日|周|个星�
 _RE_LAST_ONE = re.compile(r"(?:最近|近|过去)(一周|一个星期|一星期|一个月|半个月|半月)")
 # 「周天」 is left out on purpose: 「上周天河店」 is last week at 天河店, not last Sunday.
 # 「一共」「一起」「一样」 after 周 are words of their own: 「上周一共卖了多少」 is last week.
-_RE_WEEKDAY = re.compile(r"(上上|上|本|这)?(?:周([一二三四五六日])|(?:星期|礼拜)([一二三四五六日天]))(?![共起直样般些定致切下点])")
+# 「上周四家店排名」 is last week's four stores: a number word before 家/个/间/店/位 counts things.
+_RE_WEEKDAY = re.compile(r"(上上|上|本|这)?(?:周([一二三四五六日])|(?:星期|礼拜)([一二三四五六日天]))(?![共起直样般些定致切下点家个间店位])")
 
 
 # What a period parameter may be made of: digits and numerals, date and calendar words, range
@@ -262,8 +263,10 @@ def previous_period(period: Period) -> Period:
         if (end + timedelta(days=1)).day == 1:
             return Period(first, last, f"{y}年{m}月")
         return Period(first, min(last, first.replace(day=end.day)), "上月同期")
+    if period.label in ("本周", "这周"):  # this week so far: the same weekdays of last week
+        return Period(start - timedelta(days=7), end - timedelta(days=7), "上周同期")
     days = period.days
-    label = {"上周": "上上周", "本周": "上周", "昨天": "前天", "今天": "昨天"}.get(period.label, f"之前 {days} 天")
+    label = {"上周": "上上周", "昨天": "前天", "今天": "昨天"}.get(period.label, f"之前 {days} 天")
     return Period(start - timedelta(days=days), start - timedelta(days=1), label)
 
 

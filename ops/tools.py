@@ -468,7 +468,9 @@ def _stock_rows(items: list[Inventory], today: date) -> tuple[list[dict], Period
                 "sold_7d": qty,
                 "velocity_per_day": velocity,
                 "days_of_cover": round(inv.on_hand / velocity, 1) if velocity else None,
-                "suggested_qty": restock_suggestion(inv.on_hand, inv.safety_stock, velocity),
+                # The SOP: 7 days of sales at the last 7 days' daily average — the unrounded one
+                # (rounded to 8.86 first, 62 bottles a week became 62.02 and ceil made it 63).
+                "suggested_qty": restock_suggestion(inv.on_hand, inv.safety_stock, qty / VELOCITY_DAYS),
             }
         )
     return rows, window

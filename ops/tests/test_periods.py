@@ -234,3 +234,17 @@ def test_previous_period_is_what_a_single_period_is_compared_with(start, end, la
 
     p = previous_period(Period(date.fromisoformat(start), date.fromisoformat(end), label))
     assert (p.start.isoformat(), p.end.isoformat(), p.label) == expected
+
+
+def test_a_number_of_stores_after_last_week_is_not_a_weekday():
+    # 「上周四家店排名」 ranked last Thursday only.
+    period = find_period("上周四家店排名", TODAY)
+    assert (period.start.isoformat(), period.end.isoformat()) == ("2026-11-09", "2026-11-15")
+    assert find_period("上周四卖了多少", TODAY).start.isoformat() == "2026-11-12"
+
+
+def test_this_week_so_far_is_compared_with_the_same_days_of_last_week():
+    from ops.periods import Period, previous_period
+
+    p = previous_period(Period(date(2026, 11, 16), date(2026, 11, 18), "本周"))
+    assert (p.start.isoformat(), p.end.isoformat(), p.label) == ("2026-11-09", "2026-11-11", "上周同期")

@@ -177,6 +177,8 @@ def test_low_stock_lists_every_item_below_safety_with_velocity():
     assert row["sold_7d"] == sold
     assert row["velocity_per_day"] == round(sold / 7, 2)
     assert row["suggested_qty"] >= row["safety_stock"] - row["on_hand"]
+    for r in result.rows:  # the SOP's formula: safety stock + 7 days at the last 7 days' average − on hand
+        assert r["suggested_qty"] == max(0, r["safety_stock"] + r["sold_7d"] - r["on_hand"]), r["product"]
     for r in result.rows:
         assert r["product"] in result.summary
 
