@@ -577,7 +577,9 @@ def maybe_offer_restock(state: AgentState) -> None:
 
 def context_for_next_turn(state: AgentState) -> dict:
     ctx = {"query": state.resolved_query, "intent": state.route.intent if state.route else ""}
-    if state.plan and state.plan.tool:
+    # What the next 「那上个月呢」 builds on: this turn's plan when it ran or asked for what it lacks,
+    # not one its tool refused (「那福田店呢」 outside the asker's stores was carried into every later turn).
+    if state.plan and state.plan.tool and (state.tool_result is not None or state.plan.clarify):
         ctx["tool"], ctx["params"] = state.plan.tool, state.plan.params
     elif state.previous.get("tool") and state.route and state.route.intent in (DATA, BOTH):
         ctx["tool"], ctx["params"] = state.previous["tool"], state.previous.get("params")

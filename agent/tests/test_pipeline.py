@@ -339,6 +339,16 @@ def test_data_follow_up_keeps_the_period():
     assert Message.objects.filter(conversation=conv).count() == 4
 
 
+def test_a_follow_up_builds_on_the_last_plan_that_ran_not_on_a_refused_store():
+    # 「那福田店呢」 (not the asker's store) was refused, and 「那上个月呢」 then asked about 深圳福田店 again.
+    staff = make_user("agent_one_store_fu", role="staff", stores=["GZ-TH"])
+    _, conv, _ = chat_ask(user=staff, query="上周卖了多少")
+    refused, _, _ = chat_ask(user=staff, query="那福田店呢", thread_id=conv.thread_id)
+    assert not refused.data
+    later, _, _ = chat_ask(user=staff, query="那上个月呢", thread_id=conv.thread_id)
+    assert later.data and later.data[0]["params"]["store"] == "广州天河店" and "福田" not in later.answer
+
+
 def test_how_many_of_a_product_sold_is_answered_in_units_and_follow_ups_switch_product():
     # 「上周天河店科罗娜卖了几瓶」 was answered from the 沽清 rule, and 「这个月青岛啤酒卖了多少」
     # with every store's whole revenue.
