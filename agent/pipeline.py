@@ -397,7 +397,8 @@ def proposal_status(state: AgentState) -> bool:
     stores only), not a rule about proposals."""
     question = state.question.strip()
     awaiting = bool(vocab.AWAITING_ME.search(question))
-    if len(question) > 40 or not (awaiting or vocab.PROPOSAL_STATUS.search(question)) or state.user is None:
+    if len(question) > 40 or not (awaiting or vocab.PROPOSAL_STATUS.search(question)) or state.user is None \
+            or vocab.ASKS_HOW.search(question):  # 「补货申请被拒了怎么办」 asks for the rule
         return False
     from workflow.selectors import proposals_status_text
 

@@ -131,11 +131,13 @@ DECIDE_PROPOSAL_AFTER = re.compile(r"#?\s*(\d+)\s*号?(?:提案|补货单|补货
 
 # Where the asker's proposals stand (「我刚提的补货申请店长批了没」「补货单状态」), or which wait for
 # them (「有哪些待我确认的补货申请」): read from the proposals, not searched in the rules.
-_PROPOSAL_WORDS = r"(提案|补货申请|补货单|提的补货|申请的补货|工单)"
-PROPOSAL_STATUS = re.compile(_PROPOSAL_WORDS + r"[^，。？！]{0,8}(批了没|批了吗|批没批|批下来|通过了[吗没]|状态|进度|怎么样了|到哪一?步|"
-                             r"有结果了?[吗没]|处理了[吗没]|确认了[吗没]|有没有批)")
-AWAITING_ME = re.compile(r"(待|等)[我你]?(确认|审批|处理|批)的?[^，。？！]{0,4}" + _PROPOSAL_WORDS + r"|"
-                         + _PROPOSAL_WORDS + r"[^，。？！]{0,6}(待|等)[我你](确认|审批|处理|批)")
+_PROPOSAL_WORDS = r"(提案|补货申请|补货单|提的补货|申请的补货|补货|工单|申请)"
+PROPOSAL_STATUS = re.compile(_PROPOSAL_WORDS + r"[^，。？！]{0,10}(批了没|批了吗|批没批|批下来|通过了[吗没]|状态|进度|怎么样了|到哪一?步|"
+                             r"有结果了?[吗没]|处理了[吗没]|确认了[吗没]|有没有批|被拒|拒了[吗没]?$|驳回了)|(为什么|为啥|怎么)被拒")
+ASKS_HOW = re.compile(r"怎么办|咋办|咋整|怎么处理|如何处理|怎么弄|规定|流程|能不能|可不可以|可以吗|要不要")
+AWAITING_ME = re.compile(r"(待|等)[我你]?(确认|审批|处理|批)的?[^，。？！]{0,4}" + _PROPOSAL_WORDS + r"|(等|待)[我你](确认|审批|处理|批)|"
+                         + _PROPOSAL_WORDS + r"[^，。？！]{0,6}(待|等)[我你](确认|审批|处理|批)|"
+                         r"(员工|店员|大家|他们)(提|交|申请)的" + _PROPOSAL_WORDS + r"[^，。？！]{0,4}(有哪些|有几个|有多少)")
 
 # 「查看审计记录」「未解答问题在哪看」: where a page of the product is, said in one line (it
 # was declined as unrelated to the store). Each: the page's words, its name, its address.

@@ -54,4 +54,6 @@ def proposals_status_text(user, *, awaiting_me: bool = False, limit: int = 5) ->
         return f"{p.get_status_display()}（{p.decided_by.username if p.decided_by else '系统'}，{when}）"
 
     lines = [f"- #{p.pk} {p.get_kind_display()} · {p.store.name} · {p.content_text()} · {stands(p)}" for p in items]
-    return "\n".join([head, *lines, "详情和确认、拒绝都在「操作提案」页面（/proposals/）。"])
+    decides = any(user.has_perm(f"workflow.confirm_{p.kind}") for p in items)  # staff confirm tickets, not restocks
+    where = "详情和确认、拒绝都在「操作提案」页面（/proposals/）。" if decides else "详情在「操作提案」页面（/proposals/）。"
+    return "\n".join([head, *lines, where])

@@ -342,6 +342,13 @@ def test_chat_says_where_the_askers_proposals_stand_and_which_wait_for_a_manager
         assert f"#{mine.pk}" in again.answer and "已拒绝" in again.answer and "本周已到货" in again.answer
         other = make_user("status_ft_manager", role="manager", stores=["SZ-FT"])
         assert f"#{mine.pk}" not in answer_question("有哪些待我确认的补货申请", user=other)[0].answer
+        for variant in ("我之前申请的补货到哪一步了", "我的申请有被拒绝的吗"):  # were answered from rules
+            assert f"#{mine.pk}" in answer_question(variant, user=people["staff"])[0].answer, variant
+        assert "确认、拒绝" not in again.answer  # staff confirm no restock: the page is only where details are
+        for variant in ("有哪些等我确认的", "员工提的补货申请有哪些"):
+            assert "待你确认的提案" in answer_question(variant, user=people["manager"])[0].answer or "没有待确认" in \
+                answer_question(variant, user=people["manager"])[0].answer, variant
+        assert "#" not in answer_question("补货申请被拒了怎么办", user=people["staff"])[0].answer.split("\n")[0]
         rejected, _ = answer_question("把26号补货拒了", user=people["manager"])
         assert "#26" in rejected.answer and "不会替任何人确认或拒绝" in rejected.answer
     finally:
