@@ -75,6 +75,13 @@ def _names_its_subject(text: str) -> bool:
         return True
 
 
+def _names_two_periods(text: str) -> bool:
+    from ops.periods import find_periods
+    from ops.tools import local_today
+
+    return len(find_periods(text, local_today())) >= 2
+
+
 def _asks_both(text: str, whole: _Reading) -> bool:
     if _names_its_subject(text):
         return True
@@ -141,6 +148,8 @@ def route_by_rules(question: str) -> Route:
 
     if scores[ACTION] >= 3:
         return Route(ACTION, f"动作请求 — {why(ACTION)}", scores)
+    if r.policy_core == 0 and vocab.FIGURE_COMPARE.search(text) and _names_two_periods(text):
+        return Route(DATA, f"两段时间的经营数据对比 — {why(DATA)}", scores)
     if scores[OUT_OF_SCOPE] >= 3 and not _about_the_store(text, r):
         top = max((h for h in r.hits if h.signal.intent == OUT_OF_SCOPE), key=lambda h: h.score)
         return Route(OUT_OF_SCOPE, f"与门店运营无关 — {why(OUT_OF_SCOPE)}", scores, decline=vocab.DECLINE[top.signal.name])

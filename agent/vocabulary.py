@@ -19,8 +19,12 @@ STORE_SALES, TOP_PRODUCTS, COMPARE_STORES, HOURLY_PEAK, LOW_STOCK, MEMBER_BALANC
 CHANNEL_SALES, PERIOD_COMPARE = "channel_sales", "period_compare"
 # Two periods compared (「上周跟上上周比」「11月1号到7号和8号到14号哪个多」), or one against the one
 # before it (「本月环比」「上周涨了还是跌了」).
-PERIOD_CHANGE = re.compile(r"涨|跌|增长|下降|变化|环比|同比|哪个多|哪个高|哪段|相比|对比|比起|比较|(跟|和|与)[^，。？！]{0,12}比|比上|"
-                           r"比[^，。？！]{1,8}(多|少)")
+PERIOD_CHANGE = re.compile(r"涨|跌|增长|下降|变化|环比|同比|哪个[^，。？！]{0,4}(多|高|好)|哪段|相比|对比|比起|比较|(跟|和|与)[^，。？！]{0,12}比|比上|"
+                           r"比[^，。？！]{1,8}(多|少|好|差|怎么样|如何|咋样)")
+# Two periods named with a word about the figures (「上周比上上周卖得多吗」「这周跟上周比怎么样」) ask for
+# the figures compared even without a sales word; 「上周和上上周的排班有什么不同」 does not.
+FIGURE_COMPARE = re.compile(r"卖|生意|营业额|销售|流水|业绩|单|客流|多还是少|多吗|少吗|好吗|差吗|怎么样|如何|咋样|涨|跌|哪个[^，。？！]{0,4}(多|高|好)|"
+                            r"比$|比呢|比一下|比比|对比|比较")
 CHANGE_FROM_BEFORE = re.compile(r"涨|跌|增长|下降|变化|环比|比上|比之前|比前")
 # A sales question about one channel or about refunds (「上周外卖卖了多少」「昨天退款了几单」) is asked
 # per channel: the store's paid total would silently drop the filter.
