@@ -92,6 +92,8 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
     recorded sale is bounded by the tool (ops.tools), for chat, API and MCP alike."""
     previous = previous or {}
     tool, reason = choose_tool(question)
+    if tool is None and vocab.STOCK_LEFT.search(question) and find_product_in_text(question):
+        tool, reason = LOW_STOCK, "商品名 + 还有多少（库存）"  # becomes product_stock below
     if tool is None and vocab.FIGURE_COMPARE.search(question) and len(find_periods(question, today)) >= 2:
         tool, reason = STORE_SALES, "两段时间的营业额对比（没有指明指标时按营业额）"  # 「这周跟上周比怎么样」
     inherited = False

@@ -75,6 +75,12 @@ def _names_its_subject(text: str) -> bool:
         return True
 
 
+def _names_a_product(text: str) -> bool:
+    from ops.selectors import find_product_in_text
+
+    return find_product_in_text(text) is not None
+
+
 def _names_two_periods(text: str) -> bool:
     from ops.periods import find_periods
     from ops.tools import local_today
@@ -148,6 +154,8 @@ def route_by_rules(question: str) -> Route:
 
     if scores[ACTION] >= 3:
         return Route(ACTION, f"动作请求 — {why(ACTION)}", scores)
+    if r.policy_core == 0 and vocab.STOCK_LEFT.search(text) and _names_a_product(text):
+        return Route(DATA, f"问某个商品还有多少（库存）— {why(DATA) or '商品名 + 还有多少'}", scores)
     if r.policy_core == 0 and vocab.FIGURE_COMPARE.search(text) and _names_two_periods(text):
         return Route(DATA, f"两段时间的经营数据对比 — {why(DATA)}", scores)
     if scores[OUT_OF_SCOPE] >= 3 and not _about_the_store(text, r):

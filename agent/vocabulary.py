@@ -138,6 +138,9 @@ DECIDE_PROPOSAL_AFTER = re.compile(r"#?\s*(\d+)\s*号?(?:提案|补货单|补货
 _PROPOSAL_WORDS = r"(提案|补货申请|补货单|提的补货|申请的补货|补货|工单|申请)"
 PROPOSAL_STATUS = re.compile(_PROPOSAL_WORDS + r"[^，。？！]{0,10}(批了没|批了吗|批没批|批下来|通过了[吗没]|状态|进度|怎么样了|到哪一?步|"
                              r"有结果了?[吗没]|处理了[吗没]|确认了[吗没]|有没有批|被拒|拒了[吗没]?$|驳回了)|(为什么|为啥|怎么)被拒")
+# 「科罗娜还有多少」「黑方还有没有货」: with a product named, how much of it is left (stock), not a rule.
+# A guest's stored bottle (「存的黑牌还有多少」) is not the bar's stock.
+STOCK_LEFT = re.compile(r"^(?![^\n]*(存的|存酒|寄存))[^\n]*?((还有|还剩|剩下?|有)(多少|几)(?![钱天年次个人客位])|还有没有货?|还有货|有货吗|有没有货)")
 ASKS_HOW = re.compile(r"怎么办|咋办|咋整|怎么处理|如何处理|怎么弄|规定|流程|能不能|可不可以|可以吗|要不要")
 AWAITING_ME = re.compile(r"(待|等)[我你]?(确认|审批|处理|批)的?[^，。？！]{0,4}" + _PROPOSAL_WORDS + r"|(等|待)[我你](确认|审批|处理|批)|"
                          + _PROPOSAL_WORDS + r"[^，。？！]{0,6}(待|等)[我你](确认|审批|处理|批)|"
