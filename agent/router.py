@@ -154,6 +154,8 @@ def route_by_rules(question: str) -> Route:
 
     if scores[ACTION] >= 3:
         return Route(ACTION, f"动作请求 — {why(ACTION)}", scores)
+    if (m := vocab.RESTOCK_A_PRODUCT.fullmatch(text)) and _names_a_product(m.group("what")):
+        return Route(ACTION, f"动作请求 — 补 +商品名「{m.group('what')}」", scores)
     if r.policy_core == 0 and vocab.STOCK_LEFT.search(text) and _names_a_product(text):
         return Route(DATA, f"问某个商品还有多少（库存）— {why(DATA) or '商品名 + 还有多少'}", scores)
     if r.policy_core == 0 and vocab.FIGURE_COMPARE.search(text) and _names_two_periods(text):

@@ -184,3 +184,27 @@ def test_a_tickets_category_and_severity_come_from_the_complaint_not_the_request
     from agent.slots import ticket_category, ticket_severity
 
     assert (ticket_category(text), ticket_severity(text)) == (category, severity)
+
+
+def test_a_restock_after_a_products_stock_answer_is_for_that_product(staff):
+    # 「芝华士快没了」 → 「帮我补一箱」 asked 「要补哪个商品？」: the product of the answer before was lost.
+    t = Thread(staff)
+    stock, _ = t.ask("芝华士快没了")
+    assert stock.data and stock.data[0]["tool"] == "product_stock"
+    order, _ = t.ask("帮我补一箱")
+    assert order.proposal is not None, order.answer
+    assert [line["product"] for line in order.proposal["payload"]["lines"]] == ["芝华士12年"]
+
+
+@pytest.mark.parametrize("first,second,product", [
+    ("补货 红牌", "6瓶", "尊尼获加红牌"),  # was the restock rule, then the safety-stock text
+    ("补科罗娜", "两箱", "科罗娜啤酒"),  # was the 沽清 rule, then 「与门店运营无关」
+    ("我要补货", "红牌，6瓶", "尊尼获加红牌"),  # was the low-stock list, then a whisky description
+])
+def test_a_restock_asked_without_a_quantity_asks_for_it(staff, first, second, product):
+    t = Thread(staff)
+    asked, _ = t.ask(first)
+    assert asked.intent == "action" and asked.proposal is None
+    done, _ = t.ask(second)
+    assert done.proposal is not None and done.proposal["payload"]["lines"][0]["product"] == product, done.answer
+    Proposal.objects.filter(pk=done.proposal["id"]).update(status="rejected")

@@ -73,6 +73,8 @@ TABLE = [
     # The whole message is a restock order (was read as a rule question: 「制度里没有关于「可口可乐」的规定」) …
     ("补货：可口可乐 24 瓶", "action"), ("补货科罗娜48瓶", "action"), ("青岛补两箱", "action"), ("补两箱青岛", "action"),
     ("福田店青岛啤酒要补货，补20箱", "action"), ("青岛没了，补两箱", "action"),  # was low_stock: a proposal for other products
+    ("青岛啤酒补5箱，帮我提一下", "action"), ("下单两箱可乐", "action"), ("补科罗娜", "action"), ("补货 红牌", "action"),
+    ("补签", "policy"), ("补打小票", "policy"), ("补充说明一下", "policy"), ("补货流程", "policy"),
     # … a question about one is not.
     ("补货48瓶够不够", "policy"), ("科罗娜补24瓶吗", "policy"), ("补货的时候写6瓶", "policy"),
 ]
