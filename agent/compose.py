@@ -191,7 +191,7 @@ ROW_FORMATS = {
         + f"：营业额 ¥{r['revenue']:,.2f}，{r['orders']} 单，客单价 ¥{r['avg_ticket']:,.2f}"
     ),
     "channel_sales": lambda r: (
-        f"{r['channel']}：营业额 ¥{r['revenue']:,.2f}，{r['orders']} 单"
+        f"{r['channel']}：营业额 ¥{r['revenue']:,.2f}（占 {r['revenue_share']}%），{r['orders']} 单"
         + (f"；退款 {r['refunded_orders']} 单，¥{r['refunded_amount']:,.2f}" if r["refunded_orders"] else "")
     ),
     "product_stock": lambda r: (

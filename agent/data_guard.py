@@ -125,6 +125,12 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
             compared = [periods[0], previous_period(periods[0])]
         if compared:
             tool, reason = PERIOD_COMPARE, f"{PERIOD_COMPARE}：{compared[0].label} 对比 {compared[1].label} + " + reason
+    if tool == COMPARE_STORES and (channel := vocab.CHANNEL_WORDS.search(question)):
+        if vocab.SHARE.search(question) and not (vocab.ACROSS_STORES.search(question) or len(find_stores_in_text(question)) >= 2):
+            tool, reason = CHANNEL_SALES, f"{CHANNEL_SALES}：「{channel.group(0)}」的占比 + " + reason  # 「上周外卖占比多少」
+        else:  # 「上周各店外卖销售额对比」「哪家店退款最多」 (or 「那外卖呢」 after a ranking): not split by channel
+            return DataPlan(tool, clarify=f"门店对比按全部渠道的已支付订单统计，还不能按「{channel.group(0)}」拆分。"
+                                          f"可以一家一家问，比如「上周天河店{channel.group(0)}」。", reason=reason)
     if tool == STORE_SALES and not product and (channel := vocab.CHANNEL_WORDS.search(question)):
         tool, reason = CHANNEL_SALES, f"{CHANNEL_SALES}：「{channel.group(0)}」按渠道 + " + reason
     if tool == LOW_STOCK and product:  # 「黑牌还剩几瓶」: that product's stock, whatever its level

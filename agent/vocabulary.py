@@ -29,6 +29,8 @@ CHANGE_FROM_BEFORE = re.compile(r"涨|跌|增长|下降|变化|环比|比上|比
 # A sales question about one channel or about refunds (「上周外卖卖了多少」「昨天退款了几单」) is asked
 # per channel: the store's paid total would silently drop the filter.
 CHANNEL_WORDS = re.compile(r"外卖|堂食|团购|渠道|退款|退了|退单")
+SHARE = re.compile(r"占比|占多少|占几成|比例|比重")
+ACROSS_STORES = re.compile(r"各店|各门店|各家|哪(家|间|个门店|个店|个分店)|每家|四家|所有店|所有门店|排名|排行")
 # When two tools score the same, the more specific one wins.
 # 「上周哪天最忙」 asks for a day (daily trend), 「几点最忙」 for an hour: the day wins a tie.
 TOOL_PRIORITY = (MEMBER_BALANCE, LOW_STOCK, DAILY_TREND, HOURLY_PEAK, COMPARE_STORES, TOP_PRODUCTS, STORE_SALES)

@@ -269,17 +269,20 @@ def channel_sales(*, store: Store | None, period: Period, scope: list[Store] | N
         refunded, refunded_n = sums.get((channel, Order.Status.REFUNDED), (None, 0))
         rows.append({"channel": channel, "revenue": _money(paid), "orders": paid_n,
                      "refunded_orders": refunded_n, "refunded_amount": _money(refunded)})
+    paid_total = sum(r["revenue"] for r in rows)
+    for r in rows:  # 「上周外卖占比多少」
+        r["revenue_share"] = round(r["revenue"] / paid_total * 100, 1) if paid_total else 0.0
     where = f"{_store_label(store, scope)} {period.describe()}"
     if not any(r["orders"] or r["refunded_orders"] for r in rows):
         return ToolResult("channel_sales", {}, [], f"{where} 没有订单。", list(CHANNEL_COLUMNS))
-    parts = "、".join(f"{r['channel']} {_yuan(r['revenue'])}（{r['orders']} 单）" for r in rows)
+    parts = "、".join(f"{r['channel']} {_yuan(r['revenue'])}（{r['orders']} 单，占 {r['revenue_share']}%）" for r in rows)
     refunds = sum(r["refunded_orders"] for r in rows)
     refunded = round(sum(r["refunded_amount"] for r in rows), 2)
     summary = f"{where} 按渠道：{parts}；退款 {refunds} 单，{_yuan(refunded)}（营业额只计已支付订单）。"
     return ToolResult("channel_sales", {}, rows, summary, list(CHANNEL_COLUMNS))
 
 
-CHANNEL_COLUMNS = ("channel", "revenue", "orders", "refunded_orders", "refunded_amount")
+CHANNEL_COLUMNS = ("channel", "revenue", "revenue_share", "orders", "refunded_orders", "refunded_amount")
 
 
 def top_products(*, store: Store | None, period: Period, n: int = 5, category: str | None = None,

@@ -349,6 +349,16 @@ def test_a_follow_up_builds_on_the_last_plan_that_ran_not_on_a_refused_store():
     assert later.data and later.data[0]["params"]["store"] == "广州天河店" and "福田" not in later.answer
 
 
+@pytest.mark.parametrize("question", ["上周各店外卖销售额对比", "上周哪家店退款最多"])
+def test_a_store_comparison_by_channel_says_it_cannot_split_instead_of_dropping_the_channel(question):
+    # Both were answered with the all-channel revenue ranking, as if 外卖 / 退款 had not been said.
+    from agent.data_guard import plan_data
+    from ops.tools import local_today
+
+    plan = plan_data(question, today=local_today())
+    assert plan.clarify and "不能按" in plan.clarify
+
+
 def test_how_many_of_a_product_sold_is_answered_in_units_and_follow_ups_switch_product():
     # 「上周天河店科罗娜卖了几瓶」 was answered from the 沽清 rule, and 「这个月青岛啤酒卖了多少」
     # with every store's whole revenue.

@@ -231,6 +231,8 @@ def test_channel_sales_matches_independent_sql_with_refunds_apart():
         assert (Decimal(str(row["refunded_amount"])), row["refunded_orders"]) == (refunded, refunded_n), row["channel"]
     assert sum(n for (_, status), (_, n) in expected.items() if status == "refunded") > 0  # the seed has refunds
     assert f"退款 {sum(r['refunded_orders'] for r in result.rows)} 单" in result.summary
+    paid = sum(r["revenue"] for r in result.rows)
+    assert [r["revenue_share"] for r in result.rows] == [round(r["revenue"] / paid * 100, 1) for r in result.rows]
 
 
 def test_member_balance_at_another_store_says_only_the_principal_can_be_spent_there():
