@@ -241,7 +241,7 @@ def extractive_data_answer(tool_result: ToolResult, sources: Sources) -> str:
         lines.append(tool_result.summary.split("；", 1)[-1])
     if tool_result.tool == "channel_sales" and tool_result.rows:  # 「昨天退款了几单」: the refunds in one line
         lines.append("合计" + tool_result.summary.rsplit("；", 1)[-1])
-    if tool_result.tool in ("store_sales", "product_sales") and len(tool_result.rows) > 1:
+    if tool_result.tool in ("store_sales", "product_sales") and len(tool_result.rows) > 1 and "：" in tool_result.summary:
         lines.append(tool_result.summary.split("：", 1)[-1].replace("（只计已支付订单）", "（合计，只计已支付订单）"))
     return "\n".join(lines)
 

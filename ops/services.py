@@ -60,6 +60,7 @@ def writable_stores(*, user, perm: str, token: ApiToken | None) -> list[Store]:
 
 ORDER_FIELDS = frozenset({"store", "external_id", "created_at", "channel", "status", "member", "lines", "total"})
 LINE_FIELDS = frozenset({"sku", "qty", "unit_price", "amount"})
+MAX_PRICE_FACTOR = 10  # a line's unit price at most this many times the product's list price
 ADJUSTMENT_FIELDS = frozenset({"store", "sku", "delta", "reason", "external_id", "note"})
 
 
@@ -157,6 +158,10 @@ def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | Non
         unit_price = _decimal(line.get("unit_price"), lp + "unit_price", errors)
         if unit_price is not None and unit_price < 0:
             errors[lp + "unit_price"] = ["不能为负数。"]
+        elif unit_price is not None and product is not None and unit_price > product.price * MAX_PRICE_FACTOR:
+            # One 青岛啤酒 at ¥99,999,999.99 was accepted and made the store's month ¥100 million.
+            errors[lp + "unit_price"] = [f"单价 {unit_price} 超过 {product.name} 标价 {product.price} 的 {MAX_PRICE_FACTOR} 倍，"
+                                         "请核对（可能多输了位数）。"]
         amount = _decimal(line.get("amount", None if unit_price is None or qty is None else unit_price * qty), lp + "amount", errors)
         if qty is not None and unit_price is not None and amount is not None:
             if abs(unit_price * qty - amount) > CENT:

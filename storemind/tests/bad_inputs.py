@@ -94,6 +94,9 @@ for cid, price in (("1e20", "1E+20"), ("1e20-number", 1e20), ("over-1e8", "10000
     amount = price if cid in ("3-decimals",) else "30.00"
     case(f"order-unit_price-{cid}", "pos", "post", ORD, order_with_line(unit_price=price, amount=amount), 400, "lines[0].unit_price")
 case("order-amount-3-decimals", "pos", "post", ORD, order_with_line(qty=1, unit_price="15.00", amount="15.004"), 400, "lines[0].amount")
+# one 青岛啤酒 (list price 15) at ¥99,999,999.99 was a 201 and made the store's month ¥100 million
+case("order-unit-price-far-over-list", "pos", "post", ORD, order_with_line(qty=1, unit_price="99999999.99", amount="99999999.99"), 400,
+     "lines[0].unit_price")
 case("order-total-3-decimals", "pos", "post", ORD, with_(ORDER, "total", "30.001"), 400, "total")
 case("order-total-1e20", "pos", "post", ORD, with_(ORDER, "total", "1E+20"), 400, "total")
 case("order-total-negative-huge", "pos", "post", ORD, with_(ORDER, "total", "-1E+20"), 400, "total")
