@@ -174,11 +174,11 @@ def resolve_follow_up(state: AgentState) -> None:
         return
     if prev.get("intent") in (POLICY, BOTH) and prev.get("top_document"):
         core = re.sub(r"^(那么?|那如果|如果|还有|另外|然后|再问一下)|呢\s*[？?]?$", "", q).strip()
-        # 「那团购券呢」 names a new thing: look for it in the previous answer's document. 「那要不要打120」
-        # names none: it continues the previous answer's section (the document's title alone,
-        # 未成年人与醉酒客人, sent it to the section on minors).
+        # 「那退卡呢」 names a new thing: look for it in the previous answer's document, near its section
+        # (the title alone drew the document's first section: 「那剩下的酒要倒掉吗」 → 适用范围,
+        # 「要是吐了呢」 after a drunk guest → minors). 「那要不要打120」 names none: it continues the section.
         heading = (prev.get("top_section") or "").split(" > ")[-1]
-        context = prev["top_document"] if _names_a_new_thing(core) or not heading else heading
+        context = f"{prev['top_document']} {heading}".strip() if _names_a_new_thing(core) or not heading else heading
         state.resolved_query = f"{context} {core}".strip()
 
 
