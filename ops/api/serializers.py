@@ -26,7 +26,7 @@ class OrderLineInSerializer(serializers.Serializer):
 class OrderInSerializer(serializers.Serializer):
     store = serializers.CharField(required=False, help_text="门店编码；POS 令牌绑定门店时可省略")
     external_id = serializers.CharField(max_length=64, help_text="POS 单号，同一门店内唯一（幂等键）")
-    created_at = serializers.DateTimeField(help_text="ISO 8601，带时区，如 2026-11-20T21:15:00+08:00；不能在未来")
+    created_at = serializers.DateTimeField(help_text="ISO 8601，如 2026-11-20T21:15:00+08:00；不带时区时按门店所在时区；不能在未来")
     channel = serializers.ChoiceField(choices=Order.Channel.choices, default=Order.Channel.DINE_IN)
     status = serializers.ChoiceField(choices=Order.Status.choices, default="paid")
     total = serializers.DecimalField(max_digits=11, decimal_places=2, max_value=MAX_MONEY, min_value=-MAX_MONEY)
