@@ -13,7 +13,7 @@ from django.db import transaction
 from core.audit import audit_record
 from core.errors import NotFound
 from core.roles import USE_ASSISTANT, require
-from ops.validation import text_problem
+from ops.validation import as_read, text_problem
 
 from .models import Conversation, Message, UnansweredQuestion, UserPreference
 from .pipeline import AgentResult, answer_question
@@ -28,11 +28,13 @@ def validate_query(query) -> str:
         raise ValidationError({"query": ["query 必须是字符串。"]})
     if problem := text_problem(query):
         raise ValidationError({"query": [f"问题{problem}"]})
-    if not query.strip():
-        raise ValidationError({"query": ["问题不能为空。"]})
     if len(query) > settings.SM_MAX_QUERY_CHARS:
         raise ValidationError({"query": [f"问题不能超过 {settings.SM_MAX_QUERY_CHARS} 个字符（现在 {len(query)} 个）。"]})
-    return query.strip()
+    query = as_read(query)
+    if not query:
+        raise ValidationError({"query": ["问题不能为空。"]})
+    return query
+
 
 
 THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")

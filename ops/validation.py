@@ -30,6 +30,18 @@ def text_problem(value: str) -> str | None:
     return None
 
 
+# Characters that change nothing a person reads: zero-width spaces and joiners, the BOM, soft
+# hyphens, and spaces between two Chinese characters. 「福\u200b田店」 and 「福 田 店」 were not read as
+# 福田店 (the answer silently used the asker's own store); 「\u200b\u200b」 searched as if it said something.
+_INVISIBLE = re.compile("[\u200b-\u200f\u2060\ufeff\u00ad]")
+_SPACE_IN_CHINESE = re.compile(r"(?<=[\u4e00-\u9fff])[ \u3000]+(?=[\u4e00-\u9fff])")
+
+
+def as_read(text: str) -> str:
+    """A question or query as a person reads it (see above), stripped."""
+    return _SPACE_IN_CHINESE.sub("", _INVISIBLE.sub("", text)).strip()
+
+
 def find_bad_text(data, path: str = "") -> tuple[str, str] | None:
     """The first (field path, reason) of a string in a JSON value that cannot be stored.
     Keys are checked as well as values; paths look like ``orders[3].lines[0].sku``."""

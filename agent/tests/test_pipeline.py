@@ -359,6 +359,14 @@ def test_a_store_comparison_by_channel_says_it_cannot_split_instead_of_dropping_
     assert plan.clarify and "不能按" in plan.clarify
 
 
+def test_a_store_named_with_invisible_characters_or_spaces_is_the_store_named():
+    # 「福\u200b田店上周卖了多少」 and 「福 田 店…」 were answered with the asker's own store's figures.
+    staff = make_user("agent_zero_width", role="staff", stores=["GZ-TH"])
+    for question in ("福\u200b田店上周卖了多少", "福 田 店上周卖了多少"):
+        result, _, _ = chat_ask(user=staff, query=question)
+        assert not result.data and "福田店" in result.answer and "广州天河店" not in result.answer.split("。")[0], question
+
+
 def test_how_many_of_a_product_sold_is_answered_in_units_and_follow_ups_switch_product():
     # 「上周天河店科罗娜卖了几瓶」 was answered from the 沽清 rule, and 「这个月青岛啤酒卖了多少」
     # with every store's whole revenue.
