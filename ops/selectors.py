@@ -127,6 +127,8 @@ def resolve_store(value: str) -> Store:
     for name, store in store_candidates():
         if value == name or value.upper() == name.upper():
             return store
+    if len(find_stores_in_text(value)) > 1:  # 「天河店,福田店」 was read as 天河店 alone
+        raise UnknownStore(f"「{value}」里有不止一家门店：这个参数一次只能是一家门店（比较几家门店请用门店对比）。")
     match = find_store_in_text(value)
     if match and match.store:
         return match.store

@@ -212,6 +212,7 @@ case("search-k-arabic-indic", "staff", "get", "/api/v1/knowledge/search?q=会员
 case("search-k-huge", "staff", "get", "/api/v1/knowledge/search?q=会员&k=99999999999999999999", None, 400, "k")
 case("search-k-negative", "staff", "get", "/api/v1/knowledge/search?q=会员&k=-1", None, 400, "k")
 case("search-q-nul", "staff", "get", "/api/v1/knowledge/search?q=%00", None, 400, "q")
+case("sales-two-stores-in-one-param", "staff", "get", "/api/v1/sales/summary?store=天河店,福田店&period=上周", None, 400, "store")  # was 天河店 alone
 case("search-q-zero-width-only", "staff", "get", "/api/v1/knowledge/search?q=%E2%80%8B%E2%80%8B", None, 400, "q")  # searched as if it said something
 case("chat-zero-width-only", "staff", "post", "/api/v1/chat", {"query": "\u200b\u200b\ufeff"}, 400, "query")
 case("search-q-missing", "staff", "get", "/api/v1/knowledge/search", None, 400, "q")
