@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from ops.models import Product
-from ops.periods import PeriodError, cn_number, find_period, find_periods, previous_period
+from ops.periods import PeriodError, cn_number, find_period, find_periods, is_so_far, previous_period
 from ops.selectors import UnknownStore, city_in_text, find_product_in_text, find_store_in_text, find_stores_in_text, known_products_text
 
 from . import vocabulary as vocab
@@ -121,8 +121,14 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
         periods = find_periods(question, today)
         if len(periods) >= 2:  # the later one against the earlier one, however they were said
             compared = sorted(periods[:2], key=lambda p: p.start, reverse=True)
+            if is_so_far(compared[0]) and compared[1].start == previous_period(compared[0]).start:
+                compared[1] = previous_period(compared[0])  # 「这周比上周」: three days against last week's same three
         elif len(periods) == 1 and vocab.CHANGE_FROM_BEFORE.search(question):
             compared = [periods[0], previous_period(periods[0])]
+        if compared and (tool == COMPARE_STORES or vocab.ACROSS_STORES.search(question)):
+            # 「哪家店上周环比涨得最多」: a change per store is not a tool yet; one total would drop the stores.
+            return DataPlan(COMPARE_STORES, clarify="各门店的环比还不能一次列出。可以一家一家问，比如「天河店上周跟上上周比」，"
+                                                    "或者问「上周各店对比」看各店的排名。", reason=reason)
         if compared:
             tool, reason = PERIOD_COMPARE, f"{PERIOD_COMPARE}：{compared[0].label} 对比 {compared[1].label} + " + reason
     if tool == COMPARE_STORES and (channel := vocab.CHANNEL_WORDS.search(question)):
@@ -173,9 +179,20 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
         else:
             params["store"] = None
 
+    if tool == PERIOD_COMPARE and not compared:
+        # A follow-up to a comparison (「那上个月呢」「那福田店呢」): a new period is compared with the
+        # one before it, else both periods stay.
+        try:
+            period = find_period(question, today)
+        except PeriodError as exc:
+            return DataPlan(tool, params, clarify=f"{exc}", reason=reason)
+        if period is not None:
+            compared = [period, previous_period(period)]
+        elif prev_params.get("period") and prev_params.get("baseline"):
+            params["period"], params["baseline"] = prev_params["period"], prev_params["baseline"]
     if tool == PERIOD_COMPARE and compared:
         params["period"], params["baseline"] = ({"label": p.label, "start": p.start.isoformat(), "end": p.end.isoformat()} for p in compared)
-    elif tool in PERIOD_TOOLS:
+    elif tool in PERIOD_TOOLS and tool != PERIOD_COMPARE:
         try:
             period = find_period(question, today)
         except PeriodError as exc:

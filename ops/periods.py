@@ -156,7 +156,8 @@ _RE_LAST_ONE = re.compile(r"(?:最近|近|过去)(一周|一个星期|一星期|
 # 「周天」 is left out on purpose: 「上周天河店」 is last week at 天河店, not last Sunday.
 # 「一共」「一起」「一样」 after 周 are words of their own: 「上周一共卖了多少」 is last week.
 # 「上周四家店排名」 is last week's four stores: a number word before 家/个/间/店/位 counts things.
-_RE_WEEKDAY = re.compile(r"(上上|上|本|这)?(?:周([一二三四五六日])|(?:星期|礼拜)([一二三四五六日天]))(?![共起直样般些定致切下点家个间店位])")
+_RE_WEEKDAY = re.compile(r"(上上|上|本|这)?(?:周([一二三四五六日])|(?:星期|礼拜)([一二三四五六日天]))(?![共起直样般些定致切下点])"
+                         r"(?!(家|个|间)(店|门店|分店))")
 
 
 # What a period parameter may be made of: digits and numerals, date and calendar words, range
@@ -227,7 +228,7 @@ def find_period(text: str, today: date) -> Period | None:
 
 
 # Between two periods being compared: 「上周跟上上周比」「11月1号到7号和8号到14号」.
-_COMPARE_JOIN = re.compile(r"跟|和|与|同|对比|相比|比起|比|vs|VS|还是|[，,。；;？?！!]")
+_COMPARE_JOIN = re.compile(r"跟|和|与|同(?!期|比)|对比|相比|比起|(?<!同|环)比|vs|VS|还是|[，,。；;？?！!]")
 
 
 def find_periods(text: str, today: date) -> list[Period]:
@@ -252,18 +253,26 @@ def find_periods(text: str, today: date) -> list[Period]:
     return found
 
 
+SO_FAR_LABELS = ("本周", "这周", "本月", "这个月", "这月")  # a period that runs up to today
+
+
+def is_so_far(period: Period) -> bool:
+    return period.label.startswith(SO_FAR_LABELS)
+
+
 def previous_period(period: Period) -> Period:
     """What a period is compared with when only it is named (「本月环比」「上周涨了还是跌了」): a
-    whole month → the month before; a month so far → the same days of the month before (上月同期);
-    anything else → as many days right before it."""
+    whole calendar month → the month before; this month so far → the same days of the month
+    before (上月同期); this week so far → the same weekdays of last week; anything else (国庆,
+    11月1日到7日) → as many days right before it."""
     start, end = period.start, period.end
-    if start.day == 1 and start.month == end.month:
+    if start.day == 1 and start.month == end.month and ((end + timedelta(days=1)).day == 1 or period.label.startswith(("本月", "这个月", "这月"))):
         y, m = _shift_month(start.year, start.month, -1)
         first, last = _month_range(y, m)
         if (end + timedelta(days=1)).day == 1:
             return Period(first, last, f"{y}年{m}月")
-        return Period(first, min(last, first.replace(day=end.day)), "上月同期")
-    if period.label in ("本周", "这周"):  # this week so far: the same weekdays of last week
+        return Period(first, first.replace(day=min(end.day, last.day)), "上月同期")  # 3月30日 → 2月28日, not an error
+    if period.label.startswith(("本周", "这周")):
         return Period(start - timedelta(days=7), end - timedelta(days=7), "上周同期")
     days = period.days
     label = {"上周": "上上周", "昨天": "前天", "今天": "昨天"}.get(period.label, f"之前 {days} 天")

@@ -12,7 +12,6 @@ balance lookup is audited.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, time, timedelta
@@ -434,9 +433,11 @@ def daily_trend(*, store: Store | None, period: Period, scope: list[Store] | Non
     return ToolResult("daily_trend", {}, rows, summary, ["date", "weekday", "revenue", "orders"])
 
 
-def restock_suggestion(on_hand: int, safety_stock: int, velocity: float, cover_days: int = 7) -> int:
-    """Units to order so stock covers `cover_days` of sales on top of the safety stock."""
-    return max(0, math.ceil(safety_stock + velocity * cover_days - on_hand))
+def restock_suggestion(on_hand: int, safety_stock: int, sold: int, cover_days: int = 7) -> int:
+    """Units to order (the SOP): safety stock + `cover_days` of sales at the last VELOCITY_DAYS'
+    daily average − on hand. Integer arithmetic: 62 sold became 62.02 (rounded average) and
+    29 became 29.000000000000004 (float), and ceil made either one more."""
+    return max(0, safety_stock + -(-sold * cover_days // VELOCITY_DAYS) - on_hand)
 
 
 def _stock_rows(items: list[Inventory], today: date) -> tuple[list[dict], Period]:
@@ -471,9 +472,7 @@ def _stock_rows(items: list[Inventory], today: date) -> tuple[list[dict], Period
                 "sold_7d": qty,
                 "velocity_per_day": velocity,
                 "days_of_cover": round(inv.on_hand / velocity, 1) if velocity else None,
-                # The SOP: 7 days of sales at the last 7 days' daily average — the unrounded one
-                # (rounded to 8.86 first, 62 bottles a week became 62.02 and ceil made it 63).
-                "suggested_qty": restock_suggestion(inv.on_hand, inv.safety_stock, qty / VELOCITY_DAYS),
+                "suggested_qty": restock_suggestion(inv.on_hand, inv.safety_stock, qty),
             }
         )
     return rows, window

@@ -179,6 +179,10 @@ def test_a_product_already_in_a_pending_restock_is_not_requested_twice(staff, ma
     ("客人说菜里有头发要求赔偿，帮我建个工单", "食品安全", "较重"),
     ("帮我建个工单：两位客人吃完拉肚子", "食品安全", "严重"),
     ("结账多收了客人30块，建个客诉单", "收银结账", "一般"),
+    ("客人拉肚子了提个工单", "食品安全", "严重"),  # the complaint before 「提个工单」 was cut away with it
+    ("多收了客人120块，建个工单", "收银结账", "一般"),  # ¥120 is not an ambulance
+    ("等了40分钟酒还没上，帮我建个工单", "服务态度", "一般"),
+    ("客人说黑牌有异味，帮我建个工单", "酒水品质", "一般"),
 ])
 def test_a_tickets_category_and_severity_come_from_the_complaint_not_the_request(text, category, severity):
     from agent.slots import ticket_category, ticket_severity

@@ -305,7 +305,8 @@ def test_policy_follow_up_resolves_against_the_previous_turn(staff):
     assert any(c["section_path"].endswith("退卡与退款") for c in result.citations)
     _, conv, _ = chat_ask(user=staff, query="满减和折扣券能一起用吗")
     result, _, _ = chat_ask(user=staff, query="那团购券呢", thread_id=conv.thread_id)
-    assert next(s for s in result.trace if s["step"] == "route")["detail"]["resolved_query"].startswith("活动核销规则 ")
+    resolved = next(s for s in result.trace if s["step"] == "route")["detail"]["resolved_query"]
+    assert resolved.startswith("活动核销规则 ") and resolved.endswith(" 团购券")
 
 
 def test_a_follow_up_without_a_new_thing_continues_the_previous_section(staff):
@@ -365,6 +366,21 @@ def test_a_store_named_with_invisible_characters_or_spaces_is_the_store_named():
     for question in ("福\u200b田店上周卖了多少", "福 田 店上周卖了多少"):
         result, _, _ = chat_ask(user=staff, query=question)
         assert not result.data and "福田店" in result.answer and "广州天河店" not in result.answer.split("。")[0], question
+
+
+def test_a_follow_up_to_a_comparison_compares_again_and_stores_are_not_summed_silently():
+    # 「那上个月呢」 after a comparison was 「这个参数是必填的」 (the baseline was not carried);
+    # 「哪家店上周环比涨得最多」 compared all stores summed as one.
+    from agent.data_guard import plan_data
+    from ops.tools import local_today
+
+    staff = make_user("agent_compare_fu", role="staff", stores=["GZ-TH"])
+    first, conv, _ = chat_ask(user=staff, query="上周跟上上周比怎么样")
+    assert first.data and first.data[0]["tool"] == "period_compare"
+    again, _, _ = chat_ask(user=staff, query="那上个月呢", thread_id=conv.thread_id)
+    assert again.data and again.data[0]["tool"] == "period_compare" and len(again.data) == 2, again.answer
+    plan = plan_data("哪家店上周环比涨得最多", today=local_today())
+    assert plan.clarify and "一家一家问" in plan.clarify
 
 
 def test_how_many_of_a_product_sold_is_answered_in_units_and_follow_ups_switch_product():

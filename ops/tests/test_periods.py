@@ -248,3 +248,26 @@ def test_this_week_so_far_is_compared_with_the_same_days_of_last_week():
 
     p = previous_period(Period(date(2026, 11, 16), date(2026, 11, 18), "本周"))
     assert (p.start.isoformat(), p.end.isoformat(), p.label) == ("2026-11-09", "2026-11-11", "上周同期")
+
+
+@pytest.mark.parametrize("question,start,end", [
+    ("上周六店里卖了多少", "2026-11-14", "2026-11-14"),  # 「六店」 is not a number of stores
+    ("周五店里生意怎么样", "2026-11-13", "2026-11-13"),
+])
+def test_a_weekday_before_店里_is_still_a_weekday(question, start, end):
+    period = find_period(question, TODAY)
+    assert (period.start.isoformat(), period.end.isoformat()) == (start, end)
+
+
+def test_previous_period_edges():
+    from ops.periods import Period, find_periods, previous_period
+
+    # 3月1日–30日 so far against February: its last day, not an error
+    p = previous_period(Period(date(2026, 3, 1), date(2026, 3, 30), "本月"))
+    assert (p.start.isoformat(), p.end.isoformat(), p.label) == ("2026-02-01", "2026-02-28", "上月同期")
+    # a holiday starting on the 1st is not 「this month so far」
+    p = previous_period(Period(date(2026, 10, 1), date(2026, 10, 7), "国庆"))
+    assert (p.start.isoformat(), p.end.isoformat()) == ("2026-09-24", "2026-09-30")
+    # 同期 is one word, not 「同」 joining two periods
+    periods = find_periods("本月跟上个月同期比", TODAY)
+    assert [(q.start.isoformat(), q.end.isoformat()) for q in periods] == [("2026-11-01", "2026-11-18"), ("2026-10-01", "2026-10-18")]
