@@ -169,7 +169,9 @@ def resolve_follow_up(state: AgentState) -> None:
     prev = state.previous
     q = state.question.strip()
     state.resolved_query = q
-    elliptical = prev.get("intent") in (POLICY, BOTH) and len(q.rstrip("？?。")) <= _ELLIPTICAL_MAX and _ELLIPTICAL.search(q)
+    # 「要不要店长批」 names one thing; 「要不要给客人叫代驾」 (客人, 代驾) is a question of its own.
+    elliptical = prev.get("intent") in (POLICY, BOTH) and len(q.rstrip("？?。")) <= _ELLIPTICAL_MAX and _ELLIPTICAL.search(q) \
+        and len(_new_words(q)) <= 1
     if not prev or not (_FOLLOW_UP.search(q) or elliptical) or len(q) > 20:
         return
     if prev.get("intent") in (POLICY, BOTH) and prev.get("top_document"):
@@ -182,10 +184,14 @@ def resolve_follow_up(state: AgentState) -> None:
         state.resolved_query = f"{context} {core}".strip()
 
 
+def _new_words(core: str) -> list[str]:
+    return [t for t in tokenize(core) if len(t) >= 2 and not t.isdigit() and t not in vocab.FOLLOW_UP_FUNCTION_WORDS]
+
+
 def _names_a_new_thing(core: str) -> bool:
     """Does a follow-up name something of its own (团购券, 退卡, 客人…不舒服), or only ask more
     about the last answer (要不要打120, 要多久, 要多少钱)?"""
-    return any(len(t) >= 2 and not t.isdigit() and t not in vocab.FOLLOW_UP_FUNCTION_WORDS for t in tokenize(core))
+    return bool(_new_words(core))
 
 
 def route_node(state: AgentState) -> None:

@@ -75,10 +75,13 @@ def _names_its_subject(text: str) -> bool:
         return True
 
 
-def _names_a_product(text: str) -> bool:
+def _is_a_product_name(text: str, *, anywhere: bool = False) -> bool:
+    """Is `text` exactly a product's name or alias (「补科罗娜」, not 「补一瓶黑牌给客人」), or, with
+    `anywhere`, does it name one?"""
     from ops.selectors import find_product_in_text
 
-    return find_product_in_text(text) is not None
+    found = find_product_in_text(text)
+    return found is not None and (anywhere or found[0] == text.strip())
 
 
 def _names_two_periods(text: str) -> bool:
@@ -154,15 +157,15 @@ def route_by_rules(question: str) -> Route:
 
     if scores[ACTION] >= 3:
         return Route(ACTION, f"动作请求 — {why(ACTION)}", scores)
-    if (m := vocab.RESTOCK_A_PRODUCT.fullmatch(text)) and _names_a_product(m.group("what")):
+    if (m := vocab.RESTOCK_A_PRODUCT.fullmatch(text)) and _is_a_product_name(m.group("what")):
         return Route(ACTION, f"动作请求 — 补 +商品名「{m.group('what')}」", scores)
-    if r.policy_core == 0 and vocab.STOCK_LEFT.search(text) and _names_a_product(text):
+    if r.policy_core == 0 and vocab.STOCK_LEFT.search(text) and _is_a_product_name(text, anywhere=True):
         return Route(DATA, f"问某个商品还有多少（库存）— {why(DATA) or '商品名 + 还有多少'}", scores)
-    if r.policy_core == 0 and vocab.FIGURE_COMPARE.search(text) and _names_two_periods(text):
-        return Route(DATA, f"两段时间的经营数据对比 — {why(DATA)}", scores)
     if scores[OUT_OF_SCOPE] >= 3 and not _about_the_store(text, r):
         top = max((h for h in r.hits if h.signal.intent == OUT_OF_SCOPE), key=lambda h: h.score)
         return Route(OUT_OF_SCOPE, f"与门店运营无关 — {why(OUT_OF_SCOPE)}", scores, decline=vocab.DECLINE[top.signal.name])
+    if r.policy_core == 0 and vocab.FIGURE_COMPARE.search(text) and _names_two_periods(text):
+        return Route(DATA, f"两段时间的经营数据对比 — {why(DATA)}", scores)
     if r.is_data and not _names_its_subject(text):
         if _asks_a_price(text, r):
             return Route(POLICY, f"问的是价格（酒水单），不是销售数据 — {why(POLICY, DATA)}", scores)

@@ -23,8 +23,8 @@ PERIOD_CHANGE = re.compile(r"涨|跌|增长|下降|变化|环比|同比|哪个[^
                            r"比[^，。？！]{1,8}(多|少|好|差|怎么样|如何|咋样)")
 # Two periods named with a word about the figures (「上周比上上周卖得多吗」「这周跟上周比怎么样」) ask for
 # the figures compared even without a sales word; 「上周和上上周的排班有什么不同」 does not.
-FIGURE_COMPARE = re.compile(r"卖|生意|营业额|销售|流水|业绩|单|客流|多还是少|多吗|少吗|好吗|差吗|怎么样|如何|咋样|涨|跌|哪个[^，。？！]{0,4}(多|高|好)|"
-                            r"比$|比呢|比一下|比比|对比|比较")
+FIGURE_COMPARE = re.compile(r"卖|生意|营业额|销售|流水|业绩|订单|多少单|几单|单量|客流|多还是少|多吗|少吗|好吗|差吗|涨|跌|哪个[^，。？！]{0,4}(多|高|好)|"
+                            r"比$|比呢|比一下|比比|比[^，。？！]{0,2}(怎么样|如何|咋样)|对比|比较")
 CHANGE_FROM_BEFORE = re.compile(r"涨|跌|增长|下降|变化|环比|比上|比之前|比前")
 # A sales question about one channel or about refunds (「上周外卖卖了多少」「昨天退款了几单」) is asked
 # per channel: the store's paid total would silently drop the filter.
@@ -71,15 +71,15 @@ SIGNALS: tuple[Signal, ...] = (
     # A clause that is the order (「补货：可口可乐 24 瓶」「补货科罗娜48瓶」「青岛补两箱」「下单两箱可乐」
     # 「青岛啤酒要补货，补20箱」「青岛啤酒补5箱，帮我提一下」), in a message that asks nothing
     # (「补货48瓶够不够」「补货的时候写6瓶」).
-    Signal("补货指令", ACTION, r"^(?![^\n]*(吗|嘛|么|呢|够|多少|几|怎|谁|哪|是不是|要不要|行不行|时候|的话|如果|为什么|为啥|[?？]))"
+    Signal("补货指令", ACTION, r"^(?![^\n]*(吗|嘛|么|呢|够|多少|几|怎|谁|哪|是不是|要不要|行不行|时候|的话|如果|为什么|为啥|[?？]|"
+           r"已经|刚|[补进订下]了|昨天|前天|上周|上个?月|去年|预订|预定|给客人|给顾客|给他|给她|给这桌|给那桌))"
            r"(?:[^\n]*[，,。；;！!\s])?\s*(?:"
            r"(申请)?(补货?|下单|订货?|进货?)[：:，,\s]*[^，,。；;？！\d]{1,12}?\s*[零〇一二两三四五六七八九十百千万\d]+\s*(箱|瓶|件|桶|份|杯)|[^，,。；;？！\d]{1,12}?(补货?|下单|订货?|进货?)\s*[零〇一二两三四五六七八九十百千万\d]+\s*(箱|瓶|件|桶|份|杯)|"
            r"(申请)?(补货?|下单|订货?|进货?)\s*[零〇一二两三四五六七八九十百千万\d]+\s*(箱|瓶|件|桶|份|杯)[^，,。；;？！\d]{0,12})\s*[。！!]?\s*"
            r"([，,]\s*(帮我|麻烦|请)?(提|申请|下|弄|报|交)一?下(单)?\s*[。！!]?)?\s*$", 3),
-    # The whole message asks for a restock and names no quantity yet (「补科罗娜」「补货 红牌」「我要补货」):
-    # the conversation asks for what is missing.
-    Signal("要补货", ACTION, r"^(?![^\n]*(吗|嘛|么|呢|够|多少|几|怎|谁|哪|什么|是不是|要不要|行不行|时候|的话|如果|为什么|为啥|流程|规定|规则|"
-           r"标准|要求|周期|了|[?？]))\s*(我要|我想|要|想|帮忙)?(申请)?补货\s*[：:，,\s]*[^，。？！\d]{0,8}\s*[。！!]?\s*$", 3),
+    # The whole message asks for a restock and names nothing yet (「我要补货」「申请补货」): the conversation
+    # asks for the product and the quantity. (「补科罗娜」: the router checks the name against the product list.)
+    Signal("要补货", ACTION, r"^\s*(我要|我想|要|想|帮忙)?(申请)?补货\s*[。！!]?\s*$", 3),
     Signal("请求建工单", ACTION, r"(帮我|给我|请|麻烦)?[^，。？！]{0,4}(建|开|提|创建|登记|提交)(一?个|一?张|一下)?[^，。？！]{0,4}(工单|投诉单|客诉单)", 3),
 
     # --- data: each points to the tool that answers it ------------------------------------------
@@ -140,18 +140,19 @@ DECIDE_PROPOSAL = re.compile(r"(确认|批准|同意|通过|驳回|拒绝|否决
                              r"(?:(?:提案|补货单|补货申请|工单)\s*#?\s*(\d+)|#\s*(\d+)|(\d+)\s*号?(?:提案|补货单|补货申请|工单))")
 
 # 「把26号补货拒了」「12号提案批了吧」: the same, with the number first and the verb after.
-DECIDE_PROPOSAL_AFTER = re.compile(r"#?\s*(\d+)\s*号?(?:提案|补货单|补货申请|补货|工单)[^，。？！\d]{0,4}(确认|批准|同意|通过|驳回|拒绝|否决|拒掉|拒了|批了)")
+DECIDE_PROPOSAL_AFTER = re.compile(r"#?\s*(\d+)\s*号?(?:提案|补货单|补货申请|补货|工单)[^，。？！\d]{0,4}(确认|批准|同意|通过|驳回|拒绝|否决|拒掉|拒了|批了)"
+                                   r"(?!了?[吗没嘛]|没有)")  # 「12号提案批了吗」 asks where it stands
 
 # Where the asker's proposals stand (「我刚提的补货申请店长批了没」「补货单状态」), or which wait for
 # them (「有哪些待我确认的补货申请」): read from the proposals, not searched in the rules.
-_PROPOSAL_WORDS = r"(提案|补货申请|补货单|提的补货|申请的补货|补货|工单|申请)"
+_PROPOSAL_WORDS = r"(提案|补货申请|补货单|提的补货|申请的补货|补货|工单|我的申请|我提的申请|我申请的)"
 PROPOSAL_STATUS = re.compile(_PROPOSAL_WORDS + r"[^，。？！]{0,10}(批了没|批了吗|批没批|批下来|通过了[吗没]|状态|进度|怎么样了|到哪一?步|"
-                             r"有结果了?[吗没]|处理了[吗没]|确认了[吗没]|有没有批|被拒|拒了[吗没]?$|驳回了)|(为什么|为啥|怎么)被拒")
+                             r"有结果了?[吗没]|处理了[吗没]|确认了[吗没]|有没有批|被拒|拒了[吗没]?$|驳回了)")
 # 「科罗娜还有多少」「黑方还有没有货」: with a product named, how much of it is left (stock), not a rule.
 # 「补科罗娜」: 补 and a product's name, nothing else (「补签」「补打小票」 name no product).
-RESTOCK_A_PRODUCT = re.compile(r"\s*(我要|我想|要|想|帮忙)?补\s*(?P<what>[^，。？！\d]{1,10}?)\s*[。！!]?\s*")
+RESTOCK_A_PRODUCT = re.compile(r"\s*(我要|我想|要|想|帮忙)?(申请)?补货?\s*[：:，,\s]*(?P<what>[^，。？！\d\s]{1,10}?)\s*[。！!]?\s*")
 # A guest's stored bottle (「存的黑牌还有多少」) is not the bar's stock.
-STOCK_LEFT = re.compile(r"^(?![^\n]*(存的|存酒|寄存))[^\n]*?((还有|还剩|剩下?|有)(多少|几)(?![钱天年次个人客位])|还有没有货?|还有货|有货吗|有没有货)")
+STOCK_LEFT = re.compile(r"^(?![^\n]*(存的|存酒|寄存))[^\n]*?((还有|还剩|剩下?)(多少|几)(?![钱天年次个人客位种])|还有没有货?|还有货|有货吗|有没有货)")
 ASKS_HOW = re.compile(r"怎么办|咋办|咋整|怎么处理|如何处理|怎么弄|规定|流程|能不能|可不可以|可以吗|要不要")
 AWAITING_ME = re.compile(r"(待|等)[我你]?(确认|审批|处理|批)的?[^，。？！]{0,4}" + _PROPOSAL_WORDS + r"|(等|待)[我你](确认|审批|处理|批)|"
                          + _PROPOSAL_WORDS + r"[^，。？！]{0,6}(待|等)[我你](确认|审批|处理|批)|"

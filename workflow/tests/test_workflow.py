@@ -345,11 +345,17 @@ def test_chat_says_where_the_askers_proposals_stand_and_which_wait_for_a_manager
         for variant in ("我之前申请的补货到哪一步了", "我的申请有被拒绝的吗"):  # were answered from rules
             assert f"#{mine.pk}" in answer_question(variant, user=people["staff"])[0].answer, variant
         assert "确认、拒绝" not in again.answer  # staff confirm no restock: the page is only where details are
+        proposal_create(user=people["staff"], kind="restock", store=store, source="api",
+                        payload={"lines": [{"sku": "B003", "quantity": 1, "unit": "箱"}]})
         for variant in ("有哪些等我确认的", "员工提的补货申请有哪些"):
-            assert "待你确认的提案" in answer_question(variant, user=people["manager"])[0].answer or "没有待确认" in \
-                answer_question(variant, user=people["manager"])[0].answer, variant
+            assert "待你确认的提案" in answer_question(variant, user=people["manager"])[0].answer, variant
+        for other in ("客人刷卡为什么被拒", "请假申请到哪一步了"):  # not about proposals
+            assert "你最近提交" not in answer_question(other, user=people["staff"])[0].answer, other
+        status, _ = answer_question(f"{mine.pk}号提案批了吗", user=people["staff"])
+        assert "不会替任何人确认" not in status.answer and f"#{mine.pk}" in status.answer
         assert "#" not in answer_question("补货申请被拒了怎么办", user=people["staff"])[0].answer.split("\n")[0]
         rejected, _ = answer_question("把26号补货拒了", user=people["manager"])
         assert "#26" in rejected.answer and "不会替任何人确认或拒绝" in rejected.answer
     finally:
+        Proposal.objects.filter(proposed_by=people["staff"], status="pending").update(status="rejected")
         Proposal.objects.filter(pk=mine.pk).delete()
