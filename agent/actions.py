@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ops.models import Product
+from ops.selectors import UnknownProduct, resolve_product
 
 from . import slots
 from . import vocabulary as vocab
@@ -41,9 +41,6 @@ def _outcome(step: slots.Step, state, **detail) -> ActionOutcome:
     return ActionOutcome(step.message, proposal, None, {**detail, **step.detail, "pending": pending}, pending)
 
 
-PRODUCT_TOOLS = ("product_stock", "product_sales")
-
-
 def propose_from_question(state) -> ActionOutcome:
     """A new request: fill what its first sentence says, then ask for the rest or propose."""
     pending, parsed = slots.start(state.question, user=state.user, history=state.history)
@@ -52,10 +49,13 @@ def propose_from_question(state) -> ActionOutcome:
     changed = slots.merge(pending, parsed, "")
     if pending.kind == slots.RESTOCK and not pending.skus and not pending.not_a_product:
         # 「芝华士快没了」 → 「帮我补一箱」: the product the previous answer was about.
-        product = (state.previous.get("params") or {}).get("product") if state.previous.get("tool") in PRODUCT_TOOLS else None
-        if product and (found := Product.objects.filter(name=product).first()) is not None:
-            pending.skus = [found.sku]
-            changed.append("product")
+        product = (state.previous.get("params") or {}).get("product") if state.previous.get("tool") in vocab.PRODUCT_TOOLS else None
+        if product:
+            try:
+                pending.skus = [resolve_product(product).sku]
+                changed.append("product")
+            except UnknownProduct:  # renamed since: ask, as for any order without a product
+                pass
     step = slots.advance(pending, user=state.user, today=state.today, suggest=_suggest(state))
     return _outcome(step, state, kind=pending.kind, filled=changed)
 

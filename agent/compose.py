@@ -21,6 +21,8 @@ from knowledge.selectors import Hit, SectionUnit, index_cached, section_units
 from knowledge.text import tokenize
 from ops.tools import ToolResult
 
+from . import vocabulary as vocab
+
 _DOC_REF = re.compile(r"\[(\d+)\]")
 _DATA_REF = re.compile(r"\[D(\d+)\]")
 
@@ -246,6 +248,36 @@ def extractive_data_answer(tool_result: ToolResult, sources: Sources) -> str:
     return "\n".join(lines)
 
 
+def proposals_status_answer(user, items: list, total: int, *, awaiting_me: bool) -> str:
+    """Where each proposal stands, in one line each, and where to see (and, for those who may,
+    decide) them: the 「操作提案」 page."""
+    from core.localtime import local_time
+    from workflow.models import CONFIRM_PERMS, Proposal
+
+    page = next(url for _, name, url, _ in vocab.PAGES if name == "操作提案")
+    if not items:
+        return (f"你能确认的门店里，目前没有待确认的提案（「操作提案」页面：{page}）。" if awaiting_me
+                else "你还没有提交过提案。要补货可以说「帮我补两箱青岛」。")
+    if awaiting_me:
+        head = f"待你确认的提案共 {total} 个" + (f"，最近 {len(items)} 个：" if total > len(items) else "：")
+    else:
+        head = f"你最近提交的 {len(items)} 个提案："
+
+    def stands(p) -> str:
+        when = local_time(p.decided_at, p.store).strftime("%m-%d %H:%M") if p.decided_at else ""
+        who = p.decided_by.username if p.decided_by else "系统"
+        if p.status == Proposal.Status.PENDING:
+            return "待确认"
+        if p.status == Proposal.Status.REJECTED:
+            return f"已拒绝（{who}，{when}）：{p.decision_note}"
+        return f"{p.get_status_display()}（{who}，{when}）"
+
+    lines = [f"- #{p.pk} {p.get_kind_display()} · {p.store.name} · {p.content_text()} · {stands(p)}" for p in items]
+    decides = any(user.has_perm(CONFIRM_PERMS[p.kind]) for p in items)  # staff confirm tickets, not restocks
+    where = f"详情和确认、拒绝都在「操作提案」页面（{page}）。" if decides else f"详情在「操作提案」页面（{page}）。"
+    return "\n".join([head, *lines, where])
+
+
 # --- the guards ----------------------------------------------------------------------------
 
 
@@ -314,8 +346,8 @@ def guard_mandatory_clauses(question: str, answer: str, sources: Sources, audien
 
 def _triggered(rule: dict, question: str, cited_documents: set) -> bool:
     """A trigger word (「拉肚子」) is in the question; or a word with everyday senses the rule does
-    not mean (`context_triggers`: 「过期」 of a voucher, 「坏了」 of a machine) is, and the answer
-    already cites the rule's own document: the question is about that scenario."""
+    not mean (`context_triggers`: 「过期」 of a voucher, 「坏了」 of a machine) is, and the answer's
+    sources include the rule's own document: the question is about that scenario."""
     if any(t in question for t in rule.get("triggers", [])):
         return True
     return rule["document_id"] in cited_documents and any(t in question for t in rule.get("context_triggers", []))

@@ -476,7 +476,7 @@ def check_phrasing(item: dict, today: date = PHRASINGS_TODAY) -> dict | None:
     from .data_guard import plan_data
     from .router import DATA, route_by_rules
 
-    decision = route_by_rules(item["q"])
+    decision = route_by_rules(item["q"], today)
     got = {"intent": decision.intent, "reason": decision.reason}
     if decision.intent == DATA:
         plan = plan_data(item["q"], today=today)

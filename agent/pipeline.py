@@ -196,7 +196,7 @@ def _names_a_new_thing(core: str) -> bool:
 
 def route_node(state: AgentState) -> None:
     with state.trace.step("route") as detail:
-        decision = route(state.resolved_query, get_llm())
+        decision = route(state.resolved_query, get_llm(), state.today)
         prev_intent = state.previous.get("intent")
         if not decision.decided and prev_intent in (DATA, BOTH) and (state.resolved_query != state.question or _FOLLOW_UP.search(state.question)):
             decision = Route(DATA, f"追问，沿用上一轮的数据意图（{prev_intent}）", decision.scores)
@@ -260,7 +260,7 @@ def guards_node(state: AgentState) -> SearchResult | None:
             "span_ms": d_span, "skipped": plan is None, "plan": plan.as_dict() if plan else None,
             "rows": len(tool_result.rows) if tool_result else 0, "error": error,
         }
-        if tool_result is not None and tool_result.tool in STOCK_TOOLS:
+        if tool_result is not None and tool_result.tool in vocab.STOCK_TOOLS:
             detail["data_guard"]["restock_figures"] = [
                 {k: r[k] for k in ("store", "product", "on_hand", "safety_stock", "sold_7d", "velocity_per_day", "suggested_qty")}
                 for r in tool_result.rows
@@ -406,10 +406,11 @@ def proposal_status(state: AgentState) -> bool:
     if len(question) > 40 or not (awaiting or vocab.PROPOSAL_STATUS.search(question)) or state.user is None \
             or vocab.ASKS_HOW.search(question):  # 「补货申请被拒了怎么办」 asks for the rule
         return False
-    from workflow.selectors import proposals_status_text
+    from workflow.selectors import proposals_for_status
 
     state.route = Route(ACTION, "查提案进度：" + ("待我确认的提案" if awaiting else "我提交的提案"))
-    state.answer = proposals_status_text(state.user, awaiting_me=awaiting)
+    items, total = proposals_for_status(state.user, awaiting_me=awaiting)
+    state.answer = compose.proposals_status_answer(state.user, items, total, awaiting_me=awaiting)
     with state.trace.step("route") as detail:
         detail.update(state.route.as_dict())
     return True
@@ -565,13 +566,10 @@ def run(state: AgentState) -> AgentState:
     return state
 
 
-STOCK_TOOLS = ("low_stock", "product_stock")
-
-
 def maybe_offer_restock(state: AgentState) -> None:
     """A stock answer with items below their safety stock offers a restock proposal (quantities
     from safety stock and velocity)."""
-    if state.tool_result is None or state.tool_result.tool not in STOCK_TOOLS or not state.tool_result.rows:
+    if state.tool_result is None or state.tool_result.tool not in vocab.STOCK_TOOLS or not state.tool_result.rows:
         return
     from .actions import offer_restock
 

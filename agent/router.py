@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import date
 
 from . import vocabulary as vocab
 from .vocabulary import ACTION, BOTH, DATA, OUT_OF_SCOPE, POLICY
@@ -84,11 +85,11 @@ def _is_a_product_name(text: str, *, anywhere: bool = False) -> bool:
     return found is not None and (anywhere or found[0] == text.strip())
 
 
-def _names_two_periods(text: str) -> bool:
+def _names_two_periods(text: str, today: date | None) -> bool:
     from ops.periods import find_periods
     from ops.tools import local_today
 
-    return len(find_periods(text, local_today())) >= 2
+    return len(find_periods(text, today or local_today())) >= 2
 
 
 def _asks_both(text: str, whole: _Reading) -> bool:
@@ -147,7 +148,8 @@ def _someone_elses_card(r: _Reading, text: str) -> bool:
     return _core_data_signals(r) == {"会员余额"} and bool(vocab.THIRD_PARTY_WANTS.search(text))
 
 
-def route_by_rules(question: str) -> Route:
+def route_by_rules(question: str, today: date | None = None) -> Route:
+    """`today`: the store's date the question is asked on (the two-period check reads periods)."""
     text = question or ""
     r = _read(text)
     scores = {intent: vocab.score(r.hits, intent) for intent in (ACTION, DATA, POLICY, OUT_OF_SCOPE)}
@@ -164,7 +166,7 @@ def route_by_rules(question: str) -> Route:
     if scores[OUT_OF_SCOPE] >= 3 and not _about_the_store(text, r):
         top = max((h for h in r.hits if h.signal.intent == OUT_OF_SCOPE), key=lambda h: h.score)
         return Route(OUT_OF_SCOPE, f"与门店运营无关 — {why(OUT_OF_SCOPE)}", scores, decline=vocab.DECLINE[top.signal.name])
-    if r.policy_core == 0 and vocab.FIGURE_COMPARE.search(text) and _names_two_periods(text):
+    if r.policy_core == 0 and vocab.FIGURE_COMPARE.search(text) and _names_two_periods(text, today):
         return Route(DATA, f"两段时间的经营数据对比 — {why(DATA)}", scores)
     if r.is_data and not _names_its_subject(text):
         if _asks_a_price(text, r):
@@ -193,9 +195,9 @@ ROUTER_PROMPT = (
 )
 
 
-def route(question: str, llm=None) -> Route:
+def route(question: str, llm=None, today: date | None = None) -> Route:
     """Rules first; the LLM classifies only what the rules leave undecided, when one is configured."""
-    decision = route_by_rules(question)
+    decision = route_by_rules(question, today)
     if decision.decided or llm is None or not llm.available:
         return decision
     try:

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
-from core.audit import audit_record
+from core.audit import audit_denial, audit_record
 from core.errors import NotFound
 from core.roles import USE_ASSISTANT, require
 from ops.validation import as_read, text_problem
@@ -163,6 +163,7 @@ def unanswered_record(*, question: str, user, message, source: str, reason: str 
 def unanswered_resolve(*, item: UnansweredQuestion, user, note: str = "") -> UnansweredQuestion:
     from django.utils import timezone
 
+    _may_teach(user, item)
     with transaction.atomic():
         item.resolved, item.resolved_by, item.resolved_at, item.note = True, user, timezone.now(), note[:255]
         item.save(update_fields=["resolved", "resolved_by", "resolved_at", "note"])
@@ -173,6 +174,7 @@ def unanswered_resolve(*, item: UnansweredQuestion, user, note: str = "") -> Una
 def _may_teach(user, item: UnansweredQuestion) -> None:
     require(user, "agent.change_unansweredquestion", attempt="resolve_unanswered", message="只有店长可以处理未解答问题。")
     if not UnansweredQuestion.objects.restrict(user, "change").filter(pk=item.pk).exists():
+        audit_denial(actor=user, attempt="resolve_unanswered", reason="question of another store's asker", target=item)
         raise NotFound(f"没有未解答问题 #{item.pk}。")  # another store's asker: like a missing one
 
 
@@ -216,13 +218,18 @@ def unanswered_mark_gap(*, item: UnansweredQuestion, user, note: str) -> Unanswe
     return item
 
 
-def feedback_submit(*, message: Message, user, helpful: bool, reason: str = ""):
+def feedback_submit(*, message: Message, user, helpful: bool | str, reason: str = ""):
     """👍/👎 on an answer; a 👎 puts the question on the unanswered list for review.
     Submitting again updates the user's earlier feedback (one per user and answer)."""
     from .models import Feedback
 
     if message.role != Message.Role.ASSISTANT or message.conversation.user_id != user.pk:
         raise PermissionDenied("只能评价自己会话里的回答。")
+    # A form sends "1" / "0"; anything else counted as 没用 and filed the question as unanswered.
+    if not isinstance(helpful, bool):
+        if helpful not in ("1", "0"):
+            raise ValidationError({"helpful": ["helpful 只能是 1（有用）或 0（没用）。"]})
+        helpful = helpful == "1"
     reason = (reason or "").strip()
     if len(reason) > 255:
         raise ValidationError({"reason": ["原因最多 255 个字。"]})

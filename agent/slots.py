@@ -182,7 +182,8 @@ def _lines(pending: PendingAction, products: dict[str, Product]) -> tuple[list[d
             said.append(f"{product.name} {pending.qty}箱 × {product.case_size}{product.unit} = {quantity}{product.unit}")
         else:
             said.append(f"{product.name} {quantity}{product.unit}")
-        reason = f"聊天申请：{pending.started_with[:60]}" + (f"（{pending.qty}箱×{product.case_size}{product.unit}）" if pending.unit == "箱" else "")
+        reason = f"聊天申请：{pending.started_with[:60]}" + (
+            f"（{pending.qty}箱×{product.case_size}{product.unit}）" if pending.unit == Product.Unit.CASE else "")
         lines.append({"sku": product.sku, "quantity": quantity, "unit": product.unit, "reason": reason})
     return lines, "、".join(said)
 

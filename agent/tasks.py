@@ -1,5 +1,6 @@
 """The agent as a Celery task: the same service as the request path."""
 import logging
+import uuid
 
 from celery import shared_task
 
@@ -38,10 +39,12 @@ def submit_ask(user_id: int, query: str, thread_id: str | None):
     broker does not answer, so the caller can fall back or say 503."""
     from django.core.cache import cache
 
+    task_id = str(uuid.uuid4())
     try:
-        task = ask_task.apply_async((user_id, query, thread_id), retry=False)
-        cache.set(_owner_key(task.id), user_id, OWNER_TTL_S)
-        return task
+        # The owner first: if the cache cannot be written nothing is queued, rather than a queued
+        # task reported as a failed publish (and answered a second time by the caller).
+        cache.set(_owner_key(task_id), user_id, OWNER_TTL_S)
+        return ask_task.apply_async((user_id, query, thread_id), task_id=task_id, retry=False)
     except _queue_errors() as exc:
         log.warning("broker unavailable, question not queued: %s: %s", type(exc).__name__, exc)
         raise QueueUnavailable(str(exc)) from exc

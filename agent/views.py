@@ -123,11 +123,8 @@ def feedback(request, message_id: int):
         return _throttled(request, wait)
     # Only the asker's own answers exist here: another user's reads like one that does not.
     message = get_object_or_404(Message, pk=message_id, conversation__user=request.user, role=Message.Role.ASSISTANT)
-    helpful = request.POST.get("helpful")
-    if helpful not in ("0", "1"):  # anything but 1 counted as 没用 and put the question on the unanswered list
-        return _error(request, "helpful 只能是 1（有用）或 0（没用）。", 400)
     try:
-        fb = feedback_submit(message=message, user=request.user, helpful=helpful == "1",
+        fb = feedback_submit(message=message, user=request.user, helpful=request.POST.get("helpful"),
                              reason=request.POST.get("reason", ""))
     except (ValidationError, PermissionDenied) as exc:
         return _error(request, _message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)

@@ -158,7 +158,7 @@ def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | Non
         unit_price = _decimal(line.get("unit_price"), lp + "unit_price", errors)
         if unit_price is not None and unit_price < 0:
             errors[lp + "unit_price"] = ["不能为负数。"]
-        elif unit_price is not None and product is not None and unit_price > product.price * MAX_PRICE_FACTOR:
+        elif unit_price is not None and product is not None and product.price > 0 and unit_price > product.price * MAX_PRICE_FACTOR:
             # One 青岛啤酒 at ¥99,999,999.99 was accepted and made the store's month ¥100 million.
             errors[lp + "unit_price"] = [f"单价 {unit_price} 超过 {product.name} 标价 {product.price} 的 {MAX_PRICE_FACTOR} 倍，"
                                          "请核对（可能多输了位数）。"]

@@ -256,7 +256,8 @@ PERIOD_COMPARE_COLUMNS = ("period", "start", "end", "days", "revenue", "orders",
 
 def channel_sales(*, store: Store | None, period: Period, scope: list[Store] | None = None) -> ToolResult:
     """Paid revenue and orders per channel (堂食、外卖、团购) and the refunded orders beside them:
-    「上周外卖卖了多少」 and 「昨天退款了几单」 were answered with every channel's paid total."""
+    「上周外卖卖了多少」 and 「昨天退款了几单」 were answered with every channel's paid total.
+    Refunds are counted by the order's date (the order carries no refund time), and say so."""
     start, end = _bounds(period)
     orders = Order.objects.filter(created_at__gte=start, created_at__lt=end)
     orders = orders.filter(store=store) if store else orders if scope is None else orders.filter(store__in=scope)
@@ -277,7 +278,7 @@ def channel_sales(*, store: Store | None, period: Period, scope: list[Store] | N
     parts = "、".join(f"{r['channel']} {_yuan(r['revenue'])}（{r['orders']} 单，占 {r['revenue_share']}%）" for r in rows)
     refunds = sum(r["refunded_orders"] for r in rows)
     refunded = round(sum(r["refunded_amount"] for r in rows), 2)
-    summary = f"{where} 按渠道：{parts}；退款 {refunds} 单，{_yuan(refunded)}（营业额只计已支付订单）。"
+    summary = f"{where} 按渠道：{parts}；退款 {refunds} 单，{_yuan(refunded)}（退款按下单日期统计，营业额只计已支付订单）。"
     return ToolResult("channel_sales", {}, rows, summary, list(CHANNEL_COLUMNS))
 
 

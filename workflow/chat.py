@@ -59,6 +59,12 @@ def restock_offer(state):
     # after a manager confirmed one, the next 「什么快没货了」 proposed the same lines anew.
     coming = open_restock_quantities(store, [r["sku"] for r in wanted])
     lines, covered, waiting = [], set(), {}
+    # The store's pending restock proposals, read once (newest first), by the products on them.
+    pending_by_sku: dict[str, Proposal] = {}
+    for p in Proposal.objects.filter(kind=Proposal.Kind.RESTOCK, store=store, status=Proposal.Status.PENDING) \
+            .select_related("store", "proposed_by").order_by("-created_at")[:20]:
+        for line in p.payload.get("lines", []):
+            pending_by_sku.setdefault(line.get("sku"), p)
     for r in wanted:
         on_way, requests = coming.get(r["sku"], (0, []))
         qty = r["suggested_qty"] - on_way
@@ -67,7 +73,7 @@ def restock_offer(state):
             continue
         # A product already on a proposal waiting for the manager is not proposed twice
         # (「科罗娜快没货了吗」 after 「什么快没货了」 proposed 百威、科罗娜 …).
-        if (pending := pending_restock_for(store, [r["sku"]], any_of=True)) is not None:
+        if (pending := pending_by_sku.get(r["sku"])) is not None:
             waiting[pending.pk] = pending
             continue
         reason = f"在库 {r['on_hand']} < 安全库存 {r['safety_stock']}，近7天日均 {r['velocity_per_day']}"

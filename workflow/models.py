@@ -65,6 +65,10 @@ class Proposal(models.Model):
         return f"{self.payload.get('category')}（{self.payload.get('severity')}）{self.payload.get('description', '')[:30]}"
 
 
+# Who may decide a proposal of each kind: the permission, held for the proposal's store.
+CONFIRM_PERMS = {Proposal.Kind.RESTOCK: "workflow.confirm_restock", Proposal.Kind.TICKET: "workflow.confirm_ticket"}
+
+
 class RestockRequest(models.Model):
     class Status(models.TextChoices):
         APPROVED = "approved", "已批准待下单"

@@ -30,7 +30,7 @@ from ops.models import Member, Order, Product, Store
 from ops.selectors import UnknownStore, resolve_store_for
 from ops.validation import reject_bad_text, reject_unknown
 
-from .models import Proposal, RestockLine, RestockRequest, Ticket
+from .models import CONFIRM_PERMS, Proposal, RestockLine, RestockRequest, Ticket
 
 MAX_RESTOCK_LINES = 50
 MAX_RESTOCK_QTY = 10000
@@ -165,7 +165,6 @@ def _same_or_conflict(existing: Proposal, kind: str, store: Store, payload: dict
     return existing
 
 
-CONFIRM_PERMS = {Proposal.Kind.RESTOCK: "workflow.confirm_restock", Proposal.Kind.TICKET: "workflow.confirm_ticket"}
 
 
 def can_confirm(user, proposal: Proposal) -> tuple[bool, str]:

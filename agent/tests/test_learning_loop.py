@@ -159,6 +159,11 @@ def test_a_manager_sees_and_handles_only_their_own_stores_questions(manager, sta
     assert c.get(f"/admin/agent/unansweredquestion/{item.pk}/change/").status_code == 302  # "does not exist" redirect
     with pytest.raises(NotFound):
         unanswered_mark_gap(item=item, user=other, note="没有宠物规定")
+    assert AuditLog.objects.filter(action="permission_denied", actor=other, target_id=item.pk).exists()
+    from agent.services import unanswered_resolve
+
+    with pytest.raises(NotFound):  # the admin's 「标记为已处理」 service checks the same
+        unanswered_resolve(item=item, user=other, note="x")
     own = Client()
     own.force_login(manager)
     assert "养一只仓鼠" in own.get("/admin/agent/unansweredquestion/").content.decode()

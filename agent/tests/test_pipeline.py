@@ -270,7 +270,7 @@ def test_guard_four_mandatory_clause_always_included():
     for question in ("送的钱会过期吗", "存的酒过期了没人拿怎么办", "存在店里的红酒坏了没有"):
         untouched, none = compose.guard_mandatory_clauses(question, draft, cited_from(bottle_keeping), ["staff"])
         assert untouched == draft and not none, question
-    # … while a spoiled drink does, and a symptom always does, whatever was cited.
+    # … while a spoiled drink does, and 拉肚子 (an always-trigger) does whatever the sources are.
     assert "就医" in compose.guard_mandatory_clauses("客人说这瓶酒过期了", draft, cited_from(quality), ["staff"])[0]
     assert "就医" in compose.guard_mandatory_clauses("存的酒过期了，客人喝了拉肚子", draft, cited_from(bottle_keeping), ["staff"])[0]
 

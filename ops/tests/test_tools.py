@@ -258,7 +258,7 @@ def test_period_compare_puts_two_periods_side_by_side_with_the_change():
                            "WHERE s.code='GZ-TH' AND o.status='paid' AND o.created_at >= %s AND o.created_at < %s", [lo, hi])
         assert Decimal(str(row["revenue"])) == paid
     delta = round(now["revenue"] - before["revenue"], 2)
-    assert f"营业额{'增加' if delta > 0 else '减少'} ¥{abs(delta):,.2f}" in result.summary
+    assert (f"营业额{'增加' if delta > 0 else '减少'} ¥{abs(delta):,.2f}" if delta else "营业额持平") in result.summary
     assert result.params["baseline"]["label"] == "上上周"
     with pytest.raises(ValidationError) as exc:
         run_tool("period_compare", {"period": "上周"}, user=None)
