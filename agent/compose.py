@@ -225,12 +225,16 @@ def row_key(tool: str, row: dict) -> str:
     return ""
 
 
-def extractive_data_answer(tool_result: ToolResult, sources: Sources) -> str:
+def extractive_data_answer(tool_result: ToolResult, sources: Sources, question: str = "") -> str:
     summary = tool_result.summary
     # 「上周天河店的营业额：…」 leads into the rows; a summary that is one sentence (a member's
     # balance, the busiest hours) stays as it is.
     lines = [summary.split("：")[0] + "：" if tool_result.rows and "：" in summary else summary]
     fmt = ROW_FORMATS.get(tool_result.tool, _labelled_row)
+    if tool_result.tool == "channel_sales":  # 「上个月外卖卖了多少」: that channel's figure first, then all three
+        asked = [d for d in sources.data if d["row"]["channel"] in question]
+        if len(asked) == 1:
+            lines[0] = lines[0].removesuffix("：").removesuffix(" 按渠道") + f" {fmt(asked[0]['row'])} [{asked[0]['ref']}]。各渠道："
     for d in sources.data:
         lines.append(f"- {fmt(d['row'])} [{d['ref']}]")
     if tool_result.tool == "daily_trend" and len(sources.data) > 1 and any(d["row"]["orders"] for d in sources.data):

@@ -383,6 +383,16 @@ def test_a_follow_up_to_a_comparison_compares_again_and_stores_are_not_summed_si
     assert plan.clarify and "一家一家问" in plan.clarify
 
 
+def test_a_channel_asked_for_leads_the_answer():
+    # 「上周外卖卖了多少」 was answered with the three channels' table and no sentence about 外卖.
+    from ops.tools import run_tool
+
+    staff = make_user("agent_channel_lead", role="staff", stores=["GZ-TH"])
+    result, _, _ = chat_ask(user=staff, query="上周外卖卖了多少")
+    takeaway = next(r for r in run_tool("channel_sales", {"store": "天河店", "period": "上周"}, user=None).rows if r["channel"] == "外卖")
+    assert f"外卖：营业额 ¥{takeaway['revenue']:,.2f}" in result.answer.split("\n")[0]
+
+
 def test_how_many_of_a_product_sold_is_answered_in_units_and_follow_ups_switch_product():
     # 「上周天河店科罗娜卖了几瓶」 was answered from the 沽清 rule, and 「这个月青岛啤酒卖了多少」
     # with every store's whole revenue.

@@ -126,7 +126,8 @@ def test_inventory_adjustments_and_resolving_an_unanswered_question_are_audited(
     from agent.services import unanswered_resolve
 
     manager = make_user("leak_manager_uq", role="manager", stores=["GZ-TH"])
-    item = UnansweredQuestion.objects.create(question="员工可以带宠物狗来上班吗", source="refusal", reason="test")
+    asker = make_user("leak_staff_uq", role="staff", stores=["GZ-TH"])  # of the manager's store: theirs to resolve
+    item = UnansweredQuestion.objects.create(question="员工可以带宠物狗来上班吗", source="refusal", reason="test", user=asker)
     unanswered_resolve(item=item, user=manager, note="已补充制度")
     assert audit_rows("unanswered_resolved", "leak_manager_uq") == 1
 
