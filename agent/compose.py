@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import date
 
 from knowledge.chunking import split_sentences
 from knowledge.models import Chunk, Document
@@ -245,6 +246,11 @@ def extractive_data_answer(tool_result: ToolResult, sources: Sources, question: 
                      f"最低的是 {worst['row']['date']}（{worst['row']['weekday']}）¥{worst['row']['revenue']:,.2f} [{worst['ref']}]。")
     if tool_result.tool == "period_compare":  # the change itself, after both periods' figures
         lines.append(tool_result.summary.split("；", 1)[-1])
+    if tool_result.tool == "store_sales" and "日均" in question and (period := tool_result.params.get("period")):
+        days = (date.fromisoformat(period["end"]) - date.fromisoformat(period["start"])).days + 1
+        revenue = sum(d["row"]["revenue"] for d in sources.data)
+        orders = sum(d["row"]["orders"] for d in sources.data)
+        lines.append(f"{days} 天日均营业额 ¥{revenue / days:,.2f}，日均 {orders / days:.1f} 单。")  # 「最近7天日均营业额多少」
     if tool_result.tool == "channel_sales" and tool_result.rows:  # 「昨天退款了几单」: the refunds in one line
         lines.append("合计" + tool_result.summary.rsplit("；", 1)[-1])
     if tool_result.tool in ("store_sales", "product_sales") and len(tool_result.rows) > 1 and "：" in tool_result.summary:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from ops.models import Product
-from ops.periods import PeriodError, cn_number, find_period, find_periods, is_so_far, previous_period
+from ops.periods import Period, PeriodError, cn_number, find_period, find_periods, is_so_far, previous_period
 from ops.selectors import UnknownStore, city_in_text, find_product_in_text, find_store_in_text, find_stores_in_text, known_products_text
 
 from . import vocabulary as vocab
@@ -125,6 +125,11 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
                 compared[1] = previous_period(compared[0])  # 「这周比上周」: three days against last week's same three
         elif len(periods) == 1 and vocab.CHANGE_FROM_BEFORE.search(question):
             compared = [periods[0], previous_period(periods[0])]
+        elif len(periods) == 1 and inherited and (before := prev_params.get("period")):
+            # 「上周营业额多少」 → 「跟上上周比呢」: the period just asked about against the one named now
+            asked = Period(date.fromisoformat(before["start"]), date.fromisoformat(before["end"]), before["label"])
+            if (asked.start, asked.end) != (periods[0].start, periods[0].end):
+                compared = sorted([asked, periods[0]], key=lambda p: p.start, reverse=True)
         if compared and (tool == COMPARE_STORES or vocab.ACROSS_STORES.search(question)):
             # 「哪家店上周环比涨得最多」: a change per store is not a tool yet; one total would drop the stores.
             return DataPlan(COMPARE_STORES, clarify="各门店的环比还不能一次列出。可以一家一家问，比如「天河店上周跟上上周比」，"
@@ -135,8 +140,9 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
         if vocab.SHARE.search(question) and not (vocab.ACROSS_STORES.search(question) or len(find_stores_in_text(question)) >= 2):
             tool, reason = CHANNEL_SALES, f"{CHANNEL_SALES}：「{channel.group(0)}」的占比 + " + reason  # 「上周外卖占比多少」
         else:  # 「上周各店外卖销售额对比」「哪家店退款最多」 (or 「那外卖呢」 after a ranking): not split by channel
+            example = "退款了几单" if channel.group(0).startswith("退") else f"{channel.group(0)}卖了多少"
             return DataPlan(tool, clarify=f"门店对比按全部渠道的已支付订单统计，还不能按「{channel.group(0)}」拆分。"
-                                          f"可以一家一家问，比如「上周天河店{channel.group(0)}」。", reason=reason)
+                                          f"可以一家一家问，比如「上周天河店{example}」。", reason=reason)
     if tool == STORE_SALES and not product and (channel := vocab.CHANNEL_WORDS.search(question)):
         tool, reason = CHANNEL_SALES, f"{CHANNEL_SALES}：「{channel.group(0)}」按渠道 + " + reason
     if tool == LOW_STOCK and product:  # 「黑牌还剩几瓶」: that product's stock, whatever its level

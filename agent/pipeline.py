@@ -409,7 +409,8 @@ def proposal_status(state: AgentState) -> bool:
     from workflow.selectors import proposals_for_status
 
     state.route = Route(ACTION, "查提案进度：" + ("待我确认的提案" if awaiting else "我提交的提案"))
-    items, total = proposals_for_status(state.user, awaiting_me=awaiting)
+    kind = "restock" if "补货" in question else "ticket" if re.search(r"工单|客诉|投诉", question) else None  # only those asked about
+    items, total = proposals_for_status(state.user, awaiting_me=awaiting, kind=kind)
     state.answer = compose.proposals_status_answer(state.user, items, total, awaiting_me=awaiting)
     with state.trace.step("route") as detail:
         detail.update(state.route.as_dict())

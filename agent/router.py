@@ -137,7 +137,8 @@ def _core_data_signals(r: _Reading) -> set[str]:
 def _asks_a_price(text: str, r: _Reading) -> bool:
     """「扎啤一杯现在卖多少钱」「多少钱一瓶」: a price is on the drinks list. Only when 卖多少钱 is the
     one data signal and no period is named (「上周每杯平均卖多少钱」 is a figure over a period)."""
-    return bool(vocab.PRICE.search(text)) and _core_data_signals(r) <= {"营业额"} and r.data == r.data_core \
+    asks = vocab.PRICE.search(text) or (re.search(r"多少钱", text) and _is_a_product_name(text, anywhere=True))  # 「长岛冰茶卖多少钱」
+    return bool(asks) and _core_data_signals(r) <= {"营业额"} and r.data == r.data_core \
         and not re.search(r"卖了|营业额|销售额|营收|流水|业绩", text)
 
 

@@ -205,7 +205,7 @@ class Step:
 def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
     """Check permission, ask for the next missing slot, or create the proposal."""
     from workflow.chat import pending_restock_for
-    from workflow.models import Proposal
+    from workflow.models import CONFIRM_PERMS, Proposal
     from workflow.services import proposal_create
 
     mine = list(Store.objects.for_user(user, PROPOSE))
@@ -252,8 +252,10 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
     if waiting is not None:  # one pending request per product: a second would be ordered twice
         has = "、".join(f"{line.get('product', line.get('sku'))} {line.get('quantity')}{line.get('unit', '')}"
                        for line in waiting.payload.get("lines", []))
+        change = ("你可以在「操作提案」里拒绝那份后再申请" if user.has_perm(CONFIRM_PERMS[Proposal.Kind.RESTOCK])
+                  else "请店长拒绝那份后再申请")  # the asker may be the manager
         return Step(f"{waiting.store.name}已有待确认的补货提案 #{waiting.pk}（{has}，{waiting.proposed_by.username} 提交），"
-                    "没有重复生成。要改数量，请店长拒绝那份后再申请。", None, waiting,
+                    f"没有重复生成。要改数量，{change}。", None, waiting,
                     detail={"proposal_id": waiting.pk, "created": False, "duplicate_of": waiting.pk})
     try:
         proposal, created = proposal_create(user=user, kind=Proposal.Kind.RESTOCK, store=pending.store, payload={"lines": lines},
@@ -272,7 +274,7 @@ _TICKET_CATEGORIES = (  # first match wins: a guest made ill is food safety what
     ("食品安全", r"拉肚子|肚子疼|吃坏|食物中毒|变质|不新鲜|馊|没熟|夹生|异物|头发|虫子?|苍蝇|过敏"),
     ("服务态度", r"态度|服务员|服务差|太慢|慢死|等了|等太久|催|没人理|不理|上菜慢|上酒慢|骂"),
     ("环境卫生", r"脏|卫生|厕所|洗手间|蟑螂|老鼠|桌子|地面|臭"),
-    ("酒水品质", r"酒|啤|饮料|饮品|异味|怪味|发酸|酸了|没气"),
+    ("酒水品质", r"酒|啤|饮料|饮品|异味|怪味|味道|口感|变味|酸|太淡|淡了|苦|没气"),
     ("收银结账", r"结账|收银|多收|收错|扣错|找零|小票|发票|退款"),
     ("会员储值", r"会员|储值|积分|余额"),
 )

@@ -82,10 +82,14 @@ SIGNALS: tuple[Signal, ...] = (
     # The whole message asks for a restock and names nothing yet (「我要补货」「申请补货」): the conversation
     # asks for the product and the quantity. (「补科罗娜」: the router checks the name against the product list.)
     Signal("要补货", ACTION, r"^\s*(我要|我想|要|想|帮忙)?(申请)?补货\s*[。！!]?\s*$", 3),
-    Signal("请求建工单", ACTION, r"(帮我|给我|请|麻烦)?[^，。？！]{0,4}(建|开|提|创建|登记|提交)(一?个|一?张|一下)?[^，。？！]{0,4}(工单|投诉单|客诉单)", 3),
+    Signal("请求建工单", ACTION, r"(帮我|给我|请|麻烦)?[^，。？！]{0,4}(建|开|提|创建|登记|提交)(一?个|一?张|一下)?[^，。？！]{0,4}(工单|投诉单|客诉单|客诉(?!怎|要|流程|规定))", 3),
 
     # --- data: each points to the tool that answers it ------------------------------------------
-    Signal("营业额", DATA, r"卖了多少|卖得?多少钱|买了多少|卖[得的]?(怎么样|如何|咋样|好不好|还行吗)|生意(怎么样|如何|咋样|好不好|好吗)|营业额|销售额|营收|流水|业绩", 2, STORE_SALES),
+    Signal("营业额", DATA, r"卖了多少|卖得?多少钱|买了多少|卖[得的]?(怎么样|如何|咋样|好不好|还行吗)|生意(怎么样|如何|咋样|好不好|好吗)|营业额|销售额|营收|流水|业绩|"
+           r"(外卖|堂食|团购|门店|店里?|全部门店)收入|收入(多少|是多少|怎么样)", 2, STORE_SALES),
+    # 「上周退款多少」「天河店上周退款多少钱」: the refunds' figures (data_guard asks channel_sales); 「退款多少钱
+    # 以内值班主管能批」 stays a rule question (no store, a rule word).
+    Signal("退款数", DATA, r"退款[^，。？！]{0,3}(多少(?!钱?(以内|以上|以下|之内|内|要|需|得|谁|的话))|几单|几笔|总额|情况)|退了(多少|几)", 2, STORE_SALES),
     Signal("销量", DATA, r"销量", 1, STORE_SALES),
     # 「…涨了还是跌了」「本月环比」「11月1号到7号和8号到14号哪个多」: a change in the figures (data_guard
     # compares the periods the question names, or one with the one before it).
@@ -94,7 +98,7 @@ SIGNALS: tuple[Signal, ...] = (
     # With a product named, data_guard asks product_sales instead of the store's revenue.
     Signal(COUNTED_SALES, DATA, rf"卖(了|出了?|掉了?|出去了?)\s*(多少|几|{N})\s*(瓶|杯|份|箱|桶|扎|支|罐|打)|卖(出|掉)(去)?了?多少", 2, STORE_SALES),
     # 「单子」 is also a work order, a handover sheet, a receipt: an order count only with a quantity.
-    Signal("订单指标", DATA, r"客单价|订单数|多少单|几单|单量|单子[^，。？！]{0,3}(最?多|少|几|爆|量|怎么样|咋样|如何|情况)|成交|客流|来客数?|进店人数", 2, STORE_SALES),
+    Signal("订单指标", DATA, r"客单价|订单数|多少单|几单|单量|单子[^，。？！]{0,3}(最?多(?!久)|少|几|爆|量|怎么样|咋样|如何|情况)|成交|客流|来客数?|进店人数", 2, STORE_SALES),
     Signal("商品排行", DATA, rf"排行|热[销消卖]|畅销|好卖|人气最高|最火|前\s*{N}\s*(名|个|款|样|位)?|top\s*\d+|榜|第一名?的是", 2, TOP_PRODUCTS),
     Signal("卖得最好", DATA, r"(卖|销量)[得的]?最(好|多|火)|(卖|销|销量)[得的]?好的?|什么卖得|啥卖得|卖了?哪些[^，。？！]{0,4}最多|哪些[^，。？！]{0,4}卖得?最多", 2, TOP_PRODUCTS),
     Signal("哪家店", DATA, r"哪(家|间|个门店|个店|个分店)|那(家|间)店?[^，。？！]{0,6}最(好|多|高)|谁卖得|谁的?(营业额|业绩|生意)|比谁|谁(卖得)?(多|高)|"
@@ -105,7 +109,7 @@ SIGNALS: tuple[Signal, ...] = (
     # 「哪家店最忙」 compares stores (by orders); 「几点最忙」 alone is the hourly peak.
     Signal("哪家最忙", DATA, r"哪(家|间|个)(门店|分店|店)?[^，。？！]{0,4}(最忙|人最多|客人最多|客流最)", 3, COMPARE_STORES),
     Signal("各店", DATA, r"各店|各门店|各家", 1, COMPARE_STORES),
-    Signal("高峰时段", DATA, r"高峰|最忙|最旺|忙的时段|时段|时间段|每小时|按小时|几点(钟)?(最|人|客|单)|什么时[候间](人|客人|单子?)?最|啥时候最", 3, HOURLY_PEAK),
+    Signal("高峰时段", DATA, r"高峰|最忙|最旺|忙的时段|时段|时间段|每小时|按小时|几点(钟)?(最(忙|多|旺|火)|人最|客人最|单子?最)|什么时[候间](人|客人|单子?)?最|啥时候最", 3, HOURLY_PEAK),
     # 「上周每天卖了多少」「这个月每天的营业额」: a figure per day, not one total
     Signal("每日趋势", DATA, r"(每天|每日|逐日|按天|每一天)[^，。？！]{0,8}(卖|营业额|销售额|营收|流水|业绩|订单|单量|多少单|几单|生意)|(营业额|销售额|营收|流水|业绩|订单|单量)[^，。？！]{0,6}(趋势|走势|每天|每日|按天)|"
            r"哪一?天[^，。？！]{0,8}(最|比较)(好|多|忙|旺|火|高|差|少|冷清)", 3, DAILY_TREND),
@@ -133,7 +137,8 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("与门店无关", OUT_OF_SCOPE, r"天气|会不会下雨|会下雨吗|要不要带伞|股票|基金|彩票|你是谁|你叫什么|新闻|比赛结果|电影|菜谱|减肥", 3),
     # Tasks: a poem about beer is still a poem.
     Signal("代写与作业", OUT_OF_SCOPE, r"等于几|解方程|写(一首|首|一篇|篇)?[^，。？！]{0,8}(诗|歌词|小说|绝句|律诗|对联)|写(一篇|篇)?作文|作文|翻译|讲个?笑话|作业|数学题", 3),
-    Signal("薪资", OUT_OF_SCOPE, r"(工资|薪水|薪资|月薪|年薪|收入|奖金)[^，。？！]{0,4}(是|有|拿)?(多少|几千|几万)", 3),
+    # 「外卖收入多少」 is the store's revenue: 收入 is pay only of a person.
+    Signal("薪资", OUT_OF_SCOPE, r"(工资|薪水|薪资|月薪|年薪|奖金|(员工|店员|店长|服务员|调酒师|经理|主管|我|你|他|她)的?收入)[^，。？！]{0,4}(是|有|拿)?(多少|几千|几万)", 3),
     Signal("他人隐私", OUT_OF_SCOPE, r"(员工|店员|店长|同事|经理|老板|主管|小[王李张刘陈杨黄赵]|[张王李赵刘陈][三四五])[^，。？！]{0,6}(手机号|电话|身份证|住址|家住|住在|住哪|微信号?)|(家住|住在)(在)?哪", 3),
 )
 
@@ -147,9 +152,9 @@ DECIDE_PROPOSAL_AFTER = re.compile(r"#?\s*(\d+)\s*号?(?:提案|补货单|补货
 
 # Where the asker's proposals stand (「我刚提的补货申请店长批了没」「补货单状态」), or which wait for
 # them (「有哪些待我确认的补货申请」): read from the proposals, not searched in the rules.
-_PROPOSAL_WORDS = r"(提案|补货申请|补货单|提的补货|申请的补货|补货|工单|我的申请|我提的申请|我申请的)"
+_PROPOSAL_WORDS = r"(提案|补货申请|补货单|提的补货|申请的补货|补货|工单|客诉单|我的申请|我提的申请|我申请的|(这|那|刚才)个?申请|刚才那个)"
 PROPOSAL_STATUS = re.compile(_PROPOSAL_WORDS + r"[^，。？！]{0,10}(批了没|批了吗|批没批|批下来|通过了[吗没]|状态|进度|怎么样了|到哪一?步|"
-                             r"有结果了?[吗没]|处理了[吗没]|确认了[吗没]|有没有批|被拒|拒了[吗没]?$|驳回了)")
+                             r"有结果了?[吗没]|处理了[吗没]|确认了[吗没]|有没有批|被拒|拒了[吗没]?$|驳回了|建好了[吗没]|好了[吗没])")
 # 「科罗娜还有多少」「黑方还有没有货」: with a product named, how much of it is left (stock), not a rule.
 # 「补科罗娜」: 补 and a product's name, nothing else (「补签」「补打小票」 name no product).
 RESTOCK_A_PRODUCT = re.compile(r"\s*(我要|我想|要|想|帮忙)?(申请)?补货?\s*[：:，,\s]*(?P<what>[^，。？！\d\s]{1,10}?)\s*[。！!]?\s*")

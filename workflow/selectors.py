@@ -27,17 +27,19 @@ def open_restock_quantities(store: Store, skus: list[str]) -> dict[str, tuple[in
     return {sku: (qty, ids) for sku, (qty, ids) in out.items()}
 
 
-def proposals_for_status(user, *, awaiting_me: bool = False, limit: int = 5) -> tuple[list[Proposal], int]:
+def proposals_for_status(user, *, awaiting_me: bool = False, kind: str | None = None, limit: int = 5) -> tuple[list[Proposal], int]:
     """「我提的补货申请批了没」: the asker's latest proposals; 「有哪些待我确认的补货申请」 (awaiting_me):
     the pending ones the asker may decide — per kind, in the stores where they hold its confirm
     permission (not merely where they may view). Returns (at most `limit` of them, how many in all)."""
     visible = Proposal.objects.restrict(user, "view").select_related("store", "decided_by").order_by("-created_at")
     if awaiting_me:
         decidable = Q()
-        for kind, perm in CONFIRM_PERMS.items():
-            decidable |= Q(pk__in=Proposal.objects.restrict(user, perm).filter(kind=kind).values("pk"))
+        for each, perm in CONFIRM_PERMS.items():
+            decidable |= Q(pk__in=Proposal.objects.restrict(user, perm).filter(kind=each).values("pk"))
         chosen = visible.filter(decidable, status=Proposal.Status.PENDING)
     else:
         chosen = visible.filter(proposed_by=user)
+    if kind:
+        chosen = chosen.filter(kind=kind)
     items = list(chosen[:limit])
     return items, (chosen.count() if len(items) == limit else len(items))

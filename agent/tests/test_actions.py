@@ -183,6 +183,7 @@ def test_a_product_already_in_a_pending_restock_is_not_requested_twice(staff, ma
     ("多收了客人120块，建个工单", "收银结账", "一般"),  # ¥120 is not an ambulance
     ("等了40分钟酒还没上，帮我建个工单", "服务态度", "一般"),
     ("客人说黑牌有异味，帮我建个工单", "酒水品质", "一般"),
+    ("客人说福佳白有酸味，喝了两口，帮我提个客诉工单", "酒水品质", "一般"),  # was 其他
 ])
 def test_a_tickets_category_and_severity_come_from_the_complaint_not_the_request(text, category, severity):
     from agent.slots import ticket_category, ticket_severity

@@ -381,6 +381,11 @@ def test_a_follow_up_to_a_comparison_compares_again_and_stores_are_not_summed_si
     assert again.data and again.data[0]["tool"] == "period_compare" and len(again.data) == 2, again.answer
     plan = plan_data("哪家店上周环比涨得最多", today=local_today())
     assert plan.clarify and "一家一家问" in plan.clarify
+    # 「上周营业额多少」 → 「跟上上周比呢」 gave the earlier week's figures alone
+    _, conv2, _ = chat_ask(user=staff, query="上周营业额多少")
+    versus, _, _ = chat_ask(user=staff, query="跟上上周比呢", thread_id=conv2.thread_id)
+    assert versus.data and versus.data[0]["tool"] == "period_compare"
+    assert [d["row"]["period"] for d in versus.data] == ["上周", "上上周"]
 
 
 def test_a_channel_asked_for_leads_the_answer():
