@@ -46,6 +46,7 @@ class PendingAction:
     offer_store: str | None = None  # the user's own store, offered after a denial
     started_with: str = ""
     not_a_product: str = ""  # 「喜力」 in 「补两箱喜力」: what was asked for that we do not sell
+    store_said: str = ""  # how the store was named (「天河店」): a refusal echoes it, never the full name
 
     def missing(self) -> list[str]:
         if self.kind == TICKET:
@@ -69,6 +70,7 @@ class Parsed:
     cancel: bool = False
     yes: bool = False
     store: Store | None = None
+    store_words: str = ""
     store_problem: str = ""
     products: list[Product] = field(default_factory=list)
     qty: int | None = None
@@ -103,6 +105,7 @@ def parse(text: str) -> Parsed:
     try:
         match = find_store_in_text(text)
         parsed.store = match.store if match else None
+        parsed.store_words = match.matched if match and match.store else ""
     except UnknownStore as exc:
         parsed.store_problem = exc.messages[0]
     parsed.products = products_in(text)
@@ -131,7 +134,7 @@ def merge(pending: PendingAction, parsed: Parsed, text: str) -> list[str]:
     """Fill or change slots from one message; returns what changed, for the trace."""
     changed = []
     if parsed.store is not None:
-        pending.store, pending.offer_store = parsed.store.name, None
+        pending.store, pending.offer_store, pending.store_said = parsed.store.name, None, parsed.store_words
         changed.append("store")
     elif parsed.yes and pending.offer_store and not pending.store:
         pending.store, pending.offer_store = pending.offer_store, None
@@ -215,7 +218,9 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
         store = Store.objects.get(name=pending.store)
         allowed, why = _may_propose(user, store)
         if not allowed:
-            pending.store = None
+            if pending.store_said:  # 「没有叫「天河店」的门店」, as asked: the full name would confirm the store exists
+                why = why.replace(f"「{store.name}」", f"「{pending.store_said}」")
+            pending.store, pending.store_said = None, ""
             if not user.has_perm(PROPOSE):
                 return Step(why, None, detail={"denied": why})
             own = [s.name for s in mine]
