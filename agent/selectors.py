@@ -40,7 +40,7 @@ def thread_turns(conv, user) -> list[dict]:
             turns.append({"question": question or "", "reply": m})
     replies = [t["reply"] for t in turns]
     ids = {r.proposal["id"] for r in replies if r.proposal and r.proposal.get("id")}
-    current = {p.pk: p for p in Proposal.objects.filter(pk__in=ids).select_related("store", "proposed_by")} if ids else {}
+    current = {p.pk: p for p in Proposal.objects.filter(pk__in=ids).select_related("store", "proposed_by", "decided_by")} if ids else {}
     given = {f.message_id: f for f in Feedback.objects.filter(message__in=replies, user=user)} if replies else {}
     for r in replies:
         if r.proposal and r.proposal.get("id") in current:

@@ -76,10 +76,13 @@ def chat(request):
             return _error(request, "回答时出了问题，请稍后再试；如果一直出错，请联系店长。", 500)
         if not request.htmx:
             return redirect(f"{request.path}?thread={conv.thread_id}")
-        return render(request, "htmx/turn.html", {
+        response = render(request, "htmx/turn.html", {
             "turn": {"question": query.strip(), "reply": reply}, "thread_id": conv.thread_id,
             "oob_thread": thread_id != conv.thread_id, "conversations": Conversation.objects.of_owner(user)[:30],
         })
+        if thread_id != conv.thread_id:  # a new thread: the address says which, so a reload reopens it (was ?new=1: empty)
+            response["HX-Replace-Url"] = f"{request.path}?thread={conv.thread_id}"
+        return response
 
     conv = None
     if request.GET.get("thread") and not request.GET.get("new"):

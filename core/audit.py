@@ -44,6 +44,10 @@ REASONS_FOR_PEOPLE = (
     ("proposal outside the user's stores", "提案不属于其负责的门店"),
     ("store outside the token's scope", "门店不在该令牌的范围内"),
     ("store outside the user's scope", "门店不在其负责的范围内"),
+    ("store outside the user's stores", "门店不在其负责的范围内"),
+    ("outside the user's stores", "记录不属于其负责的门店"),
+    ("question of another store's asker", "问题来自其他门店的员工"),
+    ("no permission", "没有权限"),
     ("missing ", "缺少权限："),
 )
 

@@ -22,6 +22,7 @@ def proposal_dict(p: Proposal, user) -> dict:
         "status_display": p.get_status_display(), "payload": p.payload, "source": p.source,
         "proposed_by": p.proposed_by.username, "created_at": local_time(p.created_at, p.store).isoformat(),
         "can_confirm": allowed and p.status == Proposal.Status.PENDING, "why_not": "" if allowed else why,
+        "decided_by": p.decided_by.username if p.decided_by_id else "", "decision_note": p.decision_note,
     }
 
 

@@ -369,7 +369,7 @@ def test_10_learning_loop_thumbs_down_then_the_manager_links_the_section(page, l
     login(page, live, "browser_staff")
     answer = ask(page, question)
     before = answer.locator(".source .section-path").first.text_content() if answer.locator(".source").count() else ""
-    answer.locator(".feedback button[value='0']").click()
+    answer.locator(".feedback button.btn[value='0']").click()
     expect(page.locator("#turns .answer").last.locator("div.feedback")).to_contain_text("已加入待完善列表")
     with django_db_blocker.unblock():
         from knowledge.models import Chunk
@@ -422,3 +422,27 @@ def test_11_a_manager_switches_on_the_execution_trace(page, live, django_db_bloc
     page.click("#toggle-details")
     page.wait_for_selector("#ask-form")
     expect(page.locator("#toggle-details")).to_have_text("显示执行过程")
+
+
+def test_12_enter_in_a_reason_box_does_what_the_box_is_for(page, live):
+    """Enter in 「哪里不对」 recorded 有用, Enter in 「拒绝原因」 confirmed the restock (the form's first
+    button is its default); a reload after the first answer of a new thread showed an empty chat."""
+    login(page, live, "browser_staff")
+    answer = ask(page, "会员卡能跨店用吗")
+    assert "?thread=" in page.url  # the address names the new thread (it stayed ?new=1)
+    box = answer.locator(".feedback input[name=reason]")
+    box.fill("数字不对")
+    box.press("Enter")
+    expect(answer.locator("div.feedback")).to_contain_text("已加入待完善列表")  # 没用, with the reason
+
+    qty = random.randint(11, 99)
+    card = ask(page, f"天河店的百威快没了，帮我补 {qty} 箱").locator(".proposal")
+    proposal_id = card.get_attribute("id")
+    page.click("#logout")
+    login(page, live, "browser_manager")
+    page.goto(f"{live}/proposals/")
+    reason = page.locator(f"#{proposal_id} input[name=reason]")
+    reason.fill("本周已到货")
+    reason.press("Enter")
+    expect(page.locator(f"#{proposal_id}")).to_have_attribute("data-status", "rejected")
+    expect(page.locator(f"#{proposal_id}")).to_contain_text("browser_manager 已拒绝：本周已到货")

@@ -34,6 +34,8 @@ class ProposalOutSerializer(serializers.Serializer):
     created_at = serializers.CharField()
     can_confirm = serializers.BooleanField()
     why_not = serializers.CharField(allow_blank=True)
+    decided_by = serializers.CharField(allow_blank=True, help_text="确认或拒绝的人（待确认时为空）")
+    decision_note = serializers.CharField(allow_blank=True, help_text="拒绝原因")
 
 
 ProposalOut = ProposalOutSerializer
