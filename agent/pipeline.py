@@ -37,7 +37,7 @@ from knowledge.selectors import (
     visible_audiences,
 )
 from knowledge.text import query_terms, tokenize
-from ops.selectors import store_list_read_once
+from ops.selectors import find_product_in_text, store_list_read_once
 from ops.tools import ToolResult, local_today, run_tool
 
 from . import compose
@@ -403,13 +403,15 @@ def proposal_status(state: AgentState) -> bool:
     stores only), not a rule about proposals."""
     question = state.question.strip()
     awaiting = bool(vocab.AWAITING_ME.search(question))
-    if len(question) > 40 or not (awaiting or vocab.PROPOSAL_STATUS.search(question)) or state.user is None \
+    # 「科罗娜为什么被拒了」: a product named with 被拒 asks about its restock proposal.
+    product_refused = bool(vocab.WHY_REFUSED.search(question)) and find_product_in_text(question) is not None
+    if len(question) > 40 or not (awaiting or product_refused or vocab.PROPOSAL_STATUS.search(question)) or state.user is None \
             or vocab.ASKS_HOW.search(question):  # 「补货申请被拒了怎么办」 asks for the rule
         return False
     from workflow.selectors import proposals_for_status
 
     state.route = Route(ACTION, "查提案进度：" + ("待我确认的提案" if awaiting else "我提交的提案"))
-    kind = "restock" if "补货" in question else "ticket" if re.search(r"工单|客诉|投诉", question) else None  # only those asked about
+    kind = "restock" if "补货" in question or product_refused else "ticket" if re.search(r"工单|客诉|投诉", question) else None
     items, total = proposals_for_status(state.user, awaiting_me=awaiting, kind=kind)
     state.answer = compose.proposals_status_answer(state.user, items, total, awaiting_me=awaiting)
     with state.trace.step("route") as detail:

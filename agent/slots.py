@@ -242,12 +242,13 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
             return Step(f"商品里没有「{pending.not_a_product}」。可以补货的商品：{known_products_text()}。要补哪个？", pending)
         return Step("要补哪个商品？请说商品名和数量，例如「青岛啤酒，补20箱」。", pending)
     products = {p.sku: p for p in Product.objects.filter(sku__in=pending.skus)}
+    suggested = False
     if "qty" in missing and suggest is not None:
         figures = suggest(pending.store)
         known = {sku: figures[sku] for sku in pending.skus if figures.get(sku)}
         if len(known) == len(pending.skus) and len(set(known.values())) == 1:
             pending.qty, pending.unit = next(iter(known.values())), None  # the low-stock suggestion
-            missing = pending.missing()
+            missing, suggested = pending.missing(), True
     if "qty" in missing:
         names = "、".join(products[s].name for s in pending.skus)
         units = "、".join(sorted({products[s].unit for s in pending.skus}))
@@ -270,8 +271,9 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
     except ValidationError as exc:
         messages = [m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms]
         return Step("提案内容有误：" + "；".join(messages), pending)
-    return Step(f"已为{proposal.store.name}生成补货提案 #{proposal.pk}：{said}。提案目前是「待确认」，店长确认之前不会下单。",
-                None, proposal, detail={"proposal_id": proposal.pk, "created": created})
+    how = ("（没说数量，按建议量：安全库存 + 近7天销量 − 在库；数量不对可以请店长拒绝后重新说「补X箱」）" if suggested else "")
+    return Step(f"已为{proposal.store.name}生成补货提案 #{proposal.pk}：{said}{how}。提案目前是「待确认」，店长确认之前不会下单。",
+                None, proposal, detail={"proposal_id": proposal.pk, "created": created, "suggested_qty": suggested})
 
 
 _TICKET_CATEGORIES = (  # first match wins: a guest made ill is food safety whatever else is said; waiting and rudeness

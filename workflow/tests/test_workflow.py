@@ -340,6 +340,8 @@ def test_chat_says_where_the_askers_proposals_stand_and_which_wait_for_a_manager
         proposal_reject(proposal=mine, user=people["manager"], reason="本周已到货")
         again, _ = answer_question("补货单状态", user=people["staff"])
         assert f"#{mine.pk}" in again.answer and "已拒绝" in again.answer and "本周已到货" in again.answer
+        why, _ = answer_question("百威为什么被拒了", user=people["staff"])  # B002 is 百威: its rejection, not the 沽清 rule
+        assert f"#{mine.pk}" in why.answer and "本周已到货" in why.answer
         other = make_user("status_ft_manager", role="manager", stores=["SZ-FT"])
         assert f"#{mine.pk}" not in answer_question("有哪些待我确认的补货申请", user=other)[0].answer
         for variant in ("我之前申请的补货到哪一步了", "我的申请有被拒绝的吗"):  # were answered from rules
