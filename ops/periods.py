@@ -151,6 +151,8 @@ _RE_MONTH = re.compile(rf"(?:(\d{{4}}|今|去)年)?({NUM})月份?")
 # 「本月前10天」「上个月头五天」「11月前十天」: the first days of a month, not the last days before today.
 _RE_MONTH_FIRST_N = re.compile(rf"(?:(上上个?月|上个?月|本月|这个?月|当月)|({NUM})月份?)的?(?:前|头)({NUM})(?:天|日)")
 _RE_YEAR_FIRST_N = re.compile(rf"(今年|本年|去年)的?(?:前|头)({NUM})(?:天|日)")
+# 「11月上半月」「上个月下半月」「本月上半月」: the 1st–15th or the 16th–last of a month.
+_RE_HALF_MONTH = re.compile(rf"(?:(上上个?月|上个?月|本月|这个?月|当月)|({NUM})月份?)?的?([上下])半月")
 _RE_LAST_N = re.compile(rf"(?:最近|近|过去|前)({NUM})(天|日|周|个星期|星期|个月|月)")
 _RE_LAST_ONE = re.compile(r"(?:最近|近|过去)(一周|一个星期|一星期|一个月|半个月|半月)")
 # 「周天」 is left out on purpose: 「上周天河店」 is last week at 天河店, not last Sunday.
@@ -233,7 +235,8 @@ _COMPARE_JOIN = re.compile(r"跟|和|与|同(?!期|比)|对比|相比|比起|(?<
 
 def find_periods(text: str, today: date) -> list[Period]:
     """Every distinct period a question names, in order (「上周跟上上周比」 → 上周, 上上周). A part
-    that names only days (「8号到14号」 after 「11月1号到7号」) takes the month of the part before."""
+    that names only days or a half (「8号到14号」 after 「11月1号到7号」, 「下半月」 after 「10月上半月」)
+    takes the month of the part before."""
     t = (text or "").replace(" ", "")
     found: list[Period] = []
     month = None
@@ -242,7 +245,7 @@ def find_periods(text: str, today: date) -> list[Period]:
             continue
         try:
             p = _match(part, today, part)
-            if p is None and month and re.match(r"\d{1,2}[日号]", part):
+            if month and re.match(r"\d{1,2}[日号]|[上下]半月", part):  # 「…和8号到14号」「10月上半月和下半月」
                 p = _match(month + part, today, part)
         except PeriodError:
             p = None
@@ -384,6 +387,20 @@ def _match(t: str, today: date, original: str) -> Period | None:  # noqa: C901 -
             raise PeriodError(f"「{m.group(0)}」的天数不合理。")
         first = date(year, 1, 1)
         return _finish(first, min(first + timedelta(days=n - 1), date(year, 12, 31)), m.group(0), today, original)
+    m = _RE_HALF_MONTH.search(t)
+    if m:
+        relative, month_s, half = m.groups()
+        if month_s:
+            mo = cn_number(month_s)
+            if not 1 <= mo <= 12:
+                raise PeriodError(f"「{m.group(0)}」里的月份不对：{mo}月不是有效的月份（月份是 1 到 12）。")
+            y = _year_for_month(mo, today, None)
+        else:  # 「上半月」 alone: this month's
+            back = 2 if relative and relative.startswith("上上") else 1 if relative and relative.startswith("上") else 0
+            y, mo = _shift_month(today.year, today.month, -back)
+        first, last = _month_range(y, mo)
+        start, end = (first, first.replace(day=15)) if half == "上" else (first.replace(day=16), last)
+        return _finish(start, end, f"{y}年{mo}月{half}半月", today, original)
     m = _RE_MONTH_FIRST_N.search(t)
     if m:
         relative, month_s, n_s = m.groups()

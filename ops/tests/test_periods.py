@@ -271,3 +271,20 @@ def test_previous_period_edges():
     # 同期 is one word, not 「同」 joining two periods
     periods = find_periods("本月跟上个月同期比", TODAY)
     assert [(q.start.isoformat(), q.end.isoformat()) for q in periods] == [("2026-11-01", "2026-11-18"), ("2026-10-01", "2026-10-18")]
+
+
+@pytest.mark.parametrize("text,start,end", [
+    ("11月上半月卖了多少", "2026-11-01", "2026-11-15"),  # was the whole of November
+    ("上个月下半月营业额", "2026-10-16", "2026-10-31"),
+    ("上半月", "2026-11-01", "2026-11-15"),
+])
+def test_half_months(text, start, end):
+    period = find_period(text, TODAY)
+    assert (period.start.isoformat(), period.end.isoformat()) == (start, end)
+
+
+def test_the_second_half_takes_the_month_of_the_first():
+    from ops.periods import find_periods
+
+    periods = find_periods("10月上半月和下半月哪个多", TODAY)
+    assert [(p.start.isoformat(), p.end.isoformat()) for p in periods] == [("2026-10-01", "2026-10-15"), ("2026-10-16", "2026-10-31")]
