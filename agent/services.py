@@ -99,7 +99,7 @@ def _history(conv: Conversation) -> tuple[dict, list[tuple[str, str]]]:
 
 
 # Who refused, as a manager reads it on the unanswered list.
-REFUSAL_LAYERS = {"router": "路由判定", "answerability": "可答性评分"}
+REFUSAL_LAYERS = {"router": "不属于门店问题", "answerability": "制度里找不到能回答的内容"}
 
 
 def chat_ask(*, user, query, thread_id: str | None = None, on_step=None) -> tuple[AgentResult, Conversation, Message]:
@@ -135,8 +135,8 @@ def chat_ask(*, user, query, thread_id: str | None = None, on_step=None) -> tupl
             top = max(((s["detail"].get("answerability") or {}).get("score", 0) for s in result.trace if s["step"] == "judge"), default=None)
             unanswered_record(
                 question=query, user=user, message=reply, source=UnansweredQuestion.Source.REFUSAL,
-                reason=f"{REFUSAL_LAYERS.get(state.refusal_layer, state.refusal_layer)}："
-                       f"{next((s['detail'].get('reason', '') for s in result.trace if s['step'] == 'refuse'), '')}"[:255],
+                reason=f"{REFUSAL_LAYERS.get(state.refusal_layer, state.refusal_layer)}"
+                       f"（{next((s['detail'].get('reason', '') for s in result.trace if s['step'] == 'refuse'), '')}）"[:255],
                 top_score=top,
             )
     return result, conv, reply

@@ -207,7 +207,7 @@ def test_near_domain_refusal_names_what_is_missing_and_lands_on_the_unanswered_l
     assert steps.count("judge") == 3 and "rewrite" in steps and steps[-1] == "refuse"
     assert "制度里没有关于「宠物" in result.answer and "相近的内容在《" in result.answer
     item = UnansweredQuestion.objects.get(message=reply)
-    assert item.question == "员工可以带宠物狗上班吗" and item.reason.startswith("可答性评分：")
+    assert item.question == "员工可以带宠物狗上班吗" and item.reason.startswith("制度里找不到能回答的内容（可答性")
 
 
 # --- the four guards: each fails without it --------------------------------------------------
