@@ -136,6 +136,8 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
                                                     "或者问「上周各店对比」看各店的排名。", reason=reason)
         if compared:
             tool, reason = PERIOD_COMPARE, f"{PERIOD_COMPARE}：{compared[0].label} 对比 {compared[1].label} + " + reason
+    if tool == TOP_PRODUCTS and "渠道" in question:  # 「上个月哪个渠道卖得最好」: channels, not products
+        tool, reason = CHANNEL_SALES, f"{CHANNEL_SALES}：问的是渠道 + " + reason
     if tool == COMPARE_STORES and (channel := vocab.CHANNEL_WORDS.search(question)):
         if vocab.SHARE.search(question) and not (vocab.ACROSS_STORES.search(question) or len(find_stores_in_text(question)) >= 2):
             tool, reason = CHANNEL_SALES, f"{CHANNEL_SALES}：「{channel.group(0)}」的占比 + " + reason  # 「上周外卖占比多少」

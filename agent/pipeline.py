@@ -51,7 +51,7 @@ REFUSAL_TEXT = (
     "抱歉，现有的门店制度文档里没有能回答这个问题的内容，我不能凭空作答。"
     "请咨询店长或区域经理；这个问题已记录到\"未解答问题\"，管理人员会据此补充制度。"
 )
-_FOLLOW_UP = re.compile(r"^(那|那么|那如果|如果|还有|另外|然后|再问一下)|[呢]\s*[？?]?$")
+_FOLLOW_UP = re.compile(r"^(那|那么|那如果|如果|还有|另外|然后|再问一下)|^比[^，。？！]{1,8}(多|少|好|差|高|低)|[呢]\s*[？?]?$")  # 「比前天多还是少」
 # A short question that starts by asking whether/who/how long and names no situation of its own
 # (「要不要店长批？」「需要登记吗」 after a refund question) asks about the previous answer too.
 _ELLIPTICAL = re.compile(r"^(要不要|需不需要|需要|用不用|还要|还得|得|能不能|可不可以|可以|是不是|多久|多长时间|谁来|找谁|归谁)")

@@ -26,8 +26,10 @@ RESTOCK, TICKET = "restock", "ticket"
 _QTY = re.compile(r"(\d+|[零〇一二两三四五六七八九十百千万]+)\s*(箱|瓶|杯|份|件|桶|个)")
 _CANCEL = re.compile(r"^(算了|不用了|不要了|取消|撤销|不补了|别补了|先不补|先不用|先不要|不建了|先不建)|算了[吧啊]?[。！!]?$|(取消|撤销)(这个|这次)?(申请|补货|工单|提案)")
 _YES = re.compile(r"^(好|好的|行|可以|嗯|对|是|是的|要|ok|okay|就这样|没问题|改吧|那就)", re.IGNORECASE)
-_TICKET_WORDS = re.compile(r"工单|投诉单|客诉单")
-_REQUEST_WORDS = re.compile(r"(帮我|给我|请|麻烦|替我)?[^，。？！]{0,4}(建|开|提|创建|登记|提交)(一?个|一?张|一下)?[^，。？！]{0,4}(工单|投诉单|客诉单)|帮我|麻烦|请")
+_TICKET_WORDS = re.compile(r"工单|投诉单|客诉单|(登记|建|开|提|提交)(一?个|一?张|一下)?(客诉|投诉)")  # 「帮我登记个投诉」
+# The request's own words, taken out of a ticket's description (「客人投诉酒有怪味 帮我建个投诉单」 lost 「怪味」
+# to a 「four characters before 建」 prefix).
+_REQUEST_WORDS = re.compile(r"(帮我|给我|请|麻烦|替我)?(建|开|提|创建|登记|提交)(一?个|一?张|一下)?(工单|投诉单|客诉单|客诉|投诉)|帮我|麻烦|请")
 # The words right after a quantity: the thing asked for (「两箱喜力」 → 喜力).
 _AFTER_UNIT = re.compile(r"的?([\u4e00-\u9fffA-Za-z][\u4e00-\u9fffA-Za-z0-9]{1,11})")
 _ORDER_REF = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}-[A-Z]{2}-\d{8}-\d{5}(?!\d)")

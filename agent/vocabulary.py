@@ -27,10 +27,10 @@ PERIOD_CHANGE = re.compile(r"涨|跌|增长|下降|变化|环比|同比|哪个[^
 # the figures compared even without a sales word; 「上周和上上周的排班有什么不同」 does not.
 FIGURE_COMPARE = re.compile(r"卖|生意|营业额|销售|流水|业绩|订单|多少单|几单|单量|客流|多还是少|多吗|少吗|好吗|差吗|涨|跌|哪个[^，。？！]{0,4}(多|高|好)|"
                             r"比$|比呢|比一下|比比|比[^，。？！]{0,2}(怎么样|如何|咋样)|对比|比较")
-CHANGE_FROM_BEFORE = re.compile(r"涨|跌|增长|下降|变化|环比|比上|比之前|比前")
+CHANGE_FROM_BEFORE = re.compile(r"涨|跌|增长|下降|变化|环比|比上|比之前|比前(?![天日])")  # 「比前天」 names a day
 # A sales question about one channel or about refunds (「上周外卖卖了多少」「昨天退款了几单」) is asked
 # per channel: the store's paid total would silently drop the filter.
-CHANNEL_WORDS = re.compile(r"外卖|堂食|团购|渠道|退款|退了|退单")
+CHANNEL_WORDS = re.compile(r"外卖|堂食|团购|渠道|退款|退了|退单|美团|饿了么|抖音|大众点评")
 SHARE = re.compile(r"占比|占多少|占几成|比例|比重")
 ACROSS_STORES = re.compile(r"各店|各门店|各家|哪(家|间|个门店|个店|个分店)|每家|四家|所有店|所有门店|排名|排行")
 # When two tools score the same, the more specific one wins.
@@ -82,11 +82,11 @@ SIGNALS: tuple[Signal, ...] = (
     # The whole message asks for a restock and names nothing yet (「我要补货」「申请补货」): the conversation
     # asks for the product and the quantity. (「补科罗娜」: the router checks the name against the product list.)
     Signal("要补货", ACTION, r"^\s*(我要|我想|要|想|帮忙)?(申请)?补货\s*[。！!]?\s*$", 3),
-    Signal("请求建工单", ACTION, r"(帮我|给我|请|麻烦)?[^，。？！]{0,4}(建|开|提|创建|登记|提交)(一?个|一?张|一下)?[^，。？！]{0,4}(工单|投诉单|客诉单|客诉(?!怎|要|流程|规定))", 3),
+    Signal("请求建工单", ACTION, r"(帮我|给我|请|麻烦)?[^，。？！]{0,4}(建|开|提|创建|登记|提交)(一?个|一?张|一下)?[^，。？！]{0,4}(工单|投诉单|客诉单|(客诉|投诉)(?!怎|要|流程|规定|电话))", 3),
 
     # --- data: each points to the tool that answers it ------------------------------------------
     Signal("营业额", DATA, r"卖了多少|卖得?多少钱|买了多少|卖[得的]?(怎么样|如何|咋样|好不好|还行吗)|生意(怎么样|如何|咋样|好不好|好吗)|营业额|销售额|营收|流水|业绩|"
-           r"(外卖|堂食|团购|门店|店里?|全部门店)收入|收入(多少|是多少|怎么样)", 2, STORE_SALES),
+           r"(外卖|堂食|团购|渠道|门店|店里?|全部门店)收入|收入(多少|是多少|怎么样)", 2, STORE_SALES),
     # 「上周退款多少」「天河店上周退款多少钱」: the refunds' figures (data_guard asks channel_sales); 「退款多少钱
     # 以内值班主管能批」 stays a rule question (no store, a rule word).
     Signal("退款数", DATA, r"退款[^，。？！]{0,3}(多少(?!钱?(以内|以上|以下|之内|内|要|需|得|谁|的话))|几单|几笔|总额|情况)|退了(多少|几)", 2, STORE_SALES),

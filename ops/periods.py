@@ -230,7 +230,7 @@ def find_period(text: str, today: date) -> Period | None:
 
 
 # Between two periods being compared: 「上周跟上上周比」「11月1号到7号和8号到14号」.
-_COMPARE_JOIN = re.compile(r"跟|和|与|同(?!期|比)|对比|相比|比起|(?<!同|环)比|vs|VS|还是|[，,。；;？?！!]")
+_COMPARE_JOIN = re.compile(r"跟|和|与|同(?!期|比)|对比|相比|比起|环比|(?<!同)比|vs|VS|还是|[，,。；;？?！!]")
 
 
 def find_periods(text: str, today: date) -> list[Period]:

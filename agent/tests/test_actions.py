@@ -214,3 +214,11 @@ def test_a_restock_asked_without_a_quantity_asks_for_it(staff, first, second, pr
     done, _ = t.ask(second)
     assert done.proposal is not None and done.proposal["payload"]["lines"][0]["product"] == product, done.answer
     Proposal.objects.filter(pk=done.proposal["id"]).update(status="rejected")
+
+
+def test_a_complaint_logged_as_投诉_is_a_ticket_and_keeps_its_words(staff):
+    # 「…帮我登记个投诉」 asked which product to restock; 「客人投诉酒有怪味 帮我建个投诉单」 lost 「怪味」.
+    t = Thread(staff)
+    result, _ = t.ask("客人投诉酒有怪味 帮我登记个投诉 7号桌")
+    assert result.proposal["kind"] == "ticket" and "怪味" in result.proposal["payload"]["description"]
+    Proposal.objects.filter(pk=result.proposal["id"]).update(status="rejected")

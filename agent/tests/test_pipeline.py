@@ -386,6 +386,10 @@ def test_a_follow_up_to_a_comparison_compares_again_and_stores_are_not_summed_si
     versus, _, _ = chat_ask(user=staff, query="跟上上周比呢", thread_id=conv2.thread_id)
     assert versus.data and versus.data[0]["tool"] == "period_compare"
     assert [d["row"]["period"] for d in versus.data] == ["上周", "上上周"]
+    # 「昨日营收」 → 「比前天多还是少」: yesterday against the day before (was out of scope)
+    _, conv3, _ = chat_ask(user=staff, query="昨天营业额多少")
+    day, _, _ = chat_ask(user=staff, query="比前天多还是少", thread_id=conv3.thread_id)
+    assert day.data and [d["row"]["period"] for d in day.data] == ["昨天", "前天"]
 
 
 def test_a_channel_asked_for_leads_the_answer():
