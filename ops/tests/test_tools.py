@@ -160,6 +160,16 @@ def test_hourly_peak_matches_sql_in_local_time():
     assert "21:00" in result.summary or "22:00" in result.summary
 
 
+def sold_last_week(store_where: str, store_args: list, sku: str, today: date) -> int:
+    """Paid units of `sku` over the 7 days before `today` at the store `store_where` picks (independent SQL)."""
+    lo, hi = day_bounds(today - timedelta(days=7), today - timedelta(days=1))
+    (sold,), = sql_one(
+        "SELECT COALESCE(SUM(l.qty),0) FROM ops_orderline l JOIN ops_order o ON o.id=l.order_id JOIN ops_product p ON p.id=l.product_id "
+        f"JOIN ops_store s ON s.id=o.store_id WHERE {store_where} AND p.sku=%s AND o.status='paid' AND o.created_at >= %s AND o.created_at < %s",
+        [*store_args, sku, lo, hi])
+    return sold
+
+
 def test_low_stock_lists_every_item_below_safety_with_velocity():
     today = local_today()
     result = run_tool("low_stock", {"store": "天河店"}, today=today, user=None)
@@ -168,12 +178,8 @@ def test_low_stock_lists_every_item_below_safety_with_velocity():
         "WHERE s.code='GZ-TH' AND i.on_hand < i.safety_stock ORDER BY p.sku", [])
     assert [r["product"] for r in result.rows] == [n for (n,) in expected]
     assert len(result.rows) >= 1
-    lo, hi = day_bounds(today - timedelta(days=7), today - timedelta(days=1))
     row = result.rows[0]
-    (sold,), = sql_one(
-        "SELECT COALESCE(SUM(l.qty),0) FROM ops_orderline l JOIN ops_order o ON o.id=l.order_id JOIN ops_product p ON p.id=l.product_id "
-        "JOIN ops_store s ON s.id=o.store_id WHERE s.code='GZ-TH' AND p.sku=%s AND o.status='paid' AND o.created_at >= %s AND o.created_at < %s",
-        [row["sku"], lo, hi])
+    sold = sold_last_week("s.code='GZ-TH'", [], row["sku"], today)
     assert row["sold_7d"] == sold
     assert row["velocity_per_day"] == round(sold / 7, 2)
     assert row["suggested_qty"] >= row["safety_stock"] - row["on_hand"]
@@ -192,11 +198,7 @@ def test_product_stock_shows_one_products_stock_in_each_store_whatever_its_level
         "JOIN ops_store s ON s.id=i.store_id WHERE p.sku='W001' ORDER BY s.code", [])
     assert [(r["store"], r["on_hand"], r["safety_stock"]) for r in result.rows] == list(expected)
     assert any(on_hand >= safety for _, on_hand, safety in expected)  # stock above its safety level is shown too
-    lo, hi = day_bounds(today - timedelta(days=7), today - timedelta(days=1))
-    (sold,), = sql_one(
-        "SELECT COALESCE(SUM(l.qty),0) FROM ops_orderline l JOIN ops_order o ON o.id=l.order_id JOIN ops_product p ON p.id=l.product_id "
-        "JOIN ops_store s ON s.id=o.store_id WHERE s.name=%s AND p.sku='W001' AND o.status='paid' AND o.created_at >= %s AND o.created_at < %s",
-        [result.rows[0]["store"], lo, hi])
+    sold = sold_last_week("s.name=%s", [result.rows[0]["store"]], "W001", today)
     assert result.rows[0]["sold_7d"] == sold and result.params["product"] == "尊尼获加黑牌"
     assert all(f"{r['store']} 在库 {r['on_hand']}" in result.summary for r in result.rows)
 
