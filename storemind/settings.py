@@ -149,6 +149,13 @@ else:
     from .embedded_db import embedded_database_settings
 
     DATABASES = {"default": embedded_database_settings(BASE_DIR)}
+# Django turns psycopg's prepared statements off (prepare_threshold None), which also makes an
+# explicit `execute(..., prepare=True)` a no-op. The retrieval queries ask for it (the same text
+# on every question; planning one costs as much as running it), so preparation is on, but only
+# when asked: the threshold is out of reach for the ORM's own queries. SM_DB_PREPARE=0 turns it
+# off for a transaction-mode pooler (pgbouncer), where a prepared statement outlives its session.
+if env_bool("SM_DB_PREPARE", True):
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 2**31 - 1
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Celery and cache --------------------------------------------------------------------

@@ -50,3 +50,16 @@ def test_hnsw_ef_search_is_set_once_per_connection_outside_transactions(committe
     with transaction.atomic(), CaptureQueriesContext(connection) as ctx:  # a rollback would undo it: set every time
         search("存的酒过期了怎么办", audiences=["staff"])
     assert [q for q in ctx.captured_queries if "ef_search" in q["sql"]]
+
+
+def test_the_retrieval_queries_are_prepared_statements(committed_corpus, settings):
+    """`execute(..., prepare=True)` is a no-op on a connection with psycopg's preparation turned
+    off, which is Django's default: the settings turn it on (only where asked for)."""
+    settings.SM_RETRIEVAL_THREADS = 0
+    search("客人说酒喝着有股怪味怎么办", audiences=["staff"])
+    with connection.cursor() as cur:
+        cur.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [row[0] for row in cur.fetchall()]
+    assert any("knowledge_chunk" in sql and "<=>" in sql for sql in prepared), prepared
+    assert any("knowledge_term" in sql for sql in prepared), prepared
+    assert not any("django_" in sql or "auth_" in sql for sql in prepared), "the ORM's own queries stay unprepared"
