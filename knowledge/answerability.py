@@ -16,6 +16,7 @@ import math
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -59,13 +60,21 @@ def salient_terms(question: str) -> list[str]:
 def topic_words(question: str) -> list[str]:
     """The question's nouns (jieba POS tags n*, vn, eng …): what it is *about*. A near-domain
     question usually names a thing the corpus never mentions (宠物, 社保, 停车费)."""
+    return list(_topic_words((question or "").lower()))
+
+
+# POS tagging runs an HMM over every stretch jieba does not know (2–4 ms a question here) and
+# the judge asks again each round and for every repeat of a common question; like the search
+# tokens, the result is fixed once the dictionary is loaded.
+@lru_cache(maxsize=4096)
+def _topic_words(question: str) -> tuple[str, ...]:
     import jieba.posseg as pseg
 
     from .text import STOPWORDS, tokenize
 
     tokenize("")  # loads jieba and the corpus's user dictionary once
-    words = [w for w, tag in pseg.cut((question or "").lower()) if len(w) >= 2 and w not in STOPWORDS and tag.startswith(_NOUN_TAGS)]
-    return list(dict.fromkeys(words))
+    words = [w for w, tag in pseg.cut(question) if len(w) >= 2 and w not in STOPWORDS and tag.startswith(_NOUN_TAGS)]
+    return tuple(dict.fromkeys(words))
 
 
 def _idf(n: int, df: int | None) -> float:

@@ -104,3 +104,19 @@ def test_eval_calibrate_never_stores_its_collecting_model_in_the_index(monkeypat
     assert seen["in_index"] == stored and seen["other_thread"] == answerability.stored_model(meta)
     assert seen["here"].get("threshold") == 2.0  # this process collected under never-enough
     assert IndexMeta.objects.get().answerability == stored
+
+
+def test_topic_words_are_tagged_once_per_question(monkeypatch):
+    import jieba.posseg
+
+    from knowledge.answerability import topic_words
+
+    calls = []
+    real = jieba.posseg.cut
+    monkeypatch.setattr(jieba.posseg, "cut", lambda text, *a, **kw: calls.append(text) or real(text, *a, **kw))
+    question = "店里能带宠物狗进来吗（标注测试）"
+    first = topic_words(question)
+    assert "宠物" in "".join(first) and len(calls) == 1
+    assert topic_words(question) == first and len(calls) == 1, "the judge's second round tags the question again"
+    first.append("changed by a caller")
+    assert "changed by a caller" not in topic_words(question)
