@@ -69,6 +69,25 @@ class ScopedAdmin(AuditedAdmin):
         return [(f, ScopedStoreFilter) if isinstance(f, str) and f in self.store_filter_fields else f
                 for f in super().get_list_filter(request)]
 
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        """A store field offers only the stores the user may change rows of: a form posted with
+        another store's id fails validation (「选择一个有效的选项」) instead of handing the row over."""
+        from .scoping import ALL, action_perm, store_ids_for
+
+        if db_field.name in self.store_filter_fields:
+            ids = store_ids_for(request.user, action_perm(self.model, "change"))
+            if ids is not ALL:
+                kwargs["queryset"] = db_field.related_model._default_manager.filter(pk__in=ids)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def get_readonly_fields(self, request, obj=None):
+        """A saved row stays in its store: moving an inventory row would give one store's stock
+        to another (and file the audit row where its author cannot read it)."""
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None and "store" not in fields and any(f.name == "store" for f in self.model._meta.fields):
+            fields.append("store")
+        return fields
+
     def has_change_permission(self, request, obj=None):
         if not super().has_change_permission(request, obj):
             return False

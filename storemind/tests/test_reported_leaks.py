@@ -146,3 +146,25 @@ def test_a_token_bound_to_a_store_its_user_does_not_work_at_writes_nothing():
     before = Order.objects.filter(store__code="FS-ZM").count()
     r = api(key).post("/api/v1/orders", order_payload(f"LEAK-{uuid.uuid4().hex[:8]}", store="FS-ZM"), format="json")
     assert r.status_code in (400, 403) and Order.objects.filter(store__code="FS-ZM").count() == before
+
+
+def test_a_manager_cannot_move_an_inventory_row_into_another_store_in_admin(client):
+    """A 福田 manager posted store=天河 on one of 福田's own inventory rows: 302, the row was 天河's."""
+    manager = make_user("leak_manager_mover", role="manager", stores=["SZ-FT"], is_staff=True)
+    client.force_login(manager)
+    inv = Inventory.objects.get(store__code="SZ-FT", product__sku="B001")
+    tianhe = Store.objects.get(code="GZ-TH")
+    form = client.get(f"/admin/ops/inventory/{inv.pk}/change/").content.decode()
+    assert "广州天河店" not in form
+    r = client.post(f"/admin/ops/inventory/{inv.pk}/change/",
+                    {"store": tianhe.pk, "product": inv.product_id, "on_hand": 5, "safety_stock": 2})
+    assert r.status_code == 302
+    after = Inventory.objects.get(pk=inv.pk)
+    assert after.store_id == inv.store_id and after.on_hand == 5, "the store stays; the numbers change"
+    from django.contrib import admin
+    from django.test import RequestFactory
+
+    request = RequestFactory().get("/admin/ops/inventory/add/")
+    request.user = manager
+    field = admin.site._registry[Inventory].formfield_for_foreignkey(Inventory._meta.get_field("store"), request)
+    assert [s.code for s in field.queryset] == ["SZ-FT"], "a new row's store: only the manager's own"
