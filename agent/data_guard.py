@@ -187,6 +187,18 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
         else:
             params["store"] = None
 
+    if tool == COMPARE_STORES:  # before the period: asked for the period, the next turn keeps the stores
+        # The asker's own words: the tool resolves them within their stores, and a store outside
+        # them is echoed as asked (never by its full name, which would confirm it exists).
+        named = [words for words, _ in find_stores_in_text(question)]
+        city = city_in_text(question)
+        if len(named) >= 2:  # 「天河跟福田比」: those two, not every store
+            params["stores"] = named
+        elif city:  # 「广州各店对比」: the asker's stores in that city
+            params["stores"] = [city, *named]
+        elif inherited and prev_params.get("stores") and not named:
+            params["stores"] = prev_params["stores"]
+        params["metric"] = "avg_ticket" if "客单价" in question else "orders" if re.search(r"订单|单数|多少单|单子|单量|最忙|人最多|客人最多|客流", question) else "revenue"
     if tool == PERIOD_COMPARE and not compared:
         # A follow-up to a comparison (「那上个月呢」「那福田店呢」): a new period is compared with the
         # one before it, else both periods stay.
@@ -218,16 +230,4 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
             if category in question:
                 params["category"] = category
                 break
-    if tool == COMPARE_STORES:
-        # The asker's own words: the tool resolves them within their stores, and a store outside
-        # them is echoed as asked (never by its full name, which would confirm it exists).
-        named = [words for words, _ in find_stores_in_text(question)]
-        city = city_in_text(question)
-        if len(named) >= 2:  # 「天河跟福田比」: those two, not every store
-            params["stores"] = named
-        elif city:  # 「广州各店对比」: the asker's stores in that city
-            params["stores"] = [city, *named]
-        elif inherited and prev_params.get("stores") and not named:
-            params["stores"] = prev_params["stores"]
-        params["metric"] = "avg_ticket" if "客单价" in question else "orders" if re.search(r"订单|单数|多少单|单子|单量|最忙|人最多|客人最多|客流", question) else "revenue"
     return DataPlan(tool, params, reason=reason + ("（追问）" if inherited else ""), store_words=store_words)

@@ -37,7 +37,7 @@ from knowledge.selectors import (
     visible_audiences,
 )
 from knowledge.text import query_terms, tokenize
-from ops.selectors import find_product_in_text, store_list_read_once
+from ops.selectors import find_product_in_text, find_stores_in_text, store_list_read_once
 from ops.tools import ToolResult, local_today, run_tool
 
 from . import compose
@@ -202,6 +202,8 @@ def route_node(state: AgentState) -> None:
             decision = Route(DATA, f"追问，沿用上一轮的数据意图（{prev_intent}）", decision.scores)
         elif not decision.decided and prev_intent == POLICY and state.resolved_query != state.question:
             decision = Route(POLICY, "追问，沿用上一轮的规则意图", decision.scores)
+        elif not decision.decided and vocab.STORES_COMPARED.search(state.question) and len(find_stores_in_text(state.question)) >= 2:
+            decision = Route(DATA, "两家以上门店相比", decision.scores)  # 「天河跟福田比」 names no figure
         state.route = decision
         detail.update(decision.as_dict())
         if state.resolved_query != state.question:

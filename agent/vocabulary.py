@@ -27,6 +27,10 @@ PERIOD_CHANGE = re.compile(r"涨|跌|增长|下降|变化|环比|同比|哪个[^
 # the figures compared even without a sales word; 「上周和上上周的排班有什么不同」 does not.
 FIGURE_COMPARE = re.compile(r"卖|生意|营业额|销售|流水|业绩|订单|多少单|几单|单量|客流|多还是少|多吗|少吗|好吗|差吗|涨|跌|哪个[^，。？！]{0,4}(多|高|好)|"
                             r"比$|比呢|比一下|比比|比[^，。？！]{0,2}(怎么样|如何|咋样)|对比|比较")
+# Two named stores set side by side (「天河跟福田比」「福田店和天河店上个月对比」): a comparison of
+# their figures even without a word for the figures; the planner asks for the period if none.
+STORES_COMPARED = re.compile(r"(跟|和|与|同)[^，。？！]{0,12}(比|PK)|对比|比较|比一比|比一下|比比|PK|"
+                             r"比[^，。？！]{0,8}(多|少|好|差|高|低|怎么样|如何|咋样)", re.IGNORECASE)
 CHANGE_FROM_BEFORE = re.compile(r"涨|跌|增长|下降|变化|环比|比上|比之前|比前(?![天日])")  # 「比前天」 names a day
 # A sales question about one channel or about refunds (「上周外卖卖了多少」「昨天退款了几单」) is asked
 # per channel: the store's paid total would silently drop the filter.
@@ -89,7 +93,7 @@ SIGNALS: tuple[Signal, ...] = (
            r"(外卖|堂食|团购|渠道|门店|店里?|全部门店)收入|收入(多少|是多少|怎么样)", 2, STORE_SALES),
     # 「上周退款多少」「天河店上周退款多少钱」: the refunds' figures (data_guard asks channel_sales); 「退款多少钱
     # 以内值班主管能批」 stays a rule question (no store, a rule word).
-    Signal("退款数", DATA, r"退款[^，。？！]{0,3}(多少(?!钱?(以内|以上|以下|之内|内|要|需|得|谁|的话))|几单|几笔|总额|情况)|退了(多少|几)", 2, STORE_SALES),
+    Signal("退款数", DATA, r"退款[^，。？！]{0,3}(多少(?!钱?(以内|以上|以下|之内|内|要|需|得|谁|的话))|几单|几笔|总额|情况|率|比例|占比)|退了(多少|几)", 2, STORE_SALES),
     Signal("销量", DATA, r"销量", 1, STORE_SALES),
     # 「…涨了还是跌了」「本月环比」「11月1号到7号和8号到14号哪个多」: a change in the figures (data_guard
     # compares the periods the question names, or one with the one before it).

@@ -477,6 +477,28 @@ def test_hq_comparing_two_named_stores_sees_those_two_and_the_follow_up_keeps_th
     assert second.data[0]["params"]["stores"] == ["广州天河店", "深圳福田店"] and len(second.data) == 2
 
 
+def test_two_stores_set_side_by_side_without_a_figure_word_are_compared():
+    # 「天河跟福田比」 (the README's own example) was answered from the membership rule on
+    # using a card in another store; asked which period, 「上个月呢」 then ranked all four stores.
+    hq = make_user("agent_hq_bare_compare", role="hq", stores=[])
+    first, conv, _ = chat_ask(user=hq, query="天河跟福田比")
+    assert first.intent == "data" and not first.citations and "哪段时间" in first.answer
+    second, _, _ = chat_ask(user=hq, query="上个月呢", thread_id=conv.thread_id)
+    assert sorted(d["row"]["store"] for d in second.data) == ["广州天河店", "深圳福田店"]
+    third, _, _ = chat_ask(user=hq, query="福田店跟天河店上个月比")
+    assert third.intent == "data" and len(third.data) == 2
+
+
+def test_a_refund_rate_is_the_refunded_share_of_orders_placed():
+    # 「天河店上周退款率」 was answered from the refund procedure.
+    hq = make_user("agent_hq_refund_rate", role="hq", stores=[])
+    result, _, _ = chat_ask(user=hq, query="天河店上周退款率")
+    assert result.intent == "data" and result.data[0]["tool"] == "channel_sales"
+    rows = [d["row"] for d in result.data]
+    refunded, placed = sum(r["refunded_orders"] for r in rows), sum(r["orders"] + r["refunded_orders"] for r in rows)
+    assert refunded and f"占下单的 {refunded / placed * 100:.1f}%" in result.answer
+
+
 def test_another_users_thread_id_is_a_thread_of_ones_own_and_reveals_nothing(staff, manager):
     # It was a 403 「这个会话属于其他用户」: proof that the thread exists. Thread ids are
     # per user now: the same id is the other user's own, empty, thread.
