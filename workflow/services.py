@@ -248,11 +248,16 @@ def _perform(proposal: Proposal, user):
     )
 
 
+REJECT_REASON_MAX = 255  # Proposal.decision_note
+
+
 def proposal_reject(*, proposal: Proposal | int, user, reason: str) -> Proposal:
     pk = proposal.pk if isinstance(proposal, Proposal) else proposal
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": ["拒绝时请写明原因。"]})
+    if len(reason) > REJECT_REASON_MAX:  # it was cut at 255 without a word (web form and API alike)
+        raise ValidationError({"reason": [f"拒绝原因不能超过 {REJECT_REASON_MAX} 个字（现在 {len(reason)} 个）。"]})
     _decidable(user, pk, "reject")
     with transaction.atomic():
         locked = Proposal.objects.select_for_update().select_related("store").get(pk=pk)
@@ -262,10 +267,10 @@ def proposal_reject(*, proposal: Proposal | int, user, reason: str) -> Proposal:
                 return locked
             if locked.status != Proposal.Status.PENDING:
                 raise Conflict(f"提案 #{pk} 的状态是「{locked.get_status_display()}」，不能再拒绝。")
-            locked.status, locked.decided_by, locked.decided_at, locked.decision_note = Proposal.Status.REJECTED, user, timezone.now(), reason[:255]
+            locked.status, locked.decided_by, locked.decided_at, locked.decision_note = Proposal.Status.REJECTED, user, timezone.now(), reason
             locked.save(update_fields=["status", "decided_by", "decided_at", "decision_note"])
             audit_record(actor=user, action=AuditLog.Action.REJECTED, target=locked, store=locked.store,
-                         before={"status": "pending"}, after={"status": "rejected", "reason": reason[:255]})
+                         before={"status": "pending"}, after={"status": "rejected", "reason": reason})
             return locked
     _deny(user, locked, "reject", why)
 

@@ -119,6 +119,20 @@ def test_reject_and_then_confirm_is_a_conflict(people):
         proposal_confirm(proposal=proposal, user=people["manager"])
 
 
+def test_an_over_long_reject_reason_is_a_400_not_cut(people):
+    # 300 characters came back 200 with the note cut at 255 (API and web form).
+    proposal = propose(people["staff"])
+    with pytest.raises(ValidationError, match="不能超过 255 个字（现在 300 个）"):
+        proposal_reject(proposal=proposal, user=people["manager"], reason="x" * 300)
+    proposal.refresh_from_db()
+    assert proposal.status == "pending" and not audits(proposal, "rejected").exists()
+    client = APIClient()
+    client.force_authenticate(people["manager"])
+    r = client.post(f"/api/v1/proposals/{proposal.pk}/reject", {"reason": "y" * 256}, format="json")
+    assert r.status_code == 400 and "reason" in r.json()
+    assert client.post(f"/api/v1/proposals/{proposal.pk}/reject", {"reason": "y" * 255}, format="json").status_code == 200
+
+
 def test_expiry(people, settings):
     settings.SM_PROPOSAL_TTL_HOURS = 72
     old, fresh = propose(people["staff"]), propose(people["staff"])
