@@ -336,7 +336,8 @@ def build_server(*, fixed_user=None) -> Server:
             jsonschema.validate(args, tool.schema)
         except jsonschema.ValidationError as exc:
             where = "/".join(str(p) for p in exc.absolute_path) or "arguments"
-            raise MCPError(types.INVALID_PARAMS, f"{params.name} 的参数不正确（{where}）：{exc.message}") from None
+            raise MCPError(types.INVALID_PARAMS, f"{params.name} 的参数不正确（{where}）：{schema_error_text(exc)}") from None
+        args = integers_as_int(args, tool.schema)
         user = await identity(ctx)
         return await _sync(dispatch, user, params.name, args)
 
@@ -377,6 +378,29 @@ def build_server(*, fixed_user=None) -> Server:
         instructions="门店制度问答、经营数据查询和受控写操作（提案 → 有权限的人确认 → 审计）。",
         on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources, on_read_resource=read_resource,
     )
+
+
+def schema_error_text(exc) -> str:
+    """A schema violation in Chinese, never echoing the value (a 100,000-character query came
+    back whole inside jsonschema's English message)."""
+    rule, limit = exc.validator, exc.validator_value
+    texts = {
+        "type": lambda: f"类型应为 {'、'.join(limit) if isinstance(limit, list) else limit}",
+        "required": lambda: "缺少必填参数 " + "、".join(k for k in limit if k not in (exc.instance or {})),
+        "additionalProperties": lambda: "不认识的参数 " + "、".join(sorted(set(exc.instance or {}) - set(exc.schema.get("properties", {})))),
+        "minLength": lambda: f"至少 {limit} 个字符", "maxLength": lambda: f"最多 {limit} 个字符",
+        "minimum": lambda: f"不能小于 {limit}", "maximum": lambda: f"不能大于 {limit}",
+        "minItems": lambda: f"至少 {limit} 项", "maxItems": lambda: f"最多 {limit} 项",
+        "enum": lambda: "只能是 " + "、".join(str(v) for v in limit), "pattern": lambda: "格式不对",
+    }
+    return texts[rule]() if rule in texts else f"不符合 {rule} 约束"
+
+
+def integers_as_int(args: dict, schema: dict) -> dict:
+    """JSON Schema counts 2.0 as an integer; the tools slice and count with it (k=2.0 was a
+    TypeError inside search)."""
+    props = schema.get("properties", {})
+    return {k: int(v) if props.get(k, {}).get("type") == "integer" and isinstance(v, float) else v for k, v in args.items()}
 
 
 def _error_result(message: str, denied: bool = False) -> types.CallToolResult:

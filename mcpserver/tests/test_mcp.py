@@ -100,7 +100,10 @@ async def exercise(session: ClientSession, world) -> dict:
     resources = (await session.list_resources()).resources
     seen["resources"] = resources
     seen["read"] = await session.read_resource(resources[0].uri)
+    seen["k_float"] = await session.call_tool("search_knowledge", {"query": "会员卡能跨店用吗", "k": 2.0})  # was a TypeError
     for label, name, args in (("unknown_tool", "drop_tables", {}), ("bad_args", "search_knowledge", {"q": 1}),
+                              ("too_long", "search_knowledge", {"query": "酒" * 20000}),
+                              ("wrong_type", "search_knowledge", {"query": "会员", "k": "12"}),
                               ("bad_params", "query_ops", {"tool": "store_sales", "params": {"store": "三里屯店", "period": "上周"}})):
         try:
             await session.call_tool(name, args)
@@ -144,9 +147,13 @@ def check(seen, world, django_db_blocker):
     assert str(seen["resources"][0].uri).startswith("storemind://corpus/")
     assert all("店长手册" != r.title for r in seen["resources"])
     assert seen["read"].contents[0].text.startswith("#")
-    for label in ("unknown_tool", "bad_args", "bad_params", "missing_resource"):
+    for label in ("unknown_tool", "bad_args", "bad_params", "missing_resource", "too_long", "wrong_type"):
         assert isinstance(seen[label], MCPError), label
         assert seen[label].code == -32602, (label, seen[label].code)
+    assert not seen["k_float"].is_error and len(seen["k_float"].structured_content["hits"]) == 2
+    # In Chinese, without echoing the value (a 100,000-character query came back whole).
+    assert "最多 500 个字符" in str(seen["too_long"]) and len(str(seen["too_long"])) < 200
+    assert "类型应为 integer" in str(seen["wrong_type"]) and "缺少必填参数 query" in str(seen["bad_args"])
     with django_db_blocker.unblock():
         audit = AuditLog.objects.filter(target_id=world["restock_id"], action="permission_denied").order_by("-id").first()
         assert audit is not None and audit.actor_username == "mcp_staff"
