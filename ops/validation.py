@@ -140,3 +140,20 @@ def strict_positive_int(raw: str | None) -> int | None:
     if raw is None or not re.fullmatch(r"[0-9]{1,6}", raw):
         return None
     return int(raw)
+
+
+def known_query(params, allowed: tuple[str, ...]) -> dict:
+    """The query parameters a read endpoint knows, non-empty ones only. An unknown one is a 400,
+    never ignored: 「?stroe=天河店」 silently answered for every store."""
+    unknown = unknown_fields(params, {*allowed, "format"})  # DRF's own ?format=json
+    if unknown:
+        raise ValidationError({name: [f"不认识的参数；可用的参数：{'、'.join(allowed)}。"] for name in unknown})
+    return {k: params[k] for k in allowed if params.get(k) not in (None, "")}
+
+
+def limit_param(value, default: int, maximum: int) -> int:
+    if value in (None, ""):
+        return default
+    if not str(value).isdigit() or not 1 <= int(value) <= maximum:
+        raise ValidationError({"limit": [f"limit 必须是 1 到 {maximum} 之间的整数。"]})
+    return int(value)

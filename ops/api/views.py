@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from .. import services, tools
 from ..models import Order, Store
-from ..validation import reject_unknown, unknown_fields
+from ..validation import known_query, reject_unknown
 from .serializers import (
     AdjustmentInSerializer,
     AdjustmentResultSerializer,
@@ -25,12 +25,7 @@ from .serializers import (
 
 
 def _query(request, allowed: tuple[str, ...]) -> dict:
-    """The query parameters a read endpoint knows, non-empty ones only. An unknown one is a 400,
-    never ignored: 「?stroe=天河店」 silently answered for every store."""
-    unknown = unknown_fields(request.query_params, {*allowed, "format"})  # DRF's own ?format=json
-    if unknown:
-        raise ValidationError({name: [f"不认识的参数；可用的参数：{'、'.join(allowed)}。"] for name in unknown})
-    return {k: request.query_params[k] for k in allowed if request.query_params.get(k) not in (None, "")}
+    return known_query(request.query_params, allowed)
 
 
 def _token(request):

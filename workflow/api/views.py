@@ -7,7 +7,8 @@ from rest_framework.views import APIView
 
 from core.localtime import local_time
 from core.selectors import audit_entries
-from ops.validation import reject_unknown
+from ops.selectors import resolve_store_for
+from ops.validation import known_query, limit_param, reject_unknown
 
 from ..chat import proposal_dict
 from ..models import Proposal
@@ -64,17 +65,21 @@ class ProposalsView(APIView):
         return super().get_throttles() if self.request.method == "POST" else []
 
     @extend_schema(summary="提案列表（本人所属门店）", parameters=[OpenApiParameter("status", str, enum=Proposal.Status.values),
-                                                                OpenApiParameter("kind", str, enum=Proposal.Kind.values)],
+                                                                OpenApiParameter("kind", str, enum=Proposal.Kind.values),
+                                                                OpenApiParameter("store", str, description="门店编码、名称或别名"),
+                                                                OpenApiParameter("limit", int, description="1–200，默认 200")],
                    responses=ProposalList)
     def get(self, request):
+        query = known_query(request.query_params, ("status", "kind", "store", "limit"))  # 「?store=天河店」 was ignored
         qs = proposals_visible(request.user)
         for field, choices in (("status", Proposal.Status.values), ("kind", Proposal.Kind.values)):
-            value = request.query_params.get(field)
-            if value:
-                if value not in choices:
+            if field in query:
+                if query[field] not in choices:
                     raise ValidationError({field: [f"只能是：{'、'.join(choices)}。"]})
-                qs = qs.filter(**{field: value})
-        return Response([proposal_dict(p, request.user) for p in qs[:200]])
+                qs = qs.filter(**{field: query[field]})
+        if "store" in query:
+            qs = qs.filter(store=resolve_store_for(request.user, query["store"], "workflow.view_proposal", attempt="proposals filter"))
+        return Response([proposal_dict(p, request.user) for p in qs[:limit_param(query.get("limit"), 200, 200)]])
 
     @extend_schema(summary="提交提案（支持 Idempotency-Key 头）", request=ProposalIn, responses={201: ProposalOut, 200: ProposalOut},
                    parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, description="最长 128 个字符；同一个键重放返回原提案")])
@@ -115,18 +120,21 @@ class ProposalRejectView(APIView):
 class AuditView(APIView):
     """Read-only: there is no write method, for anyone."""
 
-    @extend_schema(summary="审计日志（店长、总部；本人门店的记录）", parameters=[OpenApiParameter("action", str), OpenApiParameter("store", str), OpenApiParameter("actor", str)],
+    @extend_schema(summary="审计日志（店长、总部；本人门店的记录）", parameters=[OpenApiParameter("action", str), OpenApiParameter("store", str, description="门店编码、名称或别名"), OpenApiParameter("actor", str),
+                               OpenApiParameter("limit", int, description="最多返回几条（1–500，默认 500）")],
                    responses=AuditEntries)
     def get(self, request):
+        # 「?store=天河店」 (an alias) answered [], unknown parameters were ignored.
+        query = known_query(request.query_params, ("action", "store", "actor", "limit"))
         qs = audit_entries(request.user)
-        if request.query_params.get("action"):
-            qs = qs.filter(action=request.query_params["action"])
-        if request.query_params.get("store"):
-            qs = qs.filter(store__code=request.query_params["store"]) | qs.filter(store__name=request.query_params["store"])
-        if request.query_params.get("actor"):
-            qs = qs.filter(actor_username=request.query_params["actor"])
+        if "action" in query:
+            qs = qs.filter(action=query["action"])
+        if "store" in query:
+            qs = qs.filter(store=resolve_store_for(request.user, query["store"], "core.view_auditlog", attempt="audit filter"))
+        if "actor" in query:
+            qs = qs.filter(actor_username=query["actor"])
         return Response([
             {"id": a.pk, "at": local_time(a.created_at, a.store).isoformat(), "actor": a.actor_username, "action": a.action, "target": a.target_repr,
              "store": a.store.name if a.store else None, "before": a.before, "after": a.after, "request_id": a.request_id}
-            for a in qs[:500]
+            for a in qs[:limit_param(query.get("limit"), 500, 500)]
         ])

@@ -133,6 +133,26 @@ def test_an_over_long_reject_reason_is_a_400_not_cut(people):
     assert client.post(f"/api/v1/proposals/{proposal.pk}/reject", {"reason": "y" * 255}, format="json").status_code == 200
 
 
+def test_the_audit_and_proposal_lists_filter_by_any_store_name_and_refuse_unknown_parameters(people):
+    # 「?store=天河店」 (an alias) gave [] on the audit list and was ignored on the proposal list;
+    # 「?limit=5」 and 「?page=2」 were ignored too.
+    proposal = propose(people["staff"])
+    proposal_reject(proposal=proposal, user=people["manager"], reason="库存够用")
+    client = APIClient()
+    client.force_authenticate(people["manager"])
+    by_alias = client.get("/api/v1/audit", {"store": "天河店"})
+    assert by_alias.status_code == 200 and by_alias.json()
+    assert {row["store"] for row in by_alias.json()} == {"广州天河店"}
+    assert by_alias.json() == client.get("/api/v1/audit", {"store": "GZ-TH"}).json()
+    assert len(client.get("/api/v1/audit", {"limit": 1}).json()) == 1
+    assert client.get("/api/v1/audit", {"page": 2}).status_code == 400
+    assert client.get("/api/v1/audit", {"store": "福田店"}).status_code == 400  # outside the manager's stores: unknown
+    listed = client.get("/api/v1/proposals", {"store": "天河店"})
+    assert listed.status_code == 200 and proposal.pk in [p["id"] for p in listed.json()]
+    assert client.get("/api/v1/proposals", {"store": "三里屯店"}).status_code == 400
+    assert client.get("/api/v1/proposals", {"stroe": "天河店"}).status_code == 400
+
+
 def test_expiry(people, settings):
     settings.SM_PROPOSAL_TTL_HOURS = 72
     old, fresh = propose(people["staff"]), propose(people["staff"])
