@@ -29,7 +29,13 @@ _YES = re.compile(r"^(好|好的|行|可以|嗯|对|是|是的|要|ok|okay|就�
 _TICKET_WORDS = re.compile(r"工单|投诉单|客诉单|(登记|建|开|提|提交)(一?个|一?张|一下)?(客诉|投诉)")  # 「帮我登记个投诉」
 # The request's own words, taken out of a ticket's description (「客人投诉酒有怪味 帮我建个投诉单」 lost 「怪味」
 # to a 「four characters before 建」 prefix).
-_REQUEST_WORDS = re.compile(r"(帮我|给我|请|麻烦|替我)?(建|开|提|创建|登记|提交)(一?个|一?张|一下)?(工单|投诉单|客诉单|客诉|投诉)|帮我|麻烦|请")
+# A bare 「工单」 and the store it is for (「帮天河店建工单」) are request words too: descriptions read
+# 「…肚子不舒服，工单」 and 「帮天河店，客人说服务差」.
+_REQUEST_WORDS = re.compile(r"(帮我|给我|请|麻烦|替我)?(建|开|提|创建|登记|提交)?(一?个|一?张|一下)?(工单|投诉单|客诉单)|"
+                            r"(帮我|给我|请|麻烦|替我)?(建|开|提|创建|登记|提交)(一?个|一?张|一下)?(客诉|投诉)|"
+                            r"(?:^|(?<=[，,。\s]))(帮|给|替)[\u4e00-\u9fff]{1,6}?店(?=[，,。：:\s]|$|(建|开|提|创建|登记|提交)?(一?个|一?张|一下)?(工单|投诉单|客诉单))|"
+                            r"帮我|麻烦|请")
+_DESCRIPTION_EDGES = " ，,。：:；;、"
 # The words right after a quantity: the thing asked for (「两箱喜力」 → 喜力).
 _AFTER_UNIT = re.compile(r"的?([\u4e00-\u9fffA-Za-z][\u4e00-\u9fffA-Za-z0-9]{1,11})")
 _ORDER_REF = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}-[A-Z]{2}-\d{8}-\d{5}(?!\d)")
@@ -125,7 +131,7 @@ def start(question: str, *, user, history: list[tuple[str, str]]) -> tuple[Pendi
     parsed = parse(question)
     pending = PendingAction(kind=kind, started_with=question[:200])
     if kind == TICKET:
-        description = _REQUEST_WORDS.sub("", question).strip(" ，,。")
+        description = _REQUEST_WORDS.sub("", question).strip(_DESCRIPTION_EDGES)
         if len(description) < 5 and history:
             description = f"{history[-1][0]} {description}".strip()  # 「帮我建个工单」 after the complaint itself
         pending.description = description if len(description) >= 5 else ""
@@ -151,7 +157,7 @@ def merge(pending: PendingAction, parsed: Parsed, text: str) -> list[str]:
             pending.qty, pending.unit = parsed.qty, parsed.unit
             changed.append("qty")
     elif not pending.description and text and not parsed.cancel and not (parsed.yes and len(text) <= 4):
-        description = _REQUEST_WORDS.sub("", text).strip(" ，,。")
+        description = _REQUEST_WORDS.sub("", text).strip(_DESCRIPTION_EDGES)
         if len(description) >= 5:
             pending.description = description
             changed.append("description")
@@ -280,12 +286,13 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
 
 _TICKET_CATEGORIES = (  # first match wins: a guest made ill is food safety whatever else is said; waiting and rudeness
     # are service even when a drink is named (「等了40分钟酒还没上」)
-    ("食品安全", r"拉肚子|肚子疼|吃坏|食物中毒|变质|不新鲜|馊|没熟|夹生|异物|头发|虫子?|苍蝇|过敏"),
+    ("食品安全", r"拉肚子|肚子疼|肚子不舒服|吃坏|喝坏|食物中毒|变质|不新鲜|馊|没熟|夹生|异物|头发|虫子?|苍蝇|过敏"),
     ("服务态度", r"态度|服务员|服务差|太慢|慢死|等了|等太久|催|没人理|不理|上菜慢|上酒慢|骂"),
     ("环境卫生", r"脏|卫生|厕所|洗手间|蟑螂|老鼠|桌子|地面|臭"),
     ("酒水品质", r"酒|啤|饮料|饮品|异味|怪味|味道|口感|变味|酸|太淡|淡了|苦|没气"),
     ("收银结账", r"结账|收银|多收|收错|扣错|找零|小票|发票|退款"),
     ("会员储值", r"会员|储值|积分|余额"),
+    ("食品安全", r"不舒服|身体不适|呕吐|吐了|头晕"),  # made ill by nothing named above (「喝了精酿后不舒服」 was 其他)
 )
 
 
