@@ -51,10 +51,11 @@ REFUSAL_TEXT = (
     "抱歉，现有的门店制度文档里没有能回答这个问题的内容，我不能凭空作答。"
     "请咨询店长或区域经理；这个问题已记录到\"未解答问题\"，管理人员会据此补充制度。"
 )
-_FOLLOW_UP = re.compile(r"^(那|那么|那如果|如果|还有|另外|然后|再问一下)|^比[^，。？！]{1,8}(多|少|好|差|高|低)|[呢]\s*[？?]?$")  # 「比前天多还是少」
+# 「比前天多还是少」; 「三百块的话」 after a refund rule asks about the same rule at that amount.
+_FOLLOW_UP = re.compile(r"^(那|那么|那如果|如果|还有|另外|然后|再问一下)|^比[^，。？！]{1,8}(多|少|好|差|高|低)|[呢]\s*[？?]?$|的话\s*[？?]?$")
 # A short question that starts by asking whether/who/how long and names no situation of its own
 # (「要不要店长批？」「需要登记吗」 after a refund question) asks about the previous answer too.
-_ELLIPTICAL = re.compile(r"^(要不要|需不需要|需要|用不用|还要|还得|得|能不能|可不可以|可以|是不是|多久|多长时间|谁来|找谁|归谁)")
+_ELLIPTICAL = re.compile(r"^(要不要|需不需要|需要|用不用|还要|还得|得|能不能|可不可以|可以|是不是|多久|多长时间|谁来|找谁|归谁|要谁|谁批|谁审批|谁签)")
 _ELLIPTICAL_MAX = 10
 
 
@@ -184,8 +185,12 @@ def resolve_follow_up(state: AgentState) -> None:
         state.resolved_query = f"{context} {core}".strip()
 
 
+# An amount names no new thing: 「那要是三千块呢」 after the write-off rule asks about that rule.
+_AMOUNT = re.compile(r"^[\d零〇一二两三四五六七八九十百千万几]+(块钱?|元|箱|瓶|天|次|个|人|桌|分钟|小时)?$")
+
+
 def _new_words(core: str) -> list[str]:
-    return [t for t in tokenize(core) if len(t) >= 2 and not t.isdigit() and t not in vocab.FOLLOW_UP_FUNCTION_WORDS]
+    return [t for t in tokenize(core) if len(t) >= 2 and not t.isdigit() and not _AMOUNT.match(t) and t not in vocab.FOLLOW_UP_FUNCTION_WORDS]
 
 
 def _names_a_new_thing(core: str) -> bool:

@@ -185,7 +185,7 @@ SHOW_ME = re.compile(r"^(我要|我想|帮我|请)?(查看|打开|看看|看一�
 # Words of a follow-up that ask *about* the last answer rather than name a new thing
 # (「那要不要打120」「那要多久」): such a follow-up continues the previous answer's section.
 FOLLOW_UP_FUNCTION_WORDS = frozenset(
-    "不要 不能 可以 能够 多久 多长 别的 怎么 怎样 什么 哪些 哪个 需要 应该 还要 还能 还是 一下 多少 几天 几次 是不是 是否 一定 必须".split())
+    "不要 不能 可以 能够 多久 多长 别的 怎么 怎样 什么 哪些 哪个 需要 应该 还要 还能 还是 一下 多少 几天 几次 是不是 是否 一定 必须 要是 假如 万一 的话".split())
 
 # Policy signals that are only question words: they ask *for* something, data or rule alike.
 QUESTION_WORD_SIGNALS = ("细节", "知识")

@@ -330,6 +330,22 @@ def test_a_short_question_without_a_situation_of_its_own_follows_up_the_previous
     assert next(s for s in alone.trace if s["step"] == "route")["detail"].get("resolved_query") is None
 
 
+def test_who_approves_and_an_amount_follow_up_the_previous_rule(manager, staff):
+    # 「要谁批」 after the write-off rule was searched on its own (→ 请假「由店长审批」), and
+    # 「那要是三千块呢」 followed that; 「三百块的话」 after a refund was the call-the-manager list.
+    def resolved(result):
+        return next(s for s in result.trace if s["step"] == "route")["detail"].get("resolved_query", "")
+
+    first, _, _ = chat_ask(user=manager, query="报损了几瓶摔碎的酒", thread_id="fu-writeoff")
+    who, _, _ = chat_ask(user=manager, query="要谁批", thread_id="fu-writeoff")
+    assert resolved(who) == f"{first.citations[0]['section_path'].split(' > ')[-1]} 要谁批"
+    amount, _, _ = chat_ask(user=manager, query="那要是三千块呢", thread_id="fu-writeoff")
+    assert resolved(amount).startswith(who.citations[0]["section_path"].split(" > ")[-1]), "an amount names no new thing"
+    first, _, _ = chat_ask(user=staff, query="客人结完账要退款", thread_id="fu-amount")
+    result, _, _ = chat_ask(user=staff, query="三百块的话", thread_id="fu-amount")
+    assert resolved(result).startswith(first.citations[0]["section_path"].split(" > ")[-1]) and resolved(result).endswith("三百块的话")
+
+
 def test_data_follow_up_keeps_the_period():
     staff = make_user("agent_two_stores", role="staff", stores=["GZ-TH", "SZ-FT"])
     first, conv, _ = chat_ask(user=staff, query="天河店上周卖了多少")
