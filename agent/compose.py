@@ -163,9 +163,21 @@ def section_lines(units: list[SectionUnit], terms: list[str], *, budget: int = M
             add_block(u.block)
         elif len(lines) < budget or len(units) <= budget:
             lines.append(u)
-    first = lines[0]
+    first = _start_of_enumeration(units, lines[0])
+    if first not in lines:
+        lines.append(first)
     ordered = [first] + [u for u in units if u in lines and u is not first]
     return [u.text.rstrip() for u in ordered]
+
+
+def _start_of_enumeration(units: list[SectionUnit], lead: SectionUnit) -> SectionUnit:
+    """A clause in the middle of a 「；」 run reads wrong alone: 「安排员工关注，防止跌倒；」 led an
+    answer without its 「对醉酒客人：」. Lead with the clause that opens the run instead."""
+    i = next((n for n, u in enumerate(units) if u is lead), 0)
+    while i > 0 and lead.kind == "sentence" and units[i - 1].block == lead.block and units[i - 1].kind == "sentence" \
+            and units[i - 1].text.rstrip().endswith(("；", ";")):
+        i -= 1
+    return units[i]
 
 
 def extractive_policy_answer(question: str, sources: Sources, terms: list[str]) -> str:

@@ -690,3 +690,16 @@ def test_deciding_a_proposal_in_chat_points_at_its_card(manager, question, pk):
 def test_numbers_of_people_are_not_proposal_numbers(staff):
     result, _ = answer_question("同意3个人一起请假吗", user=staff)
     assert result.intent == "policy"
+
+
+def test_a_clause_from_the_middle_of_an_enumeration_does_not_lead_without_its_opening():
+    # 「安排员工关注，防止跌倒；」 led the answer, without 「对醉酒客人：」 that it belongs to.
+    from knowledge.selectors import SectionUnit
+
+    texts = ["对醉酒客人：停止向其出售含酒精饮品；", "安排员工关注，防止跌倒；", "协助联系其同伴或代驾；", "客人失去意识时立即拨打 120。",
+             "另起一段的规定。"]
+    units = [SectionUnit("sentence", t, 0 if i < 4 else 1, similarity=0.9 if i == 1 else 0.5) for i, t in enumerate(texts)]
+    lines = compose.section_lines(units, [])
+    assert lines[0] == "对醉酒客人：停止向其出售含酒精饮品；" and lines[1] == "安排员工关注，防止跌倒；"
+    units[4].similarity = 0.95  # a clause that opens its own paragraph still leads
+    assert compose.section_lines(units, [])[0] == "另起一段的规定。"
