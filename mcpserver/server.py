@@ -433,6 +433,24 @@ def unreadable_reply(exc: Exception):
     return SessionMessage(wire.JSONRPCError(jsonrpc="2.0", id=request_id, error=wire.ErrorData(code=code, message=message)))
 
 
+def malformed_reply(item):
+    """A request the SDK read as something else: with an id that is no string or integer
+    (null, an object, 1.5) it becomes a notification and gets no reply, so the client waits for
+    ever; a notification never names a request's method, so that is answered -32600. Bytes that
+    were no UTF-8 arrive as U+FFFD and were answered as a question: -32602 under their id."""
+    import mcp.types as wire
+    from mcp.shared.message import SessionMessage
+
+    message = item.message
+    if isinstance(message, wire.JSONRPCNotification) and not message.method.startswith("notifications/"):
+        return SessionMessage(wire.JSONRPCError(jsonrpc="2.0", id=None, error=wire.ErrorData(
+            code=wire.INVALID_REQUEST, message="请求的 id 必须是字符串或整数（通知不能调用方法）。")))
+    if isinstance(message, wire.JSONRPCRequest) and "\ufffd" in json.dumps(message.params or {}, ensure_ascii=False):
+        return SessionMessage(wire.JSONRPCError(jsonrpc="2.0", id=message.id, error=wire.ErrorData(
+            code=wire.INVALID_PARAMS, message="请求里有无法解码的字节（不是有效的 UTF-8）。")))
+    return None
+
+
 async def serve_stdio(user) -> None:
     from mcp.server.stdio import stdio_server
 
@@ -446,6 +464,8 @@ async def serve_stdio(user) -> None:
                 async for item in read:
                     if isinstance(item, Exception):
                         await write.send(unreadable_reply(item))
+                    elif (reply := malformed_reply(item)) is not None:
+                        await write.send(reply)
                     else:
                         await to_server.send(item)
 

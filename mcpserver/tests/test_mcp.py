@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -210,22 +212,32 @@ def test_stdio_answers_lines_it_cannot_read_instead_of_leaving_the_client_waitin
         json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         '{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "ask", "arguments": {"query": "\\ud800x"}}}',
         json.dumps({"jsonrpc": "2.0", "id": 10, "method": "tools/list"}),
+        # An id that is no string or integer made the request a notification: no reply at all.
+        json.dumps({"jsonrpc": "2.0", "id": None, "method": "tools/list"}),
+        json.dumps({"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}),
+        b'{"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {"name": "ask", "arguments": {"query": "\xff\xfe"}}}',
     ]
     proc = subprocess.Popen([sys.executable, str(BASE / "manage.py"), "mcp", "--stdio", "--user", "mcp_staff"], cwd=BASE,
                             env=world["env"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    replies = []
+    replies, received = [], queue.Queue()
+    threading.Thread(target=lambda: [received.put(out) for out in iter(proc.stdout.readline, b"")], daemon=True).start()
     try:
         for line in lines:
-            proc.stdin.write((line + "\n").encode())
+            proc.stdin.write((line + "\n").encode() if isinstance(line, str) else line + b"\n")
             proc.stdin.flush()
-            if "notifications/" not in line:  # everything else gets exactly one reply
-                replies.append(json.loads(proc.stdout.readline().decode()))
+            if b"notifications/" not in (line.encode() if isinstance(line, str) else line):  # everything else: one reply
+                try:  # a line left unanswered must fail the test, not hang it
+                    replies.append(json.loads(received.get(timeout=60).decode()))
+                except queue.Empty:
+                    raise AssertionError(f"no reply to {line!r}") from None
     finally:
         proc.kill()
     errors = [(r["id"], r["error"]["code"]) for r in replies if "error" in r]
     assert errors[:2] == [(None, -32700), (None, -32600)]
     assert (9, -32602) in errors and "代理项" in next(r for r in replies if r.get("id") == 9)["error"]["message"]
     assert any(r.get("id") == 10 and r["result"]["tools"] for r in replies)  # the session goes on
+    assert errors[-3:-1] == [(None, -32600), (None, -32600)] and "id" in replies[-2]["error"]["message"]
+    assert errors[-1] == (11, -32602) and "UTF-8" in replies[-1]["error"]["message"]
 
 
 def _free_port() -> int:
