@@ -328,3 +328,12 @@ def test_a_role_taken_away_during_a_stdio_session_takes_effect_at_once(world, dj
 
     before, after = anyio.run(main)
     assert not before.is_error and after.is_error and after.structured_content["denied"] is True
+
+
+def test_the_example_client_config_points_where_the_readme_serves_mcp_over_http():
+    # It pointed at :8000/mcp, a 404: Streamable HTTP is served by uvicorn (README), not runserver/gunicorn.
+    import re
+
+    url = json.loads((BASE / "mcp.example.json").read_text())["mcpServers"]["storemind-http"]["url"]
+    served = re.search(r"Streamable HTTP at (\S+)", (BASE / "README.md").read_text()).group(1)
+    assert url == served
