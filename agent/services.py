@@ -17,6 +17,7 @@ from ops.validation import as_read, text_problem
 
 from .models import Conversation, Message, UnansweredQuestion, UserPreference
 from .pipeline import AgentResult, answer_question
+from .router import OUT_OF_SCOPE
 
 HISTORY_TURNS = 6
 
@@ -131,7 +132,9 @@ def chat_ask(*, user, query, thread_id: str | None = None, on_step=None) -> tupl
                 proposal=result.proposal, trace=result.trace, context=result.context,
             ),
         ])
-        if result.refused and state.refusal_layer:  # router or answerability; not a system error
+        # A refusal the corpus could fill goes on the managers' list; an off-topic one (「hi」「明天股市会涨吗」
+        # 「帮我写一首诗」) is no gap in any SOP and only buried the real ones there.
+        if result.refused and state.refusal_layer and result.intent != OUT_OF_SCOPE:  # not a system error either
             top = max(((s["detail"].get("answerability") or {}).get("score", 0) for s in result.trace if s["step"] == "judge"), default=None)
             unanswered_record(
                 question=query, user=user, message=reply, source=UnansweredQuestion.Source.REFUSAL,
