@@ -2,12 +2,13 @@
 object by object, and report per object what happened."""
 from django.contrib import admin, messages
 from django.db.models import Case, IntegerField, Value, When
+from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 
 from core.admin_base import ReadOnlyInline, ScopedAdmin
 
 from .models import Proposal, RestockLine, RestockRequest, Ticket
-from .services import proposals_decide_many
+from .services import REJECT_REASON_MAX, proposals_decide_many
 
 
 class StoreScopedAdmin(ScopedAdmin):
@@ -57,9 +58,9 @@ class ProposalAdmin(StoreScopedAdmin):
     def result_link(self, obj):
         return str(obj.result) if obj.result else "—"
 
-    def _decide(self, request, queryset, action):
+    def _decide(self, request, queryset, action, reason: str = ""):
         outcomes = proposals_decide_many(proposals=list(queryset), user=request.user, action=action,
-                                         reason=f"在后台批量{'确认' if action == 'confirm' else '拒绝'}")
+                                         reason=reason or "在后台批量确认")
         for o in outcomes:
             self.message_user(request, o.message, messages.SUCCESS if o.ok else messages.ERROR)
 
@@ -67,9 +68,22 @@ class ProposalAdmin(StoreScopedAdmin):
     def confirm_selected(self, request, queryset):
         self._decide(request, queryset, "confirm")
 
-    @admin.action(description="拒绝所选提案")
+    @admin.action(description="拒绝所选提案（需写明原因）")
     def reject_selected(self, request, queryset):
-        self._decide(request, queryset, "reject")
+        """Asks for the reason first, like every other channel (it rejected at once with a fixed
+        「在后台批量拒绝」); the services check the reason and each proposal as usual."""
+        reason, error = (request.POST.get("reason") or "").strip(), ""
+        if request.POST.get("apply"):
+            if not reason:
+                error = "拒绝时请写明原因。"
+            elif len(reason) > REJECT_REASON_MAX:
+                error = f"拒绝原因不能超过 {REJECT_REASON_MAX} 个字（现在 {len(reason)} 个）。"
+            else:
+                return self._decide(request, queryset, "reject", reason)
+        return TemplateResponse(request, "admin/workflow/reject_reason.html", {
+            **self.admin_site.each_context(request), "title": "拒绝所选提案", "proposals": list(queryset.select_related("store")),
+            "reason": reason, "error": error, "max_length": REJECT_REASON_MAX, "opts": self.model._meta,
+        })
 
 
 class RestockLineInline(ReadOnlyInline):

@@ -153,6 +153,25 @@ def test_the_audit_and_proposal_lists_filter_by_any_store_name_and_refuse_unknow
     assert client.get("/api/v1/proposals", {"stroe": "天河店"}).status_code == 400
 
 
+def test_rejecting_in_the_admin_asks_for_the_reason_first(people, client):
+    # 「拒绝所选提案」 rejected at once with the fixed note 「在后台批量拒绝」.
+    first, second = propose(people["staff"]), propose(people["staff"])
+    client.force_login(people["manager"])
+    url = "/admin/workflow/proposal/"
+    chosen = {"action": "reject_selected", "_selected_action": [first.pk, second.pk]}
+    page = client.post(url, chosen)
+    assert page.status_code == 200 and 'name="reason"' in page.content.decode()
+    assert set(Proposal.objects.filter(pk__in=[first.pk, second.pk]).values_list("status", flat=True)) == {"pending"}
+    empty = client.post(url, {**chosen, "apply": "1", "reason": "  "})
+    assert "拒绝时请写明原因" in empty.content.decode() and Proposal.objects.get(pk=first.pk).status == "pending"
+    done = client.post(url, {**chosen, "apply": "1", "reason": "这周到货够了"})
+    assert done.status_code == 302
+    for p in (first, second):
+        p.refresh_from_db()
+        assert p.status == "rejected" and p.decision_note == "这周到货够了"
+        assert audits(p, "rejected").get().after["reason"] == "这周到货够了"
+
+
 def test_expiry(people, settings):
     settings.SM_PROPOSAL_TTL_HOURS = 72
     old, fresh = propose(people["staff"]), propose(people["staff"])
