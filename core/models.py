@@ -13,7 +13,18 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import models
 
 from .localtime import local_time
-from .scoping import StoreScopedQuerySet
+from .scoping import ALL, StoreScopedQuerySet, action_perm, store_ids_for
+
+
+class AuditLogQuerySet(StoreScopedQuerySet):
+    def restrict(self, user, action: str = "view"):
+        """The user's stores' rows, and their own actions that belong to no store (a question alias
+        taught, an unanswered question handled): a manager could not find what they had done.
+        Their own rows filed under another store stay hidden (a refused attempt names its target)."""
+        ids = store_ids_for(user, action_perm(self.model, action))
+        if ids is ALL or action != "view" or not getattr(user, "pk", None):
+            return super().restrict(user, action)
+        return self.filter(models.Q(store__in=ids) | models.Q(store__isnull=True, actor=user))
 
 
 class AuditLog(models.Model):
@@ -47,7 +58,7 @@ class AuditLog(models.Model):
     remote_addr = models.GenericIPAddressField("来源地址", null=True, blank=True)
     created_at = models.DateTimeField("时间", auto_now_add=True, db_index=True)
 
-    objects = StoreScopedQuerySet.as_manager()
+    objects = AuditLogQuerySet.as_manager()
 
     class Meta:
         db_table = "workflow_auditlog"

@@ -170,3 +170,20 @@ def test_a_manager_sees_and_handles_only_their_own_stores_questions(manager, sta
     assert "养一只仓鼠" in own.get("/admin/").content.decode()
     unanswered_mark_gap(item=item, user=manager, note="没有宠物规定")
     assert "养一只仓鼠" not in c.get("/admin/agent/unansweredquestion/gaps/").content.decode()
+
+
+def test_a_manager_finds_the_alias_they_taught_in_the_audit_log_and_not_another_managers(manager):
+    # alias_added rows have no store: only head office could read them, not the manager who taught.
+    from rest_framework.test import APIClient
+
+    from knowledge.models import Chunk
+    from knowledge.services import section_alias_add
+
+    chunk = Chunk.objects.filter(document__path__contains="whisky").order_by("ordinal").first()
+    section_alias_add(document_path=chunk.document.path, section_path=chunk.section_path, question="黑牌兑什么好喝", user=manager)
+    other = make_user("loop_manager_other", role="manager", stores=["GZ-TH"])
+    section_alias_add(document_path=chunk.document.path, section_path=chunk.section_path, question="红牌兑什么好喝", user=other)
+    client = APIClient()
+    client.force_authenticate(manager)
+    rows = client.get("/api/v1/audit", {"action": "alias_added"}).json()
+    assert [r["after"]["question"] for r in rows] == ["黑牌兑什么好喝"]
