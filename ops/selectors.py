@@ -122,6 +122,12 @@ def known_stores_text() -> str:
     return "、".join(Store.objects.values_list("name", flat=True))
 
 
+def store_by_exact_name(value: str) -> Store | None:
+    """The store a write names exactly by code, name or alias (never a guess from free text)."""
+    value = (value or "").strip().upper()
+    return next((store for name, store in store_candidates() if value == name.upper()), None)
+
+
 def resolve_store(value: str) -> Store:
     """Resolve a store given as a parameter (code, name or alias). Raises UnknownStore."""
     value = (value or "").strip()

@@ -24,6 +24,7 @@ from core.errors import Conflict
 from core.roles import require, sync_roles
 
 from .models import ApiToken, Inventory, InventoryAdjustment, Member, Order, OrderLine, Product, Store
+from .selectors import store_by_exact_name
 from .validation import find_bad_text, money_problem, parse_timestamp, qty_problem, unknown_fields
 
 CENT = Decimal("0.01")
@@ -332,7 +333,7 @@ def inventory_adjust(*, data: dict, user, token: ApiToken | None = None) -> Adju
     elif not isinstance(key, (str, type(None))):
         errors["store"] = ["门店必须是字符串。"]
     else:
-        store = Store.objects.filter(Q(code=key) | Q(name=key)).first() if key else None
+        store = store_by_exact_name(key) if key else None  # an alias too: 「福田店」 was 「没有门店」
         if store is not None and store not in writable:
             # Another store is answered exactly like one that does not exist.
             audit_denial(actor=user, attempt="adjust inventory", reason="store outside the user's scope", store=store)

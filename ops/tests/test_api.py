@@ -177,6 +177,21 @@ def test_inventory_adjustment_idempotent_and_validated(pos):
     assert InventoryAdjustment.objects.count() == before
 
 
+def test_an_inventory_adjustment_names_its_store_by_code_name_or_alias():
+    # 「福田店」 was 「没有门店「福田店」」 while SZ-FT and 深圳福田店 were accepted.
+    device = make_user("pos_alias_ft", role="pos", stores=["SZ-FT"])
+    from ops.services import api_token_issue
+
+    c = client_for(api_token_issue(user=device, name="unbound device")[1])
+    body = {"sku": "W001", "delta": 1, "reason": "receive"}
+    for i, name in enumerate(("福田店", "SZ-FT", "深圳福田店", "sz-ft")):
+        assert c.post("/api/v1/inventory/adjustments", {**body, "store": name, "external_id": f"ALIAS-{i}"}, format="json").status_code == 201
+    wrong = c.post("/api/v1/inventory/adjustments", {**body, "store": "天河店", "external_id": "ALIAS-X"}, format="json")
+    assert wrong.status_code == 400 and "天河店" in wrong.json()["store"][0] and "GZ-TH" not in wrong.json()["store"][0]
+    fuzzy = c.post("/api/v1/inventory/adjustments", {**body, "store": "福田店吧", "external_id": "ALIAS-Y"}, format="json")
+    assert fuzzy.status_code == 400  # a write names its store exactly
+
+
 def test_stores_and_sales_summary_use_the_same_tool(pos):
     from ops.services import api_token_issue
 
