@@ -273,8 +273,6 @@ def extractive_data_answer(tool_result: ToolResult, sources: Sources, question: 
 def proposals_status_answer(user, items: list, total: int, *, awaiting_me: bool) -> str:
     """Where each proposal stands, in one line each, and where to see (and, for those who may,
     decide) them: the 「操作提案」 page."""
-    from core.localtime import local_time
-    from workflow.models import CONFIRM_PERMS, Proposal
 
     page = next(url for _, name, url, _ in vocab.PAGES if name == "操作提案")
     if not items:
@@ -285,19 +283,39 @@ def proposals_status_answer(user, items: list, total: int, *, awaiting_me: bool)
     else:
         head = f"你最近提交的 {len(items)} 个提案："
 
-    def stands(p) -> str:
-        when = local_time(p.decided_at, p.store).strftime("%m-%d %H:%M") if p.decided_at else ""
-        who = p.decided_by.username if p.decided_by else "系统"
-        if p.status == Proposal.Status.PENDING:
-            return "待确认"
-        if p.status == Proposal.Status.REJECTED:
-            return f"已拒绝（{who}，{when}）：{p.decision_note}"
-        return f"{p.get_status_display()}（{who}，{when}）"
+    lines = [f"- #{p.pk} {p.get_kind_display()} · {p.store.name} · {p.content_text()} · {_stands(p)}" for p in items]
+    return "\n".join([head, *lines, _where_to_decide(user, items, page)])
 
-    lines = [f"- #{p.pk} {p.get_kind_display()} · {p.store.name} · {p.content_text()} · {stands(p)}" for p in items]
-    decides = any(user.has_perm(CONFIRM_PERMS[p.kind]) for p in items)  # staff confirm tickets, not restocks
-    where = f"详情和确认、拒绝都在「操作提案」页面（{page}）。" if decides else f"详情在「操作提案」页面（{page}）。"
-    return "\n".join([head, *lines, where])
+
+def proposal_number_answer(user, pk: int, proposal) -> str:
+    """「提案6是什么」: that proposal in one line, or that there is none the asker may see."""
+    page = next(url for _, name, url, _ in vocab.PAGES if name == "操作提案")
+    if proposal is None:
+        return f"没有提案 #{pk}，或者它不属于你的门店（「操作提案」页面：{page}）。"
+    p = proposal
+    by = p.proposed_by.username if p.proposed_by else "—"
+    return "\n".join([f"提案 #{p.pk}：{p.get_kind_display()} · {p.store.name} · {p.content_text()}（{by} 提交）· {_stands(p)}",
+                      _where_to_decide(user, [p], page)])
+
+
+def _stands(p) -> str:
+    from core.localtime import local_time
+    from workflow.models import Proposal
+
+    when = local_time(p.decided_at, p.store).strftime("%m-%d %H:%M") if p.decided_at else ""
+    who = p.decided_by.username if p.decided_by else "系统"
+    if p.status == Proposal.Status.PENDING:
+        return "待确认"
+    if p.status == Proposal.Status.REJECTED:
+        return f"已拒绝（{who}，{when}）：{p.decision_note}"
+    return f"{p.get_status_display()}（{who}，{when}）"
+
+
+def _where_to_decide(user, items: list, page: str) -> str:
+    from workflow.models import CONFIRM_PERMS
+
+    decides = any(p.status == "pending" and user.has_perm(CONFIRM_PERMS[p.kind]) for p in items)  # staff confirm tickets, not restocks
+    return f"详情和确认、拒绝都在「操作提案」页面（{page}）。" if decides else f"详情在「操作提案」页面（{page}）。"
 
 
 # --- the guards ----------------------------------------------------------------------------

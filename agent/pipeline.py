@@ -409,6 +409,16 @@ def proposal_status(state: AgentState) -> bool:
     """「我提的补货申请批了没」「有哪些待我确认的补货申请」: the proposals themselves (the asker's
     stores only), not a rule about proposals."""
     question = state.question.strip()
+    number = vocab.PROPOSAL_NUMBER.search(question)
+    if number and len(question) <= 40 and state.user is not None and not vocab.ASKS_HOW.search(question):
+        from workflow.selectors import proposal_for_status
+
+        pk = int(next(g for g in number.groups() if g))
+        state.route = Route(ACTION, f"查提案 #{pk}")  # 「提案6是什么」 was declined as unrelated to the store
+        state.answer = compose.proposal_number_answer(state.user, pk, proposal_for_status(state.user, pk))
+        with state.trace.step("route") as detail:
+            detail.update(state.route.as_dict())
+        return True
     awaiting = bool(vocab.AWAITING_ME.search(question))
     # 「科罗娜为什么被拒了」: a product named with 被拒 asks about its restock proposal.
     product_refused = bool(vocab.WHY_REFUSED.search(question)) and find_product_in_text(question) is not None

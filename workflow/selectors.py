@@ -43,3 +43,9 @@ def proposals_for_status(user, *, awaiting_me: bool = False, kind: str | None = 
         chosen = chosen.filter(kind=kind)
     items = list(chosen[:limit])
     return items, (chosen.count() if len(items) == limit else len(items))
+
+
+def proposal_for_status(user, pk: int) -> Proposal | None:
+    """One proposal by number for 「提案6是什么」, if the asker may see it (another store's reads
+    like a missing one)."""
+    return Proposal.objects.restrict(user, "view").select_related("store", "decided_by", "proposed_by").filter(pk=pk).first()

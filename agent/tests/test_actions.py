@@ -235,3 +235,19 @@ def test_a_tickets_description_is_the_complaint_without_the_request(staff, quest
     result, _ = Thread(staff).ask(question)
     assert result.proposal["kind"] == "ticket" and result.proposal["payload"]["description"] == description
     Proposal.objects.filter(pk=result.proposal["id"]).update(status="rejected")
+
+
+def test_a_proposal_asked_for_by_its_number_is_that_proposal_within_the_askers_stores(staff):
+    # 「提案6是什么」 was declined as unrelated to the store (and put on the unanswered list).
+    made, _ = Thread(staff).ask("帮我给天河店补2箱科罗娜")
+    pk = made.proposal["id"]
+    for question in (f"提案{pk}是什么", f"#{pk} 批了没", f"{pk}号补货单怎么样了"):
+        result, _ = Thread(staff).ask(question)
+        assert result.intent == "action" and result.answer.startswith(f"提案 #{pk}：补货申请 · 广州天河店"), question
+        assert "待确认" in result.answer and "确认、拒绝" not in result.answer  # staff do not confirm restocks
+    outsider = make_user("slots_staff_ft", role="staff", stores=["SZ-FT"])
+    hidden, _ = Thread(outsider).ask(f"提案{pk}是什么")
+    assert hidden.answer.startswith(f"没有提案 #{pk}，或者它不属于你的门店") and "广州天河店" not in hidden.answer
+    table, _ = Thread(staff).ask("#3桌客人要开发票")  # a table number is no proposal
+    assert table.intent != "action"
+    Proposal.objects.filter(pk=pk).update(status="rejected")
