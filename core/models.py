@@ -16,15 +16,19 @@ from .localtime import local_time
 from .scoping import ALL, StoreScopedQuerySet, action_perm, store_ids_for
 
 
+# Actions a manager takes that belong to no store and that they may read back as their own.
+# Never a refused attempt: its row names its target (another store's member, say).
+OWN_STORELESS_ACTIONS = ("alias_added", "unanswered_resolved")
+
+
 class AuditLogQuerySet(StoreScopedQuerySet):
     def restrict(self, user, action: str = "view"):
-        """The user's stores' rows, and their own actions that belong to no store (a question alias
-        taught, an unanswered question handled): a manager could not find what they had done.
-        Their own rows filed under another store stay hidden (a refused attempt names its target)."""
+        """The user's stores' rows, and their own store-less teaching (a question alias added, an
+        unanswered question handled): a manager could not find what they had done."""
         ids = store_ids_for(user, action_perm(self.model, action))
-        if ids is ALL or action != "view" or not getattr(user, "pk", None):
-            return super().restrict(user, action)
-        return self.filter(models.Q(store__in=ids) | models.Q(store__isnull=True, actor=user))
+        if ids is ALL or not ids or action != "view" or not getattr(user, "pk", None):
+            return super().restrict(user, action)  # without the permission: nothing
+        return self.filter(models.Q(store__in=ids) | models.Q(store__isnull=True, actor=user, action__in=OWN_STORELESS_ACTIONS))
 
 
 class AuditLog(models.Model):

@@ -187,3 +187,20 @@ def test_a_manager_finds_the_alias_they_taught_in_the_audit_log_and_not_another_
     client.force_authenticate(manager)
     rows = client.get("/api/v1/audit", {"action": "alias_added"}).json()
     assert [r["after"]["question"] for r in rows] == ["黑牌兑什么好喝"]
+
+
+def test_a_refused_attempt_on_another_stores_question_is_not_read_back_through_the_audit_log(manager):
+    # Store-less own rows became readable: a refused attempt's row names its target (another
+    # store's asker's question), which the manager must not learn this way.
+    from rest_framework.test import APIClient
+
+    from core.errors import NotFound
+
+    asker = make_user("loop_asker_ft", role="staff", stores=["SZ-FT"])
+    item = UnansweredQuestion.objects.create(question="福田店内部的秘密问题", user=asker, source="refusal")
+    with pytest.raises(NotFound):
+        unanswered_mark_gap(item=item, user=manager, note="试试")
+    assert AuditLog.objects.filter(action="permission_denied", actor=manager, store__isnull=True).exists()
+    client = APIClient()
+    client.force_authenticate(manager)
+    assert "福田店内部的秘密问题" not in client.get("/api/v1/audit").content.decode()
