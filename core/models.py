@@ -15,7 +15,6 @@ from django.db import models
 from .localtime import local_time
 from .scoping import ALL, StoreScopedQuerySet, action_perm, store_ids_for
 
-
 # Actions a manager takes that belong to no store and that they may read back as their own.
 # Never a refused attempt: its row names its target (another store's member, say).
 OWN_STORELESS_ACTIONS = ("alias_added", "unanswered_resolved")

@@ -147,7 +147,10 @@ _SO_FAR = ("到目前为止", "截至今天", "截止今天", "截至目前", "�
 _HOURS_OF_DAY = re.compile(r"早上|上午|中午|下午|傍晚|晚上|夜里|半夜|凌晨")
 MAX_RANGE_DAYS = 366
 _RE_MD_DAY = re.compile(rf"(?:(\d{{4}})年)?({NUM})月({NUM})[日号]")
-_RE_YEAR = re.compile(r"(?<!\d)(\d{4})年(?!\d|[零〇一二两三四五六七八九十]+月)")
+# A year standing alone (「2025年卖了多少」「2025年的营业额」); a year with a part named after it
+# (第一季度、上半年、第三周、到2026年) is not the whole year: it is asked about, never widened.
+_RE_YEAR = re.compile(r"(?<!\d)(\d{4})年(?:的?(?:全年|整年|一整年))?"
+                      r"(?!的?(?:第|上半|下半|前|后|头|初|底|末|中|季|Q|[\d零〇一二两三四五六七八九十]|到|至|-|~|～|—))")
 _RE_MONTH = re.compile(rf"(?:(\d{{4}}|今|去)年)?({NUM})月份?")
 # 「本月前10天」「上个月头五天」「11月前十天」: the first days of a month, not the last days before today.
 _RE_MONTH_FIRST_N = re.compile(rf"(?:(上上个?月|上个?月|本月|这个?月|当月)|({NUM})月份?)的?(?:前|头)({NUM})(?:天|日)")
@@ -503,7 +506,7 @@ def _match(t: str, today: date, original: str) -> Period | None:  # noqa: C901 -
         return _finish(date(today.year, 1, 1), today, "今年", today, original)
     if "去年" in t:
         return _finish(date(today.year - 1, 1, 1), date(today.year - 1, 12, 31), "去年", today, original)
-    if m := _RE_YEAR.search(t):  # 「2025年」「2026年卖了多少」: that calendar year (so far, for this one)
+    if len(re.findall(r"(?<!\d)\d{4}年", t)) == 1 and (m := _RE_YEAR.search(t)):  # 「2025年」: that year (so far, for this one)
         year = int(m.group(1))
         if not 2000 <= year <= today.year + 1:
             raise PeriodError(f"「{m.group(0)}」不是能查的年份。")

@@ -123,9 +123,13 @@ def known_stores_text() -> str:
 
 
 def store_by_exact_name(value: str) -> Store | None:
-    """The store a write names exactly by code, name or alias (never a guess from free text)."""
+    """The store a write names exactly by its code, name or one of its aliases: never a stem or
+    a city (「佛山」 names 祖庙店 today and nothing once a second store opens there)."""
     value = (value or "").strip().upper()
-    return next((store for name, store in store_candidates() if value == name.upper()), None)
+    if not value:
+        return None
+    stores = _read_once("stores", lambda: list(Store.objects.all()))
+    return next((s for s in stores if value in {n.upper() for n in (s.code, s.name, *s.aliases) if n}), None)
 
 
 def resolve_store(value: str) -> Store:

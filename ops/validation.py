@@ -154,6 +154,7 @@ def known_query(params, allowed: tuple[str, ...]) -> dict:
 def limit_param(value, default: int, maximum: int) -> int:
     if value in (None, ""):
         return default
-    if not str(value).isdigit() or not 1 <= int(value) <= maximum:
+    number = strict_positive_int(str(value))  # 「?limit=²」 was a 500
+    if number is None or not 1 <= number <= maximum:
         raise ValidationError({"limit": [f"limit 必须是 1 到 {maximum} 之间的整数。"]})
-    return int(value)
+    return number

@@ -98,6 +98,9 @@ def test_find_period_inside_questions(question, start, end):
 
 def test_find_period_none_and_vague():
     assert find_period("天河店卖了多少", TODAY) is None
+    # A year with a part named after it is not the whole year (they were all of 2025): asked about.
+    for text in ("2025年第一季度卖了多少", "2025年上半年", "2025年第三周", "2024年到2025年", "2025年底"):
+        assert find_period(text, TODAY) is None, text
     with pytest.raises(PeriodError, match="具体"):
         find_period("天河店最近卖得怎么样", TODAY)
 

@@ -414,3 +414,11 @@ def test_chat_says_where_the_askers_proposals_stand_and_which_wait_for_a_manager
     finally:
         Proposal.objects.filter(proposed_by=people["staff"], status="pending").update(status="rejected")
         Proposal.objects.filter(pk=mine.pk).delete()
+
+
+def test_a_limit_that_is_no_ascii_number_is_a_400_not_a_500(people):
+    client = APIClient()
+    client.force_authenticate(people["manager"])
+    for path in ("/api/v1/audit", "/api/v1/proposals"):
+        for bad in ("²", "0", "-1", "1.5", "9999"):
+            assert client.get(path, {"limit": bad}).status_code == 400, (path, bad)
