@@ -31,7 +31,8 @@ _TICKET_WORDS = re.compile(r"工单|投诉单|客诉单|(登记|建|开|提|提�
 # to a 「four characters before 建」 prefix).
 # A bare 「工单」 and the store it is for (「帮天河店建工单」) are request words too: descriptions read
 # 「…肚子不舒服，工单」 and 「帮天河店，客人说服务差」.
-_REQUEST_WORDS = re.compile(r"(帮我|给我|请|麻烦|替我)?(建|开|提|创建|登记|提交)?(一?个|一?张|一下)?(工单|投诉单|客诉单)|"
+_REQUEST_WORDS = re.compile(r"(帮我|给我|请|麻烦|替我)?(建|开|提|创建|登记|提交)(一?个|一?张|一下)?(投诉工单|客诉工单|工单|投诉单|客诉单)|"
+                            r"(?:^|(?<=[，,。\s店]))(帮我|给我|请|麻烦|替我)?(工单|投诉单|客诉单)(?=[，,。：:\s]|$)|"
                             r"(帮我|给我|请|麻烦|替我)?(建|开|提|创建|登记|提交)(一?个|一?张|一下)?(客诉|投诉)|"
                             r"(?:^|(?<=[，,。\s]))(帮|给|替)[\u4e00-\u9fff]{1,6}?店(?=[，,。：:\s]|$|(建|开|提|创建|登记|提交)?(一?个|一?张|一下)?(工单|投诉单|客诉单))|"
                             r"帮我|麻烦|请")
@@ -292,7 +293,9 @@ _TICKET_CATEGORIES = (  # first match wins: a guest made ill is food safety what
     ("酒水品质", r"酒|啤|饮料|饮品|异味|怪味|味道|口感|变味|酸|太淡|淡了|苦|没气"),
     ("收银结账", r"结账|收银|多收|收错|扣错|找零|小票|发票|退款"),
     ("会员储值", r"会员|储值|积分|余额"),
-    ("食品安全", r"不舒服|身体不适|呕吐|吐了|头晕"),  # made ill by nothing named above (「喝了精酿后不舒服」 was 其他)
+    # Made ill by what they ate or drank (「喝了精酿后不舒服」 was 其他); a cold room (「空调太冷坐着不舒服」)
+    # or a drunk guest being sick (「喝醉了吐了一地」) is not food safety.
+    ("食品安全", r"(吃|喝)(?![^，。！？]{0,6}醉)[^，。！？]{0,10}(不舒服|身体不适|呕吐|吐了|头晕|难受)"),
 )
 
 

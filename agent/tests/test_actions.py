@@ -186,6 +186,8 @@ def test_a_product_already_in_a_pending_restock_is_not_requested_twice(staff, ma
     ("客人说黑牌有异味，帮我建个工单", "酒水品质", "一般"),
     ("客人说福佳白有酸味，喝了两口，帮我提个客诉工单", "酒水品质", "一般"),  # was 其他
     ("客人说昨晚喝了我们的精酿后不舒服，帮我建个工单", "食品安全", "严重"),  # was 其他
+    ("客人说包厢空调太冷坐着不舒服，建个工单", "其他", "严重"),  # not made ill by food or drink
+    ("客人喝醉了吐了一地，建个工单", "其他", "严重"),
 ])
 def test_a_tickets_category_and_severity_come_from_the_complaint_not_the_request(text, category, severity):
     from agent.slots import ticket_category, ticket_severity
@@ -230,6 +232,7 @@ def test_a_complaint_logged_as_投诉_is_a_ticket_and_keeps_its_words(staff):
     ("客人说昨晚喝了我们的精酿后肚子不舒服，帮我建个投诉工单", "客人说昨晚喝了我们的精酿后肚子不舒服"),
     ("帮天河店建工单，客人说服务差，等了半天没人理", "客人说服务差，等了半天没人理"),
     ("建工单：客人说结账多收了钱，多了30块", "客人说结账多收了钱，多了30块"),
+    ("客人说上次的工单没人处理，帮我建个工单", "客人说上次的工单没人处理"),  # 工单 inside the complaint stays
 ])
 def test_a_tickets_description_is_the_complaint_without_the_request(staff, question, description):
     result, _ = Thread(staff).ask(question)
