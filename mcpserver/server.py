@@ -25,6 +25,7 @@ from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 
 from ops.tools import TOOLS as OPS_TOOLS  # the one whitelist of query tools
+from workflow.services import REJECT_REASON_MAX
 
 log = logging.getLogger("mcpserver")
 SERVER_NAME = "storemind"
@@ -200,7 +201,7 @@ TOOLS: list[ToolDef] = [
              "additionalProperties": False}, _confirm),
     ToolDef("reject_proposal", "拒绝一个待确认的提案，必须写明原因。权限与确认相同，并记入审计日志。",
             {"type": "object", "properties": {"proposal_id": {"type": "integer", "minimum": 1},
-                                              "reason": {"type": "string", "minLength": 1, "maxLength": 255}},
+                                              "reason": {"type": "string", "minLength": 1, "maxLength": REJECT_REASON_MAX}},
              "required": ["proposal_id", "reason"], "additionalProperties": False}, _reject),
 ]
 TOOLS_BY_NAME = {t.name: t for t in TOOLS}

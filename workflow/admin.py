@@ -1,6 +1,7 @@
 """Where managers confirm. Actions call the same services as every other entry point,
 object by object, and report per object what happened."""
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.db.models import Case, IntegerField, Value, When
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
@@ -8,7 +9,7 @@ from django.utils.html import format_html, format_html_join
 from core.admin_base import ReadOnlyInline, ScopedAdmin
 
 from .models import Proposal, RestockLine, RestockRequest, Ticket
-from .services import REJECT_REASON_MAX, proposals_decide_many
+from .services import REJECT_REASON_MAX, proposals_decide_many, reject_reason_clean
 
 
 class StoreScopedAdmin(ScopedAdmin):
@@ -74,12 +75,10 @@ class ProposalAdmin(StoreScopedAdmin):
         「在后台批量拒绝」); the services check the reason and each proposal as usual."""
         reason, error = (request.POST.get("reason") or "").strip(), ""
         if request.POST.get("apply"):
-            if not reason:
-                error = "拒绝时请写明原因。"
-            elif len(reason) > REJECT_REASON_MAX:
-                error = f"拒绝原因不能超过 {REJECT_REASON_MAX} 个字（现在 {len(reason)} 个）。"
-            else:
-                return self._decide(request, queryset, "reject", reason)
+            try:
+                return self._decide(request, queryset, "reject", reject_reason_clean(reason))
+            except ValidationError as exc:
+                error = "；".join(exc.messages)
         return TemplateResponse(request, "admin/workflow/reject_reason.html", {
             **self.admin_site.each_context(request), "title": "拒绝所选提案", "proposals": list(queryset.select_related("store")),
             "reason": reason, "error": error, "max_length": REJECT_REASON_MAX, "opts": self.model._meta,

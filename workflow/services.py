@@ -248,17 +248,24 @@ def _perform(proposal: Proposal, user):
     )
 
 
-REJECT_REASON_MAX = 255  # Proposal.decision_note
+REJECT_REASON_MAX = Proposal._meta.get_field("decision_note").max_length
+
+
+def reject_reason_clean(reason) -> str:
+    """The reason a rejection must give, for every channel (API, web, admin, chat, MCP). Over
+    the limit is an error: it was cut at 255 without a word."""
+    reason = (reason or "").strip() if isinstance(reason, str) or reason is None else str(reason)
+    if not reason:
+        raise ValidationError({"reason": ["拒绝时请写明原因。"]})
+    if len(reason) > REJECT_REASON_MAX:
+        raise ValidationError({"reason": [f"拒绝原因不能超过 {REJECT_REASON_MAX} 个字（现在 {len(reason)} 个）。"]})
+    return reason
 
 
 def proposal_reject(*, proposal: Proposal | int, user, reason: str) -> Proposal:
     pk = proposal.pk if isinstance(proposal, Proposal) else proposal
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError({"reason": ["拒绝时请写明原因。"]})
-    if len(reason) > REJECT_REASON_MAX:  # it was cut at 255 without a word (web form and API alike)
-        raise ValidationError({"reason": [f"拒绝原因不能超过 {REJECT_REASON_MAX} 个字（现在 {len(reason)} 个）。"]})
-    _decidable(user, pk, "reject")
+    _decidable(user, pk, "reject")  # who may reject comes before what they wrote (a denial is audited)
+    reason = reject_reason_clean(reason)
     with transaction.atomic():
         locked = Proposal.objects.select_for_update().select_related("store").get(pk=pk)
         allowed, why = can_confirm(user, locked)

@@ -12,7 +12,7 @@ from ops.validation import known_query, limit_param, reject_unknown
 
 from ..chat import proposal_dict
 from ..models import Proposal
-from ..services import proposal_confirm, proposal_create, proposal_reject, proposals_visible
+from ..services import REJECT_REASON_MAX, proposal_confirm, proposal_create, proposal_reject, proposals_visible
 
 ProposalIn = inline_serializer("ProposalCreate", {
     "kind": serializers.ChoiceField(choices=Proposal.Kind.choices), "store": serializers.CharField(),
@@ -41,7 +41,7 @@ class ProposalOutSerializer(serializers.Serializer):
 
 ProposalOut = ProposalOutSerializer
 ProposalList = ProposalOutSerializer(many=True)
-RejectIn = inline_serializer("Reject", {"reason": serializers.CharField(max_length=255)})
+RejectIn = inline_serializer("Reject", {"reason": serializers.CharField(max_length=REJECT_REASON_MAX)})
 AuditEntries = inline_serializer("AuditEntry", many=True, fields={
     "id": serializers.IntegerField(), "at": serializers.CharField(), "actor": serializers.CharField(allow_blank=True),
     "action": serializers.CharField(), "target": serializers.CharField(allow_blank=True),

@@ -131,6 +131,10 @@ def test_an_over_long_reject_reason_is_a_400_not_cut(people):
     r = client.post(f"/api/v1/proposals/{proposal.pk}/reject", {"reason": "y" * 256}, format="json")
     assert r.status_code == 400 and "reason" in r.json()
     assert client.post(f"/api/v1/proposals/{proposal.pk}/reject", {"reason": "y" * 255}, format="json").status_code == 200
+    # Who may reject is checked before what they wrote: staff get the 403 (audited), not a 400.
+    other = propose(people["staff"])
+    with pytest.raises(PermissionDenied):
+        proposal_reject(proposal=other, user=people["staff"], reason="x" * 300)
 
 
 def test_the_audit_and_proposal_lists_filter_by_any_store_name_and_refuse_unknown_parameters(people):
