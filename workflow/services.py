@@ -264,12 +264,12 @@ def reject_reason_clean(reason) -> str:
 
 def proposal_reject(*, proposal: Proposal | int, user, reason: str) -> Proposal:
     pk = proposal.pk if isinstance(proposal, Proposal) else proposal
-    _decidable(user, pk, "reject")  # who may reject comes before what they wrote (a denial is audited)
-    reason = reject_reason_clean(reason)
+    _decidable(user, pk, "reject")
     with transaction.atomic():
         locked = Proposal.objects.select_for_update().select_related("store").get(pk=pk)
         allowed, why = can_confirm(user, locked)
         if allowed:
+            reason = reject_reason_clean(reason)  # who may reject comes before what they wrote (a denial is audited)
             if locked.status == Proposal.Status.REJECTED:
                 return locked
             if locked.status != Proposal.Status.PENDING:
