@@ -336,7 +336,7 @@ def build_server(*, fixed_user=None) -> Server:
         try:
             jsonschema.validate(args, tool.schema)
         except jsonschema.ValidationError as exc:
-            where = "/".join(str(p) for p in exc.absolute_path) or "arguments"
+            where = "/".join(str(p) for p in exc.absolute_path)[:60] or "参数"
             raise MCPError(types.INVALID_PARAMS, f"{params.name} 的参数不正确（{where}）：{schema_error_text(exc)}") from None
         args = integers_as_int(args, tool.schema)
         user = await identity(ctx)
@@ -385,23 +385,34 @@ def schema_error_text(exc) -> str:
     """A schema violation in Chinese, never echoing the value (a 100,000-character query came
     back whole inside jsonschema's English message)."""
     rule, limit = exc.validator, exc.validator_value
+    kinds = {"integer": "整数", "number": "数字", "string": "字符串", "object": "对象", "array": "数组", "boolean": "布尔值", "null": "空值"}
+    unknown = sorted(set(exc.instance or {}) - set(exc.schema.get("properties", {}))) if rule == "additionalProperties" else []
     texts = {
-        "type": lambda: f"类型应为 {'、'.join(limit) if isinstance(limit, list) else limit}",
+        "type": lambda: "应为" + "或".join(kinds.get(t, t) for t in (limit if isinstance(limit, list) else [limit])),
         "required": lambda: "缺少必填参数 " + "、".join(k for k in limit if k not in (exc.instance or {})),
-        "additionalProperties": lambda: "不认识的参数 " + "、".join(sorted(set(exc.instance or {}) - set(exc.schema.get("properties", {})))),
+        # The names as sent, each cut short: a 100,000-character key must not come back whole.
+        "additionalProperties": lambda: "不认识的参数 " + "、".join(k[:20] + ("…" if len(k) > 20 else "") for k in unknown[:5])
+                                        + (f" 等 {len(unknown)} 个" if len(unknown) > 5 else ""),
         "minLength": lambda: f"至少 {limit} 个字符", "maxLength": lambda: f"最多 {limit} 个字符",
         "minimum": lambda: f"不能小于 {limit}", "maximum": lambda: f"不能大于 {limit}",
         "minItems": lambda: f"至少 {limit} 项", "maxItems": lambda: f"最多 {limit} 项",
         "enum": lambda: "只能是 " + "、".join(str(v) for v in limit), "pattern": lambda: "格式不对",
     }
-    return texts[rule]() if rule in texts else f"不符合 {rule} 约束"
+    return texts[rule]() if rule in texts else "不符合参数要求"
 
 
-def integers_as_int(args: dict, schema: dict) -> dict:
+def integers_as_int(value, schema: dict):
     """JSON Schema counts 2.0 as an integer; the tools slice and count with it (k=2.0 was a
-    TypeError inside search)."""
-    props = schema.get("properties", {})
-    return {k: int(v) if props.get(k, {}).get("type") == "integer" and isinstance(v, float) else v for k, v in args.items()}
+    TypeError inside search). Nested too: a restock line's quantity 2.0 was refused later."""
+    kind = schema.get("type")
+    if kind == "integer" and isinstance(value, float):
+        return int(value)
+    if kind == "object" and isinstance(value, dict):
+        props = schema.get("properties", {})
+        return {k: integers_as_int(v, props[k]) if k in props else v for k, v in value.items()}
+    if kind == "array" and isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [integers_as_int(v, schema["items"]) for v in value]
+    return value
 
 
 def _error_result(message: str, denied: bool = False) -> types.CallToolResult:

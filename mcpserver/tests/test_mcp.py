@@ -155,7 +155,7 @@ def check(seen, world, django_db_blocker):
     assert not seen["k_float"].is_error and len(seen["k_float"].structured_content["hits"]) == 2
     # In Chinese, without echoing the value (a 100,000-character query came back whole).
     assert "最多 500 个字符" in str(seen["too_long"]) and len(str(seen["too_long"])) < 200
-    assert "类型应为 integer" in str(seen["wrong_type"]) and "缺少必填参数 query" in str(seen["bad_args"])
+    assert "（k）：应为整数" in str(seen["wrong_type"]) and "（参数）：缺少必填参数 query" in str(seen["bad_args"])
     with django_db_blocker.unblock():
         audit = AuditLog.objects.filter(target_id=world["restock_id"], action="permission_denied").order_by("-id").first()
         assert audit is not None and audit.actor_username == "mcp_staff"
@@ -337,3 +337,18 @@ def test_the_example_client_config_points_where_the_readme_serves_mcp_over_http(
     url = json.loads((BASE / "mcp.example.json").read_text())["mcpServers"]["storemind-http"]["url"]
     served = re.search(r"Streamable HTTP at (\S+)", (BASE / "README.md").read_text()).group(1)
     assert url == served
+
+
+def test_schema_errors_are_chinese_and_short_and_integers_are_read_at_any_depth():
+    import jsonschema
+
+    from mcpserver.server import TOOLS_BY_NAME, integers_as_int, schema_error_text
+
+    schema = TOOLS_BY_NAME["propose_restock"].schema
+    args = {"store": "天河店", "lines": [{"sku": "B001", "quantity": 2.0, "unit": "箱"}]}
+    assert integers_as_int(args, schema)["lines"][0]["quantity"] == 2 and isinstance(integers_as_int(args, schema)["lines"][0]["quantity"], int)
+    try:
+        jsonschema.validate({**args, "k" * 100_000: 1}, schema)
+    except jsonschema.ValidationError as exc:
+        text = schema_error_text(exc)
+    assert text.startswith("不认识的参数 kkkk") and len(text) < 40, text
