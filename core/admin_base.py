@@ -70,12 +70,14 @@ class ScopedAdmin(AuditedAdmin):
                 for f in super().get_list_filter(request)]
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        """A store field offers only the stores the user may change rows of: a form posted with
+        """A store field offers only the stores the user may add rows to: a form posted with
         another store's id fails validation (「选择一个有效的选项」) instead of handing the row over."""
         from .scoping import ALL, action_perm, store_ids_for
 
         if db_field.name in self.store_filter_fields:
-            ids = store_ids_for(request.user, action_perm(self.model, "change"))
+            # The add form offers the stores the user may add rows to; a change form shows the
+            # store read-only (get_readonly_fields).
+            ids = store_ids_for(request.user, action_perm(self.model, "add"))
             if ids is not ALL:
                 kwargs["queryset"] = db_field.related_model._default_manager.filter(pk__in=ids)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)

@@ -5,8 +5,16 @@ from .models import AuditLog
 from .roles import require
 
 
-def audit_entries(user):
-    """The audit rows `user` may read (core.view_auditlog, their stores' rows; head office all).
-    PermissionDenied, audited, without the permission."""
+def audit_entries(user, *, action: str | None = None, store=None, actor: str | None = None):
+    """The audit rows `user` may read (core.view_auditlog, their stores' rows; head office all),
+    narrowed to one action, store (a Store the caller resolved within the user's stores) or
+    actor's username. PermissionDenied, audited, without the permission."""
     require(user, "core.view_auditlog", attempt="read audit log", message="只有店长和总部可以查看审计日志。")
-    return AuditLog.objects.restrict(user, "view").select_related("store")
+    rows = AuditLog.objects.restrict(user, "view").select_related("store")
+    if action:
+        rows = rows.filter(action=action)
+    if store is not None:
+        rows = rows.filter(store=store)
+    if actor:
+        rows = rows.filter(actor_username=actor)
+    return rows

@@ -279,7 +279,7 @@ def channel_sales(*, store: Store | None, period: Period, scope: list[Store] | N
     refunds = sum(r["refunded_orders"] for r in rows)
     refunded = round(sum(r["refunded_amount"] for r in rows), 2)
     placed = refunds + sum(r["orders"] for r in rows)  # 「退款率」: refunded orders among all orders placed
-    rate = f"（占下单的 {refunds / placed * 100:.1f}%）" if refunds else ""
+    rate = f"（占下单的 {refunds / placed * 100:.1f}%）" if placed else ""
     summary = f"{where} 按渠道：{parts}；退款 {refunds} 单{rate}，{_yuan(refunded)}（退款按下单日期统计，营业额只计已支付订单）。"
     return ToolResult("channel_sales", {}, rows, summary, list(CHANNEL_COLUMNS))
 

@@ -162,9 +162,14 @@ def test_a_manager_cannot_move_an_inventory_row_into_another_store_in_admin(clie
     after = Inventory.objects.get(pk=inv.pk)
     assert after.store_id == inv.store_id and after.on_hand == 5, "the store stays; the numbers change"
     from django.contrib import admin
+    from django.contrib.auth.models import Permission
     from django.test import RequestFactory
 
     request = RequestFactory().get("/admin/ops/inventory/add/")
     request.user = manager
+    field = admin.site._registry[Inventory].formfield_for_foreignkey(Inventory._meta.get_field("store"), request)
+    assert [s.code for s in field.queryset] == [], "a manager adds no inventory rows: no store is offered, least of all 天河"
+    manager.user_permissions.add(Permission.objects.get(codename="add_inventory"))
+    request.user = type(manager).objects.get(pk=manager.pk)  # permissions are cached per user object
     field = admin.site._registry[Inventory].formfield_for_foreignkey(Inventory._meta.get_field("store"), request)
     assert [s.code for s in field.queryset] == ["SZ-FT"], "a new row's store: only the manager's own"

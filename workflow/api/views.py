@@ -71,14 +71,11 @@ class ProposalsView(APIView):
                    responses=ProposalList)
     def get(self, request):
         query = known_query(request.query_params, ("status", "kind", "store", "limit"))  # 「?store=天河店」 was ignored
-        qs = proposals_visible(request.user)
         for field, choices in (("status", Proposal.Status.values), ("kind", Proposal.Kind.values)):
-            if field in query:
-                if query[field] not in choices:
-                    raise ValidationError({field: [f"只能是：{'、'.join(choices)}。"]})
-                qs = qs.filter(**{field: query[field]})
-        if "store" in query:
-            qs = qs.filter(store=resolve_store_for(request.user, query["store"], "workflow.view_proposal", attempt="proposals filter"))
+            if field in query and query[field] not in choices:
+                raise ValidationError({field: [f"只能是：{'、'.join(choices)}。"]})
+        store = resolve_store_for(request.user, query["store"], "workflow.view_proposal", attempt="proposals filter") if "store" in query else None
+        qs = proposals_visible(request.user, status=query.get("status"), kind=query.get("kind"), store=store)
         return Response([proposal_dict(p, request.user) for p in qs[:limit_param(query.get("limit"), 200, 200)]])
 
     @extend_schema(summary="提交提案（支持 Idempotency-Key 头）", request=ProposalIn, responses={201: ProposalOut, 200: ProposalOut},
@@ -126,13 +123,8 @@ class AuditView(APIView):
     def get(self, request):
         # 「?store=天河店」 (an alias) answered [], unknown parameters were ignored.
         query = known_query(request.query_params, ("action", "store", "actor", "limit"))
-        qs = audit_entries(request.user)
-        if "action" in query:
-            qs = qs.filter(action=query["action"])
-        if "store" in query:
-            qs = qs.filter(store=resolve_store_for(request.user, query["store"], "core.view_auditlog", attempt="audit filter"))
-        if "actor" in query:
-            qs = qs.filter(actor_username=query["actor"])
+        store = resolve_store_for(request.user, query["store"], "core.view_auditlog", attempt="audit filter") if "store" in query else None
+        qs = audit_entries(request.user, action=query.get("action"), store=store, actor=query.get("actor"))
         return Response([
             {"id": a.pk, "at": local_time(a.created_at, a.store).isoformat(), "actor": a.actor_username, "action": a.action, "target": a.target_repr,
              "store": a.store.name if a.store else None, "before": a.before, "after": a.after, "request_id": a.request_id}
