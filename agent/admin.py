@@ -52,6 +52,13 @@ class UnansweredQuestionAdmin(ScopedAdmin):
                        "resolution", "linked_document", "linked_section"]
     actions = ["mark_resolved"]
 
+    def get_queryset(self, request):
+        """Off-topic questions only when the source filter asks for them: they are no SOP gap."""
+        rows = super().get_queryset(request)
+        if request.resolver_match and request.resolver_match.url_name.endswith("changelist") and "source__exact" not in request.GET:
+            rows = rows.exclude(source=UnansweredQuestion.Source.OFF_TOPIC)
+        return rows
+
     @admin.action(description="标记为已处理（如已补充文档）")
     def mark_resolved(self, request, queryset):
         from .services import unanswered_resolve

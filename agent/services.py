@@ -132,12 +132,12 @@ def chat_ask(*, user, query, thread_id: str | None = None, on_step=None) -> tupl
                 proposal=result.proposal, trace=result.trace, context=result.context,
             ),
         ])
-        # A refusal the corpus could fill goes on the managers' list; an off-topic one (「hi」「明天股市会涨吗」
-        # 「帮我写一首诗」) is no gap in any SOP and only buried the real ones there.
-        if result.refused and state.refusal_layer and result.intent != OUT_OF_SCOPE:  # not a system error either
+        if result.refused and state.refusal_layer:  # router or answerability; not a system error
             top = max(((s["detail"].get("answerability") or {}).get("score", 0) for s in result.trace if s["step"] == "judge"), default=None)
+            # An off-topic one (「hi」「帮我写一首诗」) is no SOP gap: filed apart, so it does not bury the real ones.
+            source = UnansweredQuestion.Source.OFF_TOPIC if result.intent == OUT_OF_SCOPE else UnansweredQuestion.Source.REFUSAL
             unanswered_record(
-                question=query, user=user, message=reply, source=UnansweredQuestion.Source.REFUSAL,
+                question=query, user=user, message=reply, source=source,
                 reason=f"{REFUSAL_LAYERS.get(state.refusal_layer, state.refusal_layer)}"
                        f"（{next((s['detail'].get('reason', '') for s in result.trace if s['step'] == 'refuse'), '')}）"[:255],
                 top_score=top,

@@ -18,7 +18,8 @@ def manager_dashboard(context) -> dict:
     stores = list(Store.objects.for_user(user, "ops.view_inventory"))
     pending = list(proposals_visible(user).filter(status=Proposal.Status.PENDING).order_by("-created_at")[:8])
     pending_count = proposals_visible(user).filter(status=Proposal.Status.PENDING).count()
-    unanswered = UnansweredQuestion.objects.restrict(user).filter(resolved=False).select_related("user")
+    unanswered = (UnansweredQuestion.objects.restrict(user).filter(resolved=False).exclude(source=UnansweredQuestion.Source.OFF_TOPIC)
+                  .select_related("user"))
     low = []
     for store in stores:
         low += run_tool("low_stock", {"store": store.code}, user=user).rows

@@ -668,12 +668,20 @@ def test_the_same_unanswered_question_asked_again_counts_up(staff):
 
 
 @pytest.mark.parametrize("question", ["帮我写一首关于啤酒的诗", "hi", "明天股市会涨吗"])
-def test_an_off_topic_question_is_declined_but_not_put_on_the_managers_gap_list(staff, question):
+def test_an_off_topic_question_is_filed_apart_from_the_managers_gap_list(staff, question, client):
     # 「hi」, 股市 and poems filled the unanswered list a manager works through to find SOP gaps.
     coverage_model()
     result, _, _ = chat_ask(user=staff, query=question)
     assert result.refused and result.intent == "out_of_scope"
-    assert not UnansweredQuestion.objects.filter(question=question).exists()
+    item = UnansweredQuestion.objects.get(question=question)
+    assert item.source == UnansweredQuestion.Source.OFF_TOPIC
+    manager = make_user("agent_manager_gaps", role="manager", stores=["GZ-TH"], is_staff=True)
+    client.force_login(manager)
+    listed = client.get("/admin/agent/unansweredquestion/").context_data["cl"].queryset
+    assert not listed.filter(pk=item.pk).exists()
+    asked = client.get("/admin/agent/unansweredquestion/", {"source__exact": "off_topic"}).context_data["cl"].queryset
+    assert asked.filter(pk=item.pk).exists()
+    assert f">{question}<" not in client.get("/admin/").content.decode()  # the manager's desk
 
 
 def test_a_cited_section_is_read_once_per_answer(staff, django_assert_max_num_queries):
