@@ -142,6 +142,8 @@ def thread_rename(request, thread_id: str):
     try:
         conversation_rename(user=request.user, thread_id=thread_id, title=request.POST.get("title", ""))
     except (ValidationError, PermissionDenied) as exc:
+        if request.htmx:  # the message replaced the whole list (「   」 as a title emptied the drawer)
+            return _thread_list(request, thread_id, error=_message_text(exc))
         return _error(request, _message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
     return _thread_list(request, thread_id)
 
@@ -152,6 +154,8 @@ def thread_delete(request, thread_id: str):
     try:
         conversation_delete(user=request.user, thread_id=thread_id)
     except (ValidationError, PermissionDenied) as exc:
+        if request.htmx:
+            return _thread_list(request, thread_id, error=_message_text(exc))
         return _error(request, _message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
     if request.htmx:
         response = render(request, "htmx/conversation_list.html", {"conversations": Conversation.objects.of_owner(request.user)[:30]})
@@ -161,11 +165,11 @@ def thread_delete(request, thread_id: str):
     return redirect(f"{reverse('chat:index')}?new=1")
 
 
-def _thread_list(request, thread_id: str):
+def _thread_list(request, thread_id: str, error: str = ""):
     if not request.htmx:
         return redirect(f"{reverse('chat:index')}?thread={thread_id}")
     return render(request, "htmx/conversation_list.html", {
-        "conversations": Conversation.objects.of_owner(request.user)[:30], "thread_id": thread_id})
+        "conversations": Conversation.objects.of_owner(request.user)[:30], "thread_id": thread_id, "error": error})
 
 
 @login_required

@@ -28,7 +28,8 @@ document.addEventListener("htmx:beforeRequest", function (event) {
   const form = document.getElementById("ask-form");
   if (!form || event.detail.elt !== form) return;
   const echo = document.querySelector("#thinking .pending-question");
-  if (echo) echo.textContent = form.querySelector("textarea").value;
+  form.dataset.sent = form.querySelector("textarea").value;
+  if (echo) echo.textContent = form.dataset.sent;
   const hint = document.getElementById("empty-hint");
   if (hint) hint.remove();
   document.getElementById("thinking").scrollIntoView({block: "end"});
@@ -39,7 +40,12 @@ document.addEventListener("htmx:afterSwap", function (event) {
     turns.lastElementChild && turns.lastElementChild.scrollIntoView({block: "start"});
   }
   const form = document.getElementById("ask-form");
-  if (form && event.detail.requestConfig && event.detail.requestConfig.elt === form) form.reset();
+  if (form && event.detail.requestConfig && event.detail.requestConfig.elt === form) {
+    // Only the question that was answered is cleared: what was typed meanwhile stays (a second
+    // question sent while waiting is queued by hx-sync and goes out next). The 后台 choice stays too.
+    const box = form.querySelector("textarea");
+    if (box.value === form.dataset.sent) box.value = "";
+  }
 });
 document.addEventListener("htmx:responseError", function (event) {
   const box = document.getElementById("errors");

@@ -99,3 +99,45 @@ def _field_error(field: str, problem: str):
     from django.http import JsonResponse
 
     return JsonResponse({field[:64] or "query": [problem]}, status=400, json_dumps_params={"ensure_ascii": False})
+
+
+class HtmxLoginRedirectMiddleware:
+    """An HTMX request whose session has ended was answered with the login page, which htmx
+    then swapped into the chat as an answer (and the question was wiped). A redirect to the
+    login page becomes HX-Redirect, so the browser goes there and comes back to the page it
+    was on afterwards."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if request.headers.get("HX-Request") == "true" and response.status_code in (301, 302):
+            location = response.get("Location", "")
+            if location.startswith(settings.LOGIN_URL):
+                return htmx_to_login(request)
+        return response
+
+
+def htmx_to_login(request) -> HttpResponse:
+    from urllib.parse import urlencode, urlsplit
+
+    current = urlsplit(request.headers.get("HX-Current-URL", "") or "/")
+    page = current.path + (f"?{current.query}" if current.query else "")
+    response = HttpResponse(status=204)
+    response["HX-Redirect"] = f"{settings.LOGIN_URL}?{urlencode({'next': page if page.startswith('/') else '/'})}"
+    return response
+
+
+def csrf_failure(request, reason: str = ""):
+    """A form sent with a missing or stale CSRF token (session over, page left open for days):
+    an HTMX request is sent to log in again, or to reload the page when still logged in; a page
+    says so in Chinese."""
+    if request.headers.get("HX-Request") == "true":
+        if not getattr(request, "user", None) or not request.user.is_authenticated:
+            return htmx_to_login(request)
+        response = HttpResponse("页面已过期，正在刷新……", status=403)
+        response["HX-Refresh"] = "true"
+        return response
+    return HttpResponse("<!doctype html><meta charset=utf-8><title>页面已过期</title>"
+                        "<p>页面已过期或登录已失效，请刷新页面后重试。</p>", status=403)

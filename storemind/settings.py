@@ -115,8 +115,10 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "storemind.middleware.HtmxLoginRedirectMiddleware",
     "core.middleware.AuditContextMiddleware",
 ]
+CSRF_FAILURE_VIEW = "storemind.middleware.csrf_failure"
 
 ROOT_URLCONF = "storemind.urls"
 TEMPLATES = [

@@ -171,3 +171,28 @@ def test_a_reopened_thread_shows_each_card_as_it_stands_now_and_keeps_given_feed
     assert 'data-status="confirmed"' in page and "已确认" in card[:600]
     feedback = page[page.index(f'id="feedback-{reply.pk}"'):][:400]
     assert "已记录反馈" in feedback and "有帮助吗" not in feedback
+
+
+def test_an_ended_session_sends_an_htmx_request_to_the_login_page_instead_of_into_the_chat():
+    # The login page was swapped into the chat as an answer and the question was wiped.
+    here = {**HX, "HTTP_HX_CURRENT_URL": "http://testserver/?thread=abc"}
+    r = Client().post("/", {"query": "科罗娜还剩几瓶"}, **here)
+    assert r.status_code == 204 and r["HX-Redirect"] == "/accounts/login/?next=%2F%3Fthread%3Dabc"
+    assert Client().post("/", {"query": "x"}).status_code == 302  # a plain form still gets the redirect
+    # Every cookie gone: the CSRF check fails first; it was 「请求失败（403），请稍后重试」 for ever.
+    strict = Client(enforce_csrf_checks=True)
+    r = strict.post("/", {"query": "科罗娜还剩几瓶"}, **here)
+    assert r.status_code == 204 and r["HX-Redirect"].startswith("/accounts/login/?next=")
+    strict.force_login(make_user("csrf_stale", role="staff"))
+    r = strict.post("/", {"query": "科罗娜还剩几瓶"}, **here)
+    assert r.status_code == 403 and r["HX-Refresh"] == "true"  # logged in, stale token: reload the page
+    assert "页面已过期" in strict.post("/", {"query": "x"}).content.decode()
+
+
+def test_renaming_a_thread_to_spaces_keeps_the_list_and_says_why(staff_client):
+    # The error replaced the whole conversation list: every thread vanished from the drawer.
+    staff_client.post("/", {"query": "会员卡能跨店用吗"}, **HX)
+    thread = Message.objects.filter(conversation__user__username="view_staff").first().conversation.thread_id
+    r = staff_client.post(f"/threads/{thread}/rename", {"title": "   "}, **HX)
+    body = r.content.decode()
+    assert r.status_code == 200 and 'id="conversation-list"' in body and "标题不能为空" in body and f'data-thread="{thread}"' in body
