@@ -47,6 +47,11 @@ document.addEventListener("htmx:afterSwap", function (event) {
     if (box.value === form.dataset.sent) box.value = "";
   }
 });
+document.addEventListener("htmx:afterRequest", function (event) {
+  // A request that went through clears the banner of one that failed before (it stayed for ever).
+  const box = document.getElementById("errors");
+  if (box && event.detail.successful) box.innerHTML = "";
+});
 document.addEventListener("htmx:responseError", function (event) {
   const box = document.getElementById("errors");
   if (box) box.innerHTML = '<div class="error">请求失败（' + event.detail.xhr.status + '），请稍后重试。</div>';

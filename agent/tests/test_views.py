@@ -196,3 +196,10 @@ def test_renaming_a_thread_to_spaces_keeps_the_list_and_says_why(staff_client):
     r = staff_client.post(f"/threads/{thread}/rename", {"title": "   "}, **HX)
     body = r.content.decode()
     assert r.status_code == 200 and 'id="conversation-list"' in body and "标题不能为空" in body and f'data-thread="{thread}"' in body
+
+
+def test_a_wrong_password_keeps_the_username_and_puts_the_cursor_in_the_password():
+    make_user("login_keeps_name", role="staff")
+    page = Client().post("/accounts/login/", {"username": "login_keeps_name", "password": "wrong"}).content.decode()
+    assert 'value="login_keeps_name"' in page
+    assert 'type="password" autocomplete="current-password" required autofocus' in page
