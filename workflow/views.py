@@ -2,6 +2,7 @@
 place, recent audit entries. The same services as admin, API, chat and MCP."""
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -31,12 +32,13 @@ def proposals(request):
 def audit(request):
     """The audit log (core.view_auditlog): the full page, or on an HTMX request the list only."""
     try:
-        entries = audit_entries(request.user).order_by("-created_at", "-id")[:100]
+        rows = audit_entries(request.user).order_by("-created_at", "-id")
     except PermissionDenied as exc:
         return render(request, "htmx/error.html", {"error": str(exc)}, status=403)
-    if request.htmx:
-        return render(request, "htmx/audit_list.html", {"audit": entries})
-    return render(request, "workflow/audit.html", {"audit": entries})
+    # 100 a page, older ones a click away (only the latest 100 were ever shown; ?page=2 was the same list).
+    page = Paginator(rows, 100).get_page(request.GET.get("page"))
+    context = {"audit": page.object_list, "page": page}
+    return render(request, "htmx/audit_list.html" if request.htmx else "workflow/audit.html", context)
 
 
 @login_required

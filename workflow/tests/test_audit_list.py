@@ -38,3 +38,19 @@ def test_a_denial_reason_reads_in_chinese_on_the_audit_list(stored, shown):
     from workflow.templatetags.audit import audit_detail
 
     assert audit_detail(SimpleNamespace(after={"attempt": "GET /api/v1/stores", "reason": stored})) == f"原因：{shown}"
+
+
+def test_the_audit_page_pages_back_through_older_rows(client):
+    # Only the latest 100 rows were ever shown, and ?page=2 gave the same list.
+    from core.audit import audit_record
+
+    manager = make_user("audit_pager_manager", role="manager", stores=["GZ-TH"])
+    store = Store.objects.get(code="GZ-TH")
+    for i in range(105):
+        audit_record(actor=manager, action="object_changed", store=store, after={"n": i})
+    client.force_login(manager)
+    first = client.get("/audit/")
+    total = first.context["page"].paginator.count
+    assert total >= 105 and "较早" in first.content.decode()
+    second = client.get("/audit/", {"page": 2})
+    assert not {a.pk for a in first.context["audit"]} & {a.pk for a in second.context["audit"]}
