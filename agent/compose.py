@@ -163,7 +163,9 @@ def section_lines(units: list[SectionUnit], terms: list[str], *, budget: int = M
             add_block(u.block)
         elif len(lines) < budget or len(units) <= budget:
             lines.append(u)
-    first = _start_of_enumeration(units, lines[0])
+    # A one-line extract (a second section's lead) keeps its lead: the opening of its run would
+    # push out the very clause that answers («一个月内迟到 3 次扣除当月全勤奖» lost to «迟到 10 分钟以内…»).
+    first = _start_of_enumeration(units, lines[0]) if budget > 1 else lines[0]
     if first not in lines:
         lines.append(first)
     ordered = [first] + [u for u in units if u in lines and u is not first]

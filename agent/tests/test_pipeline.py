@@ -722,3 +722,5 @@ def test_a_clause_from_the_middle_of_an_enumeration_does_not_lead_without_its_op
     assert lines[0] == "对醉酒客人：停止向其出售含酒精饮品；" and lines[1] == "安排员工关注，防止跌倒；"
     units[4].similarity = 0.95  # a clause that opens its own paragraph still leads
     assert compose.section_lines(units, [])[0] == "另起一段的规定。"
+    units[4].similarity = 0.5  # a one-line extract keeps the clause that answers
+    assert compose.section_lines(units, [], budget=1)[0] == "安排员工关注，防止跌倒；"
