@@ -1,8 +1,11 @@
+import uuid
+
 from django import forms
 from django.apps import apps as django_apps
 from django.contrib import admin, messages
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
+from django.db import transaction
 
 from core.admin_base import AuditedAdmin, ReadOnlyInline, ScopedAdmin, ScopedReadOnlyAdmin
 from core.roles import ROLE_LABELS
@@ -20,7 +23,7 @@ from .models import (
     StoredValueAccount,
     StoredValueTxn,
 )
-from .services import api_token_issue, api_token_revoke, token_store_problem
+from .services import api_token_issue, api_token_revoke, inventory_adjust, token_store_problem
 from .tools import mask_name, mask_phone
 
 
@@ -76,6 +79,21 @@ class InventoryAdmin(ScopedAdmin):
     @admin.display(boolean=True, description="低于安全库存")
     def below_safety(self, obj):
         return obj.on_hand < obj.safety_stock
+
+    def save_model(self, request, obj, form, change):
+        """A count corrected here goes through the ledger like any other adjustment (盘点差异, the
+        difference from the stock as it stands now, audited): saving on_hand directly left no
+        InventoryAdjustment row. The other fields (the safety stock) save as usual."""
+        if change and "on_hand" in form.changed_data:
+            with transaction.atomic():
+                current = Inventory.objects.select_for_update().get(pk=obj.pk).on_hand
+                if delta := form.cleaned_data["on_hand"] - current:
+                    inventory_adjust(user=request.user, data={
+                        "store": obj.store.code, "sku": obj.product.sku, "delta": delta, "reason": "count",
+                        "external_id": f"admin-{uuid.uuid4().hex[:16]}", "note": "后台修改库存数量"})
+                super().save_model(request, obj, form, change)
+            return
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(InventoryAdjustment)

@@ -173,3 +173,23 @@ def test_a_manager_cannot_move_an_inventory_row_into_another_store_in_admin(clie
     request.user = type(manager).objects.get(pk=manager.pk)  # permissions are cached per user object
     field = admin.site._registry[Inventory].formfield_for_foreignkey(Inventory._meta.get_field("store"), request)
     assert [s.code for s in field.queryset] == ["SZ-FT"], "a new row's store: only the manager's own"
+
+
+def test_a_stock_count_corrected_in_the_admin_is_an_adjustment_in_the_ledger(client):
+    # Saving on_hand in the admin left no InventoryAdjustment row: the ledger and the stock disagreed.
+    from ops.models import InventoryAdjustment
+
+    manager = make_user("ledger_manager_th", role="manager", stores=["GZ-TH"], is_staff=True)
+    client.force_login(manager)
+    inv = Inventory.objects.get(store__code="GZ-TH", product__sku="B001")
+    Inventory.objects.filter(pk=inv.pk).update(on_hand=40)
+    r = client.post(f"/admin/ops/inventory/{inv.pk}/change/",
+                    {"product": inv.product_id, "on_hand": 37, "safety_stock": inv.safety_stock})
+    assert r.status_code == 302
+    inv.refresh_from_db()
+    adj = InventoryAdjustment.objects.get(store=inv.store, product=inv.product, created_by=manager)
+    assert inv.on_hand == 37 and (adj.delta, adj.reason) == (-3, "count")
+    assert audit_rows("inventory_adjusted", "ledger_manager_th") == 1
+    client.post(f"/admin/ops/inventory/{inv.pk}/change/",
+                {"product": inv.product_id, "on_hand": 37, "safety_stock": inv.safety_stock + 1})
+    assert InventoryAdjustment.objects.filter(created_by=manager).count() == 1  # the safety stock alone: no adjustment
