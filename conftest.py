@@ -29,13 +29,14 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
     """Seed the demo ops data into the test database (kept across runs with --reuse-db)."""
+    from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db.models import Max
 
     from core.roles import sync_roles
     from ops.models import Order
     from ops.seed import TZ
-    from ops.tools import local_today
+    from ops.tools import DAY_STARTS_AT, local_today
 
     with django_db_blocker.unblock():
         from django.db import connection
@@ -49,7 +50,8 @@ def django_db_setup(django_db_setup, django_db_blocker):
         assert connection.settings_dict["NAME"].startswith("test_"), "refusing to seed a non-test database"
         yesterday = local_today() - timedelta(days=1)
         last = Order.objects.aggregate(m=Max("created_at"))["m"]
-        if last is None or last.astimezone(TZ).date() != yesterday:
+        # The seed ends with yesterday's trading day, whose night runs past midnight.
+        if last is None or (last.astimezone(TZ) - timedelta(hours=DAY_STARTS_AT)).date() != yesterday:
             # A new day: start the test database's business data over (TRUNCATE also
             # clears the append-only audit log, whose triggers are switched off for it).
             from django.db import connection
@@ -63,6 +65,9 @@ def django_db_setup(django_db_setup, django_db_blocker):
                     "ops_apitoken, ops_inventoryadjustment, ops_storedvaluetxn, ops_storedvalueaccount, ops_orderline, "
                     "ops_order, ops_inventory, ops_member, ops_product, ops_store_members, ops_store CASCADE"
                 )
+                # The people too: a kept user's store memberships went with the stores, and every
+                # fixture that reuses a committed user by name got one without a store.
+                get_user_model().objects.all().delete()
             call_command("seed_ops", verbosity=0)
         sync_roles()
         from knowledge.services import corpus_ingest

@@ -111,7 +111,9 @@ def ops_seed(
     if has_ops_data():
         raise ValueError("ops data already exists; seed_ops only fills an empty database (use --reset to start over)")
     rng = random.Random(seed)
-    end_date = end_date or (timezone.localtime(timezone.now(), TZ).date() - timedelta(days=1))
+    from .tools import local_today
+
+    end_date = end_date or local_today() - timedelta(days=1)  # the last whole trading day (its night ends at 01:00)
     start_date = end_date - timedelta(days=days - 1)
 
     store_objs = Store.objects.bulk_create(

@@ -103,17 +103,19 @@ def _stores_by_city(stores) -> dict[str, list[Store]]:
 
 
 def first_sale_date():
-    """The local day of the first recorded order (None: no orders yet); read once per question.
+    """The trading day of the first recorded order (None: no orders yet); read once per question.
     A period that starts before it is bounded to it and says so (periods.bound_to_data), in
     chat and API alike: no period before the records is ever reported as zero sales."""
+    from datetime import timedelta
+
     from django.db.models import Min
 
     from .models import Order
-    from .tools import TZ
+    from .tools import DAY_STARTS_AT, TZ
 
     def read():
         first = Order.objects.aggregate(first=Min("created_at"))["first"]
-        return first.astimezone(TZ).date() if first else None
+        return (first.astimezone(TZ) - timedelta(hours=DAY_STARTS_AT)).date() if first else None
 
     return _read_once("first_sale", read)
 

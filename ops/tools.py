@@ -36,7 +36,11 @@ from .selectors import UnknownProduct, UnknownStore, first_sale_date, resolve_pr
 TZ = ZoneInfo("Asia/Shanghai")
 MAX_TOP_N = 50
 MAX_COMPARED = 10  # stores named in one comparison
-DAY_STARTS_AT = 6  # hour at which a store's trading day is taken to begin, for ordering hours
+# A bar's trading day runs past midnight: the day's figures are from 06:00 to 06:00 the next
+# morning, local time (「今天卖了多少」 at 01:30 counted the last 90 minutes; 「昨晚」 at 03:00 was
+# the calendar day before, with the night before's small hours and without this night's).
+# The daily rollup's trigger (migration ops.0005) uses the same hour.
+DAY_STARTS_AT = 6
 VELOCITY_DAYS = 7
 
 
@@ -150,12 +154,15 @@ class ToolSpec:
 
 
 def local_today() -> date:
-    return timezone.localtime(timezone.now(), TZ).date()
+    """Today's trading day: until 06:00 it is still the day that began the evening before."""
+    return (timezone.localtime(timezone.now(), TZ) - timedelta(hours=DAY_STARTS_AT)).date()
 
 
 def _bounds(period: Period) -> tuple[datetime, datetime]:
-    start = datetime.combine(period.start, time.min, tzinfo=TZ)
-    end = datetime.combine(period.end + timedelta(days=1), time.min, tzinfo=TZ)
+    """The period's trading days as instants: from 06:00 of its first day to 06:00 after its last."""
+    opens = time(DAY_STARTS_AT)
+    start = datetime.combine(period.start, opens, tzinfo=TZ)
+    end = datetime.combine(period.end + timedelta(days=1), opens, tzinfo=TZ)
     return start, end
 
 

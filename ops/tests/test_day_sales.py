@@ -48,10 +48,10 @@ def test_rollup_follows_ingest_refund_move_delete_and_truncate():
     user = make_user("daysales_pos", role="pos", stores=["GZ-TH"])
     day = date(2026, 1, 5)  # no seeded orders on this day or the next
     day_period, next_period = Period(day, day, "那天"), Period(day + timedelta(days=1), day + timedelta(days=1), "次日")
-    orders = [
-        order_payload("DS-1", created_at="2026-01-05T00:00:00+08:00"),  # first instant of the local day
-        order_payload("DS-2", created_at="2026-01-05T23:59:59+08:00"),  # last second of the local day
-        order_payload("DS-3", created_at="2026-01-05T16:30:00Z"),        # 00:30 on the 6th in Shanghai
+    orders = [  # trading days: 06:00 to 06:00 local
+        order_payload("DS-1", created_at="2026-01-05T06:00:00+08:00"),  # first instant of the trading day
+        order_payload("DS-2", created_at="2026-01-06T05:59:59+08:00"),  # its last second, in the small hours
+        order_payload("DS-3", created_at="2026-01-05T22:30:00Z"),        # 06:30 on the 6th in Shanghai: the next day
         order_payload("DS-4", created_at="2026-01-05T12:00:00+08:00", status="refunded"),
     ]
     orders_ingest(orders=orders, user=user)
@@ -81,3 +81,30 @@ def test_compare_stores_reads_the_same_figures():
     names = {s.pk: s.name for s in Store.objects.all()}
     assert {r["store"]: (r["revenue"], r["orders"]) for r in rows} == {names[k]: v for k, v in expected.items()}
     assert [r["revenue"] for r in rows] == sorted((r["revenue"] for r in rows), reverse=True)
+
+
+def test_today_at_closing_time_is_the_night_still_going_not_the_last_ninety_minutes(monkeypatch):
+    # At 01:30 「今天卖了多少」 counted the orders since midnight; 「昨晚」 at 03:00 was the calendar day
+    # before, with that night's small hours and without tonight's.
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from django.utils import timezone
+
+    from ops.tools import run_tool
+
+    store = Store.objects.get(code="GZ-TH")
+    user = make_user("trading_day_pos", role="pos", stores=["GZ-TH"])
+    orders_ingest(user=user, orders=[
+        order_payload("TD-1", created_at="2026-01-05T02:00:00+08:00"),  # the night of the 4th, in its small hours
+        order_payload("TD-2", created_at="2026-01-05T20:00:00+08:00"),  # tonight
+        order_payload("TD-3", created_at="2026-01-06T00:45:00+08:00"),  # tonight, after midnight
+    ])
+    monkeypatch.setattr(timezone, "now", lambda: datetime(2026, 1, 6, 1, 30, tzinfo=ZoneInfo("Asia/Shanghai")))
+    assert local_today() == date(2026, 1, 5)
+    tonight = run_tool("store_sales", {"store": "天河店", "period": "今天"}, user=None).rows[0]
+    assert (tonight["orders"], tonight["revenue"]) == (2, 116.0)
+    last_night = run_tool("store_sales", {"store": "天河店", "period": "昨晚"}, user=None).rows[0]
+    assert (last_night["orders"], last_night["revenue"]) == (1, 58.0)
+    assert from_tool(Period(date(2026, 1, 5), date(2026, 1, 5), "那天"), store) == as_float(
+        direct(Period(date(2026, 1, 5), date(2026, 1, 5), "那天"), store)) == {store.pk: (116.0, 2)}  # the rollup agrees

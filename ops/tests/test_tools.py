@@ -21,7 +21,8 @@ def sql_one(query, params):
 
 
 def day_bounds(start: date, end: date):
-    return f"{start} 00:00:00+08", f"{end + timedelta(days=1)} 00:00:00+08"
+    """Trading days: 06:00 of the first to 06:00 after the last (Asia/Shanghai)."""
+    return f"{start} 06:00:00+08", f"{end + timedelta(days=1)} 06:00:00+08"
 
 
 @pytest.mark.parametrize(
@@ -335,7 +336,7 @@ def test_daily_trend_has_a_row_per_day_matching_sql_zeros_included():
     expected = {
         str(day): (float(rev), n)
         for day, rev, n in sql_one(
-            "SELECT (o.created_at AT TIME ZONE 'Asia/Shanghai')::date, SUM(o.total), COUNT(*) FROM ops_order o "
+            "SELECT ((o.created_at AT TIME ZONE 'Asia/Shanghai') - interval '6 hours')::date, SUM(o.total), COUNT(*) FROM ops_order o "
             "JOIN ops_store s ON s.id=o.store_id WHERE s.code='GZ-TH' AND o.status='paid' AND o.created_at >= %s "
             "AND o.created_at < %s GROUP BY 1", [lo, hi])
     }

@@ -146,7 +146,7 @@ def db_store_sales(store_code: str, start: str, end: str) -> tuple[int, str]:
         cur.execute(
             "SELECT COUNT(*), COALESCE(SUM(o.total), 0) FROM ops_order o JOIN ops_store s ON s.id = o.store_id "
             "WHERE s.code = %s AND o.status = 'paid' AND o.created_at >= %s AND o.created_at < %s",
-            [store_code, f"{start} 00:00+08", f"{date.fromisoformat(end) + timedelta(days=1)} 00:00+08"],
+            [store_code, f"{start} 06:00+08", f"{date.fromisoformat(end) + timedelta(days=1)} 06:00+08"],  # trading days
         )
         count, total = cur.fetchone()
     return count, f"{total:.1f}"

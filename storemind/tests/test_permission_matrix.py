@@ -81,6 +81,8 @@ def world(django_db_setup, django_db_blocker):
         users, tokens = {}, {}
         for caller, (username, role, stores) in USERS.items():
             user = User.objects.filter(username=username).first() or make_user(username, role=role, stores=stores, is_staff=True)
+            for code in stores:  # a new day's reseed empties the stores, and their members, of a kept user
+                Store.objects.get(code=code).members.add(user)
             users[caller] = user
             ApiToken.objects.filter(user=user).delete()  # the last run's tokens
             store = Store.objects.get(code=A) if caller == "pos_a" else None
