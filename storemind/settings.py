@@ -119,6 +119,7 @@ MIDDLEWARE = [
     "core.middleware.AuditContextMiddleware",
 ]
 CSRF_FAILURE_VIEW = "storemind.middleware.csrf_failure"
+AUTHENTICATION_BACKENDS = ["core.auth.OneQueryModelBackend"]  # ModelBackend, permissions in one query
 
 ROOT_URLCONF = "storemind.urls"
 TEMPLATES = [
