@@ -4,6 +4,9 @@ The trigger function of 0003 is replaced with that day and the rollup rebuilt fr
 orders, in this one transaction (the function's lock on ops_order keeps writers out)."""
 from django.db import migrations
 
+# The function body is 0003's with the day expression as a parameter, copied rather than imported:
+# a migration is a frozen record of what ran, and 0003 must keep building what it built (its
+# calendar day is also this migration's reverse).
 CALENDAR_DAY = "(created_at AT TIME ZONE 'Asia/Shanghai')::date"
 TRADING_DAY = "((created_at AT TIME ZONE 'Asia/Shanghai') - interval '6 hours')::date"
 
