@@ -287,7 +287,7 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
 
 _TICKET_CATEGORIES = (  # first match wins: a guest made ill is food safety whatever else is said; waiting and rudeness
     # are service even when a drink is named (「等了40分钟酒还没上」)
-    ("食品安全", r"拉肚子|肚子疼|肚子不舒服|吃坏|喝坏|食物中毒|变质|不新鲜|馊|没熟|夹生|异物|头发|虫子?|苍蝇|过敏"),
+    ("食品安全", r"拉肚子|肚子疼|肚子不舒服|腹痛|吃坏|喝坏|食物中毒|变质|不新鲜|馊|没熟|夹生|异物|头发|虫子?|苍蝇|过敏"),
     ("服务态度", r"态度|服务员|服务差|太慢|慢死|等了|等太久|催|没人理|不理|上菜慢|上酒慢|骂"),
     ("环境卫生", r"脏|卫生|厕所|洗手间|蟑螂|老鼠|桌子|地面|臭"),
     ("酒水品质", r"酒|啤|饮料|饮品|异味|怪味|味道|口感|变味|酸|太淡|淡了|苦|没气"),
@@ -295,7 +295,7 @@ _TICKET_CATEGORIES = (  # first match wins: a guest made ill is food safety what
     ("会员储值", r"会员|储值|积分|余额"),
     # Made ill by what they ate or drank (「喝了精酿后不舒服」 was 其他); a cold room (「空调太冷坐着不舒服」)
     # or a drunk guest being sick (「喝醉了吐了一地」) is not food safety.
-    ("食品安全", r"(吃|喝)(?![^，。！？]{0,6}醉)[^，。！？]{0,10}(不舒服|身体不适|呕吐|吐了|头晕|难受)"),
+    ("食品安全", r"(吃|喝)(?![^，。！？]{0,6}醉)[^，。！？]{0,10}(不舒服|身体不适|呕吐|吐了|头晕|恶心|难受)"),
 )
 
 
@@ -307,7 +307,9 @@ def ticket_category(text: str) -> str:
 def ticket_severity(text: str) -> str:
     """The SOP: anything about a guest's health is 严重; a claim, exposure or a report elsewhere
     较重; else 一般 (「投诉」 alone is every ticket's word, not a degree)."""
-    if re.search(r"不舒服|身体不适|就医|医院|[打叫拨]打?120|急救|受伤|过敏|拉肚子|肚子疼|吐了|食物中毒", text):
+    # 恶心 and 难受 only after eating or drinking: 「服务员态度恶心」 is a rude waiter, not an illness.
+    if re.search(r"不舒服|身体不适|就医|医院|[打叫拨]打?120|急救|受伤|过敏|拉肚子|肚子疼|腹痛|胃疼|呕吐|头晕|头疼|头痛|晕倒|吐了|食物中毒"
+                 r"|(吃|喝)[^，。！？]{0,10}(恶心|难受)", text):
         return "严重"
     return "较重" if re.search(r"赔|曝光|媒体|记者|发网上|差评|投诉到|12315|报警", text) else "一般"
 

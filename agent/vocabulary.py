@@ -161,7 +161,10 @@ _PROPOSAL_WORDS = r"(提案|补货申请|补货单|提的补货|申请的补货|
 PROPOSAL_STATUS = re.compile(_PROPOSAL_WORDS + r"[^，。？！]{0,10}(批了没|批了吗|批没批|批下来|通过了[吗没]|状态|进度|怎么样了|到哪一?步|"
                              r"有结果了?[吗没]|处理了[吗没]|确认了[吗没]|有没有批|被拒|拒了[吗没]?$|驳回了|建好了[吗没]|好了[吗没])")
 # One proposal by its number (「提案6是什么」「#12 批了没」「6号补货单怎么样了」): that proposal, if the asker may see it.
-PROPOSAL_NUMBER = re.compile(r"(?:提案|补货单|补货申请|工单)\s*#?\s*(\d{1,9})(?!\d)|#\s*(\d{1,9})(?!\d|\s*号?(?:桌|台|包|房|位|卡座))|(?<!\d)(\d{1,9})\s*号(?:提案|补货单|补货申请|工单)")
+# A number followed by 号桌/台/包… is a table or a room (「帮我建个投诉工单 8号桌客人说…」), never a proposal.
+_NOT_A_TABLE = r"(?!\d|\s*号?\s*(?:桌|台|包|房|位|卡座))"
+PROPOSAL_NUMBER = re.compile(r"(?:提案|补货单|补货申请|工单)\s*#?\s*(\d{1,9})" + _NOT_A_TABLE + r"|#\s*(\d{1,9})" + _NOT_A_TABLE
+                             + r"|(?<!\d)(\d{1,9})\s*号(?:提案|补货单|补货申请|工单)")
 # 「科罗娜还有多少」「黑方还有没有货」: with a product named, how much of it is left (stock), not a rule.
 # 「补科罗娜」: 补 and a product's name, nothing else (「补签」「补打小票」 name no product).
 RESTOCK_A_PRODUCT = re.compile(r"\s*(我要|我想|要|想|帮忙)?(申请)?补货?\s*[：:，,\s]*(?P<what>[^，。？！\d\s]{1,10}?)\s*[。！!]?\s*")

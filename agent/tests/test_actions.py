@@ -188,6 +188,10 @@ def test_a_product_already_in_a_pending_restock_is_not_requested_twice(staff, ma
     ("客人说昨晚喝了我们的精酿后不舒服，帮我建个工单", "食品安全", "严重"),  # was 其他
     ("客人说包厢空调太冷坐着不舒服，建个工单", "其他", "严重"),  # not made ill by food or drink
     ("客人喝醉了吐了一地，建个工单", "其他", "严重"),
+    # Was 较重: the SOP names 腹痛、恶心、头晕 as 身体不适, and 「涉及身体不适的一律定为严重」.
+    ("开个客诉工单：客人喝完长岛冰茶说头晕，要求赔偿500", "食品安全", "严重"),
+    ("客人说吃完鸡翅有点恶心，帮我建个工单", "食品安全", "严重"),
+    ("客人说服务员态度很恶心，建个工单", "服务态度", "一般"),
 ])
 def test_a_tickets_category_and_severity_come_from_the_complaint_not_the_request(text, category, severity):
     from agent.slots import ticket_category, ticket_severity
@@ -258,4 +262,9 @@ def test_a_proposal_asked_for_by_its_number_is_that_proposal_within_the_askers_s
     assert hidden.answer.startswith(f"没有提案 #{pk}，或者它不属于你的门店") and "广州天河店" not in hidden.answer
     table, _ = Thread(staff).ask("#3桌客人要开发票")  # a table number is no proposal
     assert table.intent != "action"
+    # 「帮我建个投诉工单 8号桌…」 showed proposal #8 instead of starting a ticket.
+    ticket, _ = Thread(staff).ask(f"帮我建个投诉工单 {pk}号桌客人说鸡尾酒里有头发")
+    assert ticket.proposal is not None and ticket.proposal["kind"] == "ticket", ticket.answer
+    assert f"{pk}号桌客人说鸡尾酒里有头发" in ticket.proposal["payload"]["description"]
+    Proposal.objects.filter(pk=ticket.proposal["id"]).update(status="rejected")
     Proposal.objects.filter(pk=pk).update(status="rejected")
