@@ -22,9 +22,10 @@ from .models import (
     StoreDaySales,
     StoredValueAccount,
     StoredValueTxn,
+    mask_name,
+    mask_phone,
 )
 from .services import api_token_issue, api_token_revoke, inventory_adjust, token_store_problem
-from .tools import mask_name, mask_phone
 
 
 @admin.register(Store)

@@ -79,6 +79,14 @@ class Product(models.Model):
         return quantity * self.case_size if unit == self.Unit.CASE and self.unit != self.Unit.CASE else quantity
 
 
+def mask_phone(phone: str) -> str:
+    return phone[:3] + "****" + phone[-4:] if len(phone) >= 7 else "****"
+
+
+def mask_name(name: str) -> str:
+    return name[:1] + "*" * max(1, len(name) - 1) if name else ""
+
+
 class Member(models.Model):
     number = models.CharField("会员号", max_length=16, unique=True)
     phone = models.CharField("手机号", max_length=16, unique=True)
@@ -98,7 +106,9 @@ class Member(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.number} {self.name}"
+        # What the admin's links, its history and every audit row (target_repr) show: the
+        # surname only, as the privacy SOP requires 「在 POS、StoreMind 和任何系统中」.
+        return f"{self.number} {mask_name(self.name)}"
 
 
 class StoredValueAccount(models.Model):

@@ -29,7 +29,7 @@ from core.audit import audit_record
 from core.roles import require
 from core.scoping import ALL, store_ids_for
 
-from .models import Inventory, Member, Order, OrderLine, Product, Store, StoreDaySales
+from .models import Inventory, Member, Order, OrderLine, Product, Store, StoreDaySales, mask_name, mask_phone
 from .periods import Period, PeriodError, bound_to_data, parse_period
 from .selectors import UnknownProduct, UnknownStore, first_sale_date, resolve_product, resolve_store_for, stores_in_city_for
 
@@ -524,12 +524,6 @@ def product_stock(*, product: Product, store: Store | None, today: date | None =
     return ToolResult("product_stock", {"velocity_window": window.as_params()}, rows, summary, list(STOCK_COLUMNS))
 
 
-def mask_phone(phone: str) -> str:
-    return phone[:3] + "****" + phone[-4:] if len(phone) >= 7 else "****"
-
-
-def mask_name(name: str) -> str:
-    return name[:1] + "*" * max(1, len(name) - 1) if name else ""
 
 
 def member_balance(*, member: Member, here: Store | None = None) -> ToolResult:

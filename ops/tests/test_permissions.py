@@ -66,6 +66,9 @@ def test_member_balance_needs_the_exact_number_or_the_whole_phone_and_every_look
             run_tool("member_balance", {"member": partial}, user=staff)
     lookups = AuditLog.objects.filter(action="member_lookup", actor=staff)
     assert lookups.count() == 4 and lookups.filter(after__found=True).get().target_id == member.pk
+    # The audit list showed 「查询会员余额 M00010 林明」: the surname only, as in chat and the admin.
+    found = lookups.get(after__found=True)
+    assert found.target_repr == f"{member.number} {member.name[0]}{'*' * (len(member.name) - 1)}" and member.name not in found.target_repr
     with pytest.raises(PermissionDenied):
         run_tool("member_balance", {"member": member.number}, user=make_user("perm_pos3", role="pos", stores=["GZ-TH"]))
 
