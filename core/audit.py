@@ -52,12 +52,35 @@ REASONS_FOR_PEOPLE = (
 )
 
 
+_PERMISSION_VERBS = {"add": "新增", "change": "修改", "delete": "删除", "view": "查看"}
+
+
+def permission_for_people(perm: str) -> str:
+    """「workflow.add_proposal」 → 「新增操作提案」, a custom one by its own name (「查看营业数据…」),
+    from the models' verbose names (no query); an unknown one as it is."""
+    from django.apps import apps
+
+    app_label, _, codename = perm.partition(".")
+    try:
+        models = list(apps.get_app_config(app_label).get_models())
+    except LookupError:
+        return perm
+    for model in models:
+        for code, name in model._meta.permissions:
+            if code == codename:
+                return str(name)
+    verb, _, model_name = codename.partition("_")
+    model = next((m for m in models if m._meta.model_name == model_name), None)
+    return f"{_PERMISSION_VERBS[verb]}{model._meta.verbose_name}" if model is not None and verb in _PERMISSION_VERBS else perm
+
+
 def reason_for_people(reason: str) -> str:
     """A stored denial reason in Chinese (「store outside the user's scope (ops.view_sales)」 →
-    「门店不在其负责的范围内」); a reason someone typed (a rejection) as it is."""
+    「门店不在其负责的范围内」, 「missing workflow.add_proposal」 → 「缺少权限：新增操作提案」); a reason
+    someone typed (a rejection) as it is."""
     for prefix, text in REASONS_FOR_PEOPLE:
         if reason.startswith(prefix):
-            return text + reason[len(prefix):] if prefix == "missing " else text
+            return text + permission_for_people(reason[len(prefix):].strip()) if prefix == "missing " else text
     return reason
 
 

@@ -34,6 +34,8 @@ def audit(request):
     try:
         rows = audit_entries(request.user).order_by("-created_at", "-id")
     except PermissionDenied as exc:
+        if not request.htmx:
+            raise  # the full 403 page (templates/403.html), not a bare fragment
         return render(request, "htmx/error.html", {"error": str(exc)}, status=403)
     # 100 a page, older ones a click away (only the latest 100 were ever shown; ?page=2 was the same list).
     page = Paginator(rows, 100).get_page(request.GET.get("page"))

@@ -28,7 +28,11 @@ def test_an_audit_line_says_what_was_proposed_and_why_it_was_rejected_and_names_
 @pytest.mark.parametrize("stored,shown", [
     ("POS token on a non-POS endpoint", "POS 设备令牌访问了非 POS 接口"),
     ("store outside the user's scope (ops.view_sales)", "门店不在其负责的范围内"),
-    ("missing workflow.confirm_restock", "缺少权限：workflow.confirm_restock"),
+    # Was the code name, 「缺少权限：workflow.confirm_restock」 / 「…workflow.add_proposal」.
+    ("missing workflow.confirm_restock", "缺少权限：确认补货申请"),
+    ("missing workflow.add_proposal", "缺少权限：新增操作提案"),
+    ("missing core.view_auditlog", "缺少权限：查看审计日志"),
+    ("missing nowhere.do_thing", "缺少权限：nowhere.do_thing"),
     ("数量太大", "数量太大"),
 ])
 def test_a_denial_reason_reads_in_chinese_on_the_audit_list(stored, shown):
@@ -54,3 +58,24 @@ def test_the_audit_page_pages_back_through_older_rows(client):
     assert total >= 105 and "较早" in first.content.decode()
     second = client.get("/audit/", {"page": 2})
     assert not {a.pk for a in first.context["audit"]} & {a.pk for a in second.context["audit"]}
+
+
+def test_a_refused_page_is_a_whole_chinese_page_and_an_htmx_request_gets_the_fragment():
+    # Staff opening /audit/ got a bare 79-byte fragment; /admin/ops/member/ was Django's English
+    # 「403 Forbidden」 page (lang="en"); an unknown address was English 「Not Found」.
+    staff = make_user("audit_page_staff", role="staff", stores=["GZ-TH"])
+    client = Client()
+    client.force_login(staff)
+    page = client.get("/audit/")
+    body = page.content.decode()
+    assert page.status_code == 403 and '<html lang="zh-CN">' in body and "只有店长和总部可以查看审计日志。" in body and "没有权限" in body
+    fragment = client.get("/audit/", HTTP_HX_REQUEST="true")
+    assert fragment.status_code == 403 and "<html" not in fragment.content.decode()
+    manager = Client()
+    manager.force_login(make_user("audit_page_manager", role="manager", stores=["GZ-TH"], is_staff=True))
+    admin_page = manager.get("/admin/ops/member/")  # members are HQ's
+    body = admin_page.content.decode()
+    assert admin_page.status_code == 403 and '<html lang="zh-CN">' in body and "你的角色没有权限打开这个页面" in body
+    assert "Forbidden" not in body
+    missing = client.get("/no-such-page/")
+    assert missing.status_code == 404 and "页面不存在" in missing.content.decode() and "Not Found" not in missing.content.decode()
