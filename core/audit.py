@@ -104,6 +104,9 @@ def audit_denial(*, actor, attempt: str, reason: str, target=None, store=None, c
                 actor_id=actor.pk, action="permission_denied", after__attempt=attempt, after__reason=reason,
                 target_type=ContentType.objects.get_for_model(target) if target is not None else None,
                 target_id=getattr(target, "pk", None),
+                # A device probing FS-ZM after GZ-ZJ is a second store's business: its own row,
+                # which FS-ZM's manager sees (a store-less target alone made it a repeat).
+                store_id=getattr(store, "pk", None),
             ).order_by("-created_at").first()
             if same is not None:
                 repeat, _ = DenialRepeat.objects.select_for_update().get_or_create(audit=same, defaults={"last_at": same.created_at})

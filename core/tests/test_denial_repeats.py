@@ -32,3 +32,15 @@ def test_identical_denials_within_a_minute_are_one_row_with_a_count(monkeypatch)
     audit_denial(actor=user, attempt="confirm_restock", reason="missing workflow.confirm_restock", target=store, store=store)
     assert AuditLog.objects.filter(actor=user, after__attempt="confirm_restock").count() == 3
     assert DenialRepeat.objects.get(audit=row).times == 300
+
+
+def test_the_same_refusal_at_another_store_is_that_stores_own_row():
+    # A GZ-TH POS token writing orders to GZ-ZJ, then to FS-ZM within the same second: the FS-ZM
+    # attempt left no row (the target is no object, so only the attempt and reason were compared).
+    user = make_user("denial_probe", role="pos")
+    gz_zj, fs_zm = Store.objects.get(code="GZ-ZJ"), Store.objects.get(code="FS-ZM")
+    for store in (gz_zj, fs_zm, gz_zj):
+        audit_denial(actor=user, attempt="write orders", reason="store outside the token's scope", store=store)
+    rows = AuditLog.objects.filter(actor=user)
+    assert sorted(rows.values_list("store__code", flat=True)) == ["FS-ZM", "GZ-ZJ"]
+    assert rows.get(store=gz_zj).repeat.times == 2
