@@ -212,7 +212,9 @@ ROW_FORMATS = {
         + (f"；退款 {r['refunded_orders']} 单，¥{r['refunded_amount']:,.2f}" if r["refunded_orders"] else "")
     ),
     "product_stock": lambda r: (
-        f"{r['store']} {r['product']}：在库 {r['on_hand']}{r['unit']}（安全库存 {r['safety_stock']}），近7天日均 {r['velocity_per_day']}"
+        f"{r['store']} {r['product']}：在库 {r['on_hand']}{r['unit']}（安全库存 {r['safety_stock']}）"
+        + ("，账面库存为负，多半是入库漏记或销售录错，请盘点核对" if r["on_hand"] < 0 else "")
+        + f"，近7天日均 {r['velocity_per_day']}"
         + (f"，约够卖 {r['days_of_cover']} 天" if r["days_of_cover"] is not None else "")
         + (f"，建议补 {r['suggested_qty']}{r['unit']}" if r["on_hand"] < r["safety_stock"] else "")
     ),

@@ -1,6 +1,8 @@
 """Reads of the audit log, for the API, the proposals page and anything else that shows it."""
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
+
 from .models import AuditLog
 from .roles import require
 
@@ -11,6 +13,9 @@ def audit_entries(user, *, action: str | None = None, store=None, actor: str | N
     actor's username. PermissionDenied, audited, without the permission."""
     require(user, "core.view_auditlog", attempt="read audit log", message="只有店长和总部可以查看审计日志。")
     rows = AuditLog.objects.restrict(user, "view").select_related("store")
+    if action and action not in AuditLog.Action.values:
+        # 「?action=bogus」 answered [] as if nothing had happened; ?status=bogus on proposals is a 400.
+        raise ValidationError({"action": [f"只能是：{'、'.join(AuditLog.Action.values)}。"]})
     if action:
         rows = rows.filter(action=action)
     if store is not None:

@@ -25,7 +25,7 @@ from core.roles import require, sync_roles
 
 from .models import ApiToken, Inventory, InventoryAdjustment, Member, Order, OrderLine, Product, Store
 from .selectors import store_by_exact_name
-from .validation import find_bad_text, money_problem, parse_timestamp, qty_problem, unknown_fields
+from .validation import find_bad_text, key_problem, money_problem, parse_timestamp, qty_problem, unknown_fields
 
 CENT = Decimal("0.01")
 MAX_LINES_PER_ORDER = 200
@@ -104,8 +104,8 @@ def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | Non
             store = None
 
     external_id = raw.get("external_id")
-    if not isinstance(external_id, str) or not external_id.strip() or len(external_id) > 64:
-        errors[prefix + "external_id"] = ["必须是 1 到 64 个字符的字符串。"]
+    if problem := key_problem(external_id):
+        errors[prefix + "external_id"] = [problem]
         external_id = None
 
     created_at = None
@@ -163,7 +163,12 @@ def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | Non
             # One 青岛啤酒 at ¥99,999,999.99 was accepted and made the store's month ¥100 million.
             errors[lp + "unit_price"] = [f"单价 {unit_price} 超过 {product.name} 标价 {product.price} 的 {MAX_PRICE_FACTOR} 倍，"
                                          "请核对（可能多输了位数）。"]
-        amount = _decimal(line.get("amount", None if unit_price is None or qty is None else unit_price * qty), lp + "amount", errors)
+        # An omitted amount is quantity × price; with either of those wrong there is nothing to
+        # check it against, and no 「amount 必须是数字」 for a field the client never sent.
+        if "amount" in line:
+            amount = _decimal(line["amount"], lp + "amount", errors)
+        else:
+            amount = None if unit_price is None or qty is None else unit_price * qty
         if qty is not None and unit_price is not None and amount is not None:
             if abs(unit_price * qty - amount) > CENT:
                 errors[lp + "amount"] = [f"金额 {amount} 不等于 数量 {qty} × 单价 {unit_price}。"]
@@ -352,8 +357,8 @@ def inventory_adjust(*, data: dict, user, token: ApiToken | None = None) -> Adju
     if not isinstance(reason, str) or reason not in InventoryAdjustment.Reason.values:
         errors["reason"] = [f"只能是：{'、'.join(InventoryAdjustment.Reason.values)}。"]
     external_id = data.get("external_id")
-    if not isinstance(external_id, str) or not external_id.strip() or len(external_id) > 64:
-        errors["external_id"] = ["必须是 1 到 64 个字符的字符串。"]
+    if problem := key_problem(external_id):
+        errors["external_id"] = [problem]
     note = data.get("note", "") or ""
     if not isinstance(note, str) or len(note) > 200:
         errors["note"] = ["备注最多 200 字。"]

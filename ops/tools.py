@@ -481,7 +481,8 @@ def _stock_rows(items: list[Inventory], today: date) -> tuple[list[dict], Period
                 "safety_stock": inv.safety_stock,
                 "sold_7d": qty,
                 "velocity_per_day": velocity,
-                "days_of_cover": round(inv.on_hand / velocity, 1) if velocity else None,
+                # Stock below zero on the books lasts no days, not -16.6 (a sale recorded without its delivery).
+                "days_of_cover": max(0.0, round(inv.on_hand / velocity, 1)) if velocity else None,
                 "suggested_qty": restock_suggestion(inv.on_hand, inv.safety_stock, qty),
             }
         )

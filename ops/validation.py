@@ -7,6 +7,7 @@ is a 400 naming the field, never a 500 from the database. Never touches the data
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 
@@ -35,6 +36,22 @@ def text_problem(value: str) -> str | None:
 # 福田店 (the answer silently used the asker's own store); 「\u200b\u200b」 searched as if it said something.
 _INVISIBLE = re.compile("[\u200b-\u200f\u2060\ufeff\u00ad]")
 _SPACE_IN_CHINESE = re.compile(r"(?<=[\u4e00-\u9fff])[ \u3000]+(?=[\u4e00-\u9fff])")
+
+
+def key_problem(value) -> str | None:
+    """Why `value` cannot be an idempotency key (a POS order or adjustment number), or None.
+    The key is compared byte for byte, so what reads the same must be written the same:
+    「TRIALB-ZW\u200b1」 and 「ＴＲＩＡＬＢ－１」 were each stored as a second sale next to the
+    plain number. Such keys are refused, not rewritten: the POS must learn to send one form."""
+    if not isinstance(value, str) or not value.strip() or len(value) > 64:
+        return "必须是 1 到 64 个字符的字符串。"
+    if value != value.strip():
+        return "开头或结尾不能有空格。"
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value):
+        return "不能包含不可见字符或控制字符（如零宽空格 \\u200b）。"
+    if unicodedata.normalize("NFKC", value) != value:
+        return f"含有全角或兼容字符，请改用半角：「{unicodedata.normalize('NFKC', value)}」。"
+    return None
 
 
 def as_read(text: str) -> str:
@@ -148,6 +165,10 @@ def known_query(params, allowed: tuple[str, ...]) -> dict:
     unknown = unknown_fields(params, {*allowed, "format"})  # DRF's own ?format=json
     if unknown:
         raise ValidationError({name: [f"不认识的参数；可用的参数：{'、'.join(allowed)}。"] for name in unknown})
+    # 「?store=GZ-TH&store=SZ-FT」 answered for 福田 alone (the last value won, silently).
+    repeated = [k for k in allowed if len(params.getlist(k)) > 1] if hasattr(params, "getlist") else []
+    if repeated:
+        raise ValidationError({name: ["这个参数只能给一次。"] for name in repeated})
     return {k: params[k] for k in allowed if params.get(k) not in (None, "")}
 
 

@@ -5,7 +5,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ops.validation import as_read, strict_positive_int
+from ops.validation import as_read, known_query, strict_positive_int
 
 from ..selectors import IndexNotReady, search
 
@@ -30,6 +30,7 @@ class KnowledgeSearchView(APIView):
         responses=inline_serializer("KnowledgeSearch", {"query": serializers.CharField(), "terms": serializers.ListField(child=serializers.CharField()), "hits": serializers.ListField(child=HitSerializer)}),
     )
     def get(self, request):
+        known_query(request.query_params, ("q", "k"))  # 「?limit=3」 was ignored: 5 hits, no word said
         q = as_read(request.query_params.get("q") or "")
         errors = {}
         if not q:

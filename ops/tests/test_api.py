@@ -304,3 +304,34 @@ def test_sales_summary_reads_a_range_with_years_whole(staff_api):
     assert r.json()["rows"] == whole.rows and whole.rows[0]["revenue"] > first_day.rows[0]["revenue"]
     too_long = staff_api.get("/api/v1/sales/summary", {"store": "天河店", "period": "1900年1月1日到2100年1月1日"})
     assert too_long.status_code == 400 and "超过一年" in str(too_long.json()["period"])
+
+
+@pytest.mark.parametrize("external_id,problem", [
+    ("TRIALB-ZW\u200b1", "不可见字符"),  # a zero-width space: it was a second sale next to TRIALB-ZW1
+    ("ＴＲＩＡＬＢ－ＦＷ１", "TRIALB-FW1"),  # full-width: names the half-width form
+    (" TRIALB-SP1", "空格"),
+    ("TRIALB-\t1", "控制字符"),
+])
+def test_an_order_number_that_reads_like_another_is_refused_not_stored_as_a_second_sale(pos, external_id, problem):
+    before = counts()
+    r = pos.post("/api/v1/orders", order_payload(external_id), format="json")
+    assert r.status_code == 400 and problem in r.json()["external_id"][0], r.json()
+    assert counts() == before
+    r = pos.post("/api/v1/inventory/adjustments", {"store": "GZ-TH", "sku": "B001", "delta": 1, "reason": "盘点差异",
+                                                   "external_id": external_id}, format="json")
+    assert r.status_code == 400 and problem in r.json()["external_id"][0]
+    assert counts() == before
+
+
+def test_a_line_without_amount_reports_only_the_field_that_is_wrong(pos):
+    # A bad qty also reported 「lines[0].amount: 必须是数字」 though no amount was sent.
+    payload = order_payload("AMT-1")
+    payload["lines"] = [{"sku": "B001", "qty": -2, "unit_price": "15.00"}]
+    r = pos.post("/api/v1/orders", payload, format="json")
+    assert r.status_code == 400 and "lines[0].qty" in r.json() and "lines[0].amount" not in r.json(), r.json()
+
+
+def test_a_query_parameter_given_twice_is_a_400_not_the_last_one(staff_api):
+    # 「?store=GZ-TH&store=SZ-FT」 answered for 福田 alone, silently.
+    r = staff_api.get("/api/v1/sales/summary?period=上周&period=昨天")
+    assert r.status_code == 400 and "只能给一次" in r.json()["period"][0]

@@ -218,6 +218,10 @@ case("chat-zero-width-only", "staff", "post", "/api/v1/chat", {"query": "\u200b\
 case("search-q-missing", "staff", "get", "/api/v1/knowledge/search", None, 400, "q")
 case("audit-action-nul", "manager", "get", "/api/v1/audit?action=%00", None, 400, "action")
 case("audit-store-nul", "manager", "get", "/api/v1/audit?store=a%00b", None, 400, "store")
+case("audit-action-unknown", "manager", "get", "/api/v1/audit?action=bogus", None, 400, "action")  # was 200 []
+case("search-limit-unknown", "staff", "get", "/api/v1/knowledge/search?q=会员&limit=3", None, 400, "limit")  # was ignored
+case("proposals-status-twice", "manager", "get", "/api/v1/proposals?status=pending&status=confirmed", None, 400, "status")  # the last won
+case("audit-store-twice", "manager", "get", "/api/v1/audit?store=GZ-TH&store=SZ-FT", None, 400, "store")
 case("audit-actor-nul", "manager", "get", "/api/v1/audit?actor=%00", None, 400, "actor")
 case("sales-period-nul", "staff", "get", "/api/v1/sales/summary?period=%00", None, 400, "period")
 case("sales-store-nul", "staff", "get", "/api/v1/sales/summary?period=上周&store=%00", None, 400, "store")
