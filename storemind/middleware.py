@@ -66,6 +66,8 @@ class ErrorContractMiddleware:
 
     def __call__(self, request):
         api = request.path.startswith(JSON_PATHS)
+        if api and (too_big := _too_big(request)):
+            return too_big
         if api:
             for key, values in request.GET.lists():
                 for value in (key, *values):
@@ -93,6 +95,21 @@ class ErrorContractMiddleware:
                     converted[header] = response[header]
             return converted
         return response
+
+
+def _too_big(request):
+    """A body over DATA_UPLOAD_MAX_MEMORY_SIZE is a 413 that names the limit. Django refuses it
+    while DRF reads the body, as a bare 400 (「请求不合法。」): a POS sending 500 orders of 110 lines
+    (2.7 MB) could not tell that from a malformed order."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return None
+    if limit is None or length <= limit:
+        return None
+    return json_error_response(request, 413, f"请求体 {length / 1_048_576:.1f} MB，超过 {limit / 1_048_576:.1f} MB 的上限；"
+                                             f"订单请分批发送（每批最多 {settings.SM_POS_MAX_BATCH} 单）。")
 
 
 def _field_error(field: str, problem: str):

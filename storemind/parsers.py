@@ -1,5 +1,8 @@
 """The API's only parser: JSON whose strings PostgreSQL can store, nested no deeper than a
 request of ours ever is."""
+import re
+
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
@@ -25,18 +28,30 @@ def json_depth(data) -> int:
     return deepest
 
 
+def _where(python_message: str) -> str:
+    """Where Python's JSON parser stopped, in Chinese (its own words are English, and one of them
+    told the client to call sys.set_int_max_str_digits())."""
+    if "int_max_str_digits" in python_message or "Exceeds the limit" in python_message:
+        return "：数字的位数太多"
+    found = re.search(r"line (\d+) column (\d+)", python_message)
+    return f"（第 {found[1]} 行第 {found[2]} 列附近）" if found else ""
+
+
 class StrictJSONParser(JSONParser):
     """A body that is not JSON, or nests more than MAX_DEPTH levels (Python's parser recurses
     and gave a 500 near a thousand), is a 400 in Chinese. A NUL byte or a lone surrogate (legal
     in JSON as \\u0000 / \\ud800) is a 400 naming the field, before any view code runs."""
 
     def parse(self, stream, media_type=None, parser_context=None):
+        parser_context = dict(parser_context or {})
+        if str(parser_context.get("encoding") or settings.DEFAULT_CHARSET).lower().replace("_", "-") in ("utf-8", "utf8"):
+            parser_context["encoding"] = "utf-8-sig"  # a leading BOM (Windows tools write one) is not an error
         try:
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:
             raise ParseError(f"请求体的 JSON 嵌套太深（最多 {MAX_DEPTH} 层）。") from None
         except ParseError as exc:
-            raise ParseError(f"请求体不是合法的 JSON：{str(exc.detail).removeprefix('JSON parse error - ')}") from None
+            raise ParseError(f"请求体不是合法的 JSON{_where(str(exc.detail))}。") from None
         if json_depth(data) > MAX_DEPTH:
             raise ParseError(f"请求体的 JSON 嵌套太深（最多 {MAX_DEPTH} 层）。")
         bad = find_bad_text(data)

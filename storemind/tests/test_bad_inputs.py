@@ -70,6 +70,14 @@ def test_the_corpus_has_at_least_120_cases():
     assert len({c[0] for c in CASES}) == len(CASES), "case ids must be unique"
 
 
+def test_a_body_over_the_upload_limit_is_a_413_that_names_it(clients, settings):
+    # 2.7 MB of orders was 「请求不合法。」, a 400 like a malformed order.
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    before = _counts()
+    r = clients["pos"].post("/api/v1/orders", data=b'{"orders": [' + b" " * 2000 + b"]}", content_type="application/json")
+    assert r.status_code == 413 and "上限" in r.json()["detail"] and _counts() == before
+
+
 def test_parse_errors_and_a_missing_csrf_token_are_explained_in_chinese(clients):
     from django.test import Client
 
@@ -77,6 +85,13 @@ def test_parse_errors_and_a_missing_csrf_token_are_explained_in_chinese(clients)
     assert deep.status_code == 400 and "嵌套太深" in deep.json()["detail"]
     broken = clients["staff"].post("/api/v1/chat", data=b'{"query": ', content_type="application/json")
     assert broken.status_code == 400 and broken.json()["detail"].startswith("请求体不是合法的 JSON")
+    assert "第 1 行第 11 列" in broken.json()["detail"] and "Expecting" not in broken.json()["detail"]
+    # Was 「…Exceeds the limit (4300 digits) …; use sys.set_int_max_str_digits() to increase the limit」.
+    digits = clients["staff"].post("/api/v1/chat", data=b'{"query": ' + b"9" * 5000 + b"}", content_type="application/json")
+    assert digits.status_code == 400 and "位数太多" in digits.json()["detail"] and "sys." not in digits.json()["detail"]
+    # A UTF-8 BOM at the start (Windows tools write one) was a 400.
+    bom = clients["staff"].post("/api/v1/chat", data="\ufeff{}".encode(), content_type="application/json")
+    assert bom.status_code == 400 and bom.json()["query"] == ["缺少 query：要问的问题。"]
     missing = clients["staff"].post("/api/v1/chat", data=b"{}", content_type="application/json")
     assert missing.status_code == 400 and missing.json()["query"] == ["缺少 query：要问的问题。"]
     browser = Client(enforce_csrf_checks=True)
