@@ -115,6 +115,7 @@ class AgentState:
     sources: compose.Sources = field(default_factory=compose.Sources)
     proposal: dict | None = None
     pending_action: dict | None = None  # an action still waiting for slots (agent/slots.py)
+    decided_on: str | None = None  # the proposal a 「确认提案…」 turn was about
     clarify: bool = False
     audiences: list[str] = field(default_factory=list)
     first: SearchResult | None = None  # the question's own retrieval: what every round is judged against
@@ -414,9 +415,12 @@ def decide_in_chat(state: AgentState) -> bool:
     /proposals/, the admin), never by the assistant; say where, instead of refusing."""
     m = vocab.DECIDE_PROPOSAL.search(state.question)
     after = None if m else vocab.DECIDE_PROPOSAL_AFTER.search(state.question)
-    if not (m or after):
+    # 「确认提案」 right after the proposal was made in this thread was declined as unrelated to the store.
+    this = None if m or after else (state.previous.get("proposal_id") and vocab.DECIDE_THIS.fullmatch(state.question))
+    if not (m or after or this):
         return False
-    pk = next(g for g in m.groups()[1:] if g) if m else after.group(1)
+    pk = next(g for g in m.groups()[1:] if g) if m else after.group(1) if after else state.previous["proposal_id"]
+    state.decided_on = str(pk)
     state.route = Route(ACTION, f"确认或驳回提案 #{pk}：在提案卡片上完成，助手不代为决定")
     state.answer = (f"提案 #{pk} 要由有权限的人在提案卡片上点「确认」或「拒绝」：打开顶部菜单的「操作提案」页面（/proposals/）找到 #{pk}；"
                     "店长也可以在后台的「操作提案」里处理。我不会替任何人确认或拒绝。")
@@ -630,6 +634,10 @@ def context_for_next_turn(state: AgentState) -> dict:
         ctx["tool"], ctx["params"] = state.previous["tool"], state.previous.get("params")
     if state.pending_action:
         ctx["pending_action"] = state.pending_action
+    if state.proposal and state.proposal.get("id"):
+        ctx["proposal_id"] = state.proposal["id"]
+    elif state.decided_on:  # 「确认提案」 then 「批了吧」: still that proposal
+        ctx["proposal_id"] = state.decided_on
     if state.chosen and state.chosen.hits:
         ctx["top_document"] = state.chosen.hits[0].document
         ctx["top_section"] = state.chosen.hits[0].section_path

@@ -149,7 +149,10 @@ SIGNALS: tuple[Signal, ...] = (
 
 # Deciding a proposal in chat (「确认提案7」「驳回 #12」): done on the proposal card, never by the assistant.
 DECIDE_PROPOSAL = re.compile(r"(确认|批准|同意|通过|驳回|拒绝|否决)[^，。？！\d#]{0,4}"
-                             r"(?:(?:提案|补货单|补货申请|工单)\s*#?\s*(\d+)|#\s*(\d+)|(\d+)\s*号?(?:提案|补货单|补货申请|工单))")
+                             r"(?:(?:提案|补货单|补货申请|工单)\s*#?\s*(\d+)|#\s*(\d+)|(\d+)\s*号?(?:提案|补货单|补货申请|补货|工单))")
+# 「确认提案」「批了吧」 with no number, right after this thread made a proposal: that proposal.
+DECIDE_THIS = re.compile(r"\s*(帮我|麻烦)?(确认|批准|同意|通过|驳回|拒绝|否决|批了?)(一下)?(这个|这张|该|刚才的?|刚刚的?)?"
+                         r"(提案|补货单|补货申请|申请|工单)?[吧吗嘛了。！!？?\s]*")
 
 # 「把26号补货拒了」「12号提案批了吧」: the same, with the number first and the verb after.
 DECIDE_PROPOSAL_AFTER = re.compile(r"#?\s*(\d+)\s*号?(?:提案|补货单|补货申请|补货|工单)[^，。？！\d]{0,4}(确认|批准|同意|通过|驳回|拒绝|否决|拒掉|拒了|批了)"

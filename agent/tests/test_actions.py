@@ -268,3 +268,21 @@ def test_a_proposal_asked_for_by_its_number_is_that_proposal_within_the_askers_s
     assert f"{pk}号桌客人说鸡尾酒里有头发" in ticket.proposal["payload"]["description"]
     Proposal.objects.filter(pk=ticket.proposal["id"]).update(status="rejected")
     Proposal.objects.filter(pk=pk).update(status="rejected")
+
+
+def test_confirming_the_proposal_just_made_needs_no_number():
+    # 「确认提案」 right after proposal #11 was made in the thread was declined as 「与门店运营无关」;
+    # 「帮我确认一下11号补货」 started a new restock (「要补哪个商品？」).
+    manager = make_user("slots_manager_th", role="manager", stores=["GZ-TH"])
+    t = Thread(manager)
+    made, _ = t.ask("帮我给天河店补2箱科罗娜")
+    pk = made.proposal["id"]
+    for question in ("确认提案", "批了吧"):
+        result, _ = t.ask(question)
+        assert result.intent == "action" and result.answer.startswith(f"提案 #{pk} 要由有权限的人在提案卡片上"), (question, result.answer)
+    numbered, _ = Thread(manager).ask(f"帮我确认一下{pk}号补货")
+    assert numbered.answer.startswith(f"提案 #{pk} 要由有权限的人") and numbered.proposal is None
+    fresh, _ = Thread(manager).ask("确认提案")  # nothing made in this thread: no number to guess
+    assert f"#{pk}" not in fresh.answer
+    assert Proposal.objects.filter(kind="restock", status="pending", proposed_by=manager).count() == 1
+    Proposal.objects.filter(pk=pk).update(status="rejected")
