@@ -116,6 +116,13 @@ class AgentState:
     proposal: dict | None = None
     pending_action: dict | None = None  # an action still waiting for slots (agent/slots.py)
     decided_on: str | None = None  # the proposal a 「确认提案…」 turn was about
+
+    @property
+    def rules_query(self) -> str:
+        """What the rules are searched and judged with: the resolved question with a member's
+        number or phone read as 「会员」 / 「手机号」 (the data tools get the number itself).
+        「帮我查下M00010最近消费了啥」 was refused for want of a rule about 「m00010」."""
+        return vocab.as_rule_words(self.resolved_query)
     clarify: bool = False
     audiences: list[str] = field(default_factory=list)
     first: SearchResult | None = None  # the question's own retrieval: what every round is judged against
@@ -220,7 +227,7 @@ def retrieve_guard(state: AgentState) -> SearchResult | None:
     """Knowledge channel. Always returns; empty when the intent doesn't need documents."""
     if state.route.intent not in (POLICY, BOTH):
         return None
-    return search(state.resolved_query, audiences=state.audiences, k=5)
+    return search(state.rules_query, audiences=state.audiences, k=5)
 
 
 def data_guard(state: AgentState) -> tuple[DataPlan | None, ToolResult | None, str | None]:
@@ -301,7 +308,7 @@ def judge(state: AgentState, rnd: Round) -> None:
             rnd.enough, rnd.layer, rnd.reason, rnd.score = True, "taught", "管理员已把这个问题关联到这一节", 2.0
             detail.update(enough=True, layer="taught", reason=rnd.reason)
             return
-        v = answerability.verdict(state.resolved_query, state.first.qvec, rnd.result, top, state.index, global_result=state.first)
+        v = answerability.verdict(state.rules_query, state.first.qvec, rnd.result, top, state.index, global_result=state.first)
         rnd.verdict, rnd.score, rnd.enough = v, v.score, v.enough
         rnd.layer = "answerability"
         rnd.reason = (f"可答性 {v.score:.2f} {'≥' if v.enough else '<'} 阈值 {v.threshold:.2f}" if top is not None
@@ -332,7 +339,7 @@ def rewrite(state: AgentState, previous_round: Round) -> tuple[str, np.ndarray |
             try:
                 proposal = llm.chat([
                     {"role": "system", "content": "把店员的问题改写成门店制度文档里可能使用的 2 到 4 个检索词，用空格分隔，只输出检索词。"},
-                    {"role": "user", "content": state.resolved_query},
+                    {"role": "user", "content": state.rules_query},
                 ], max_tokens=24)
                 terms = [t for t in re.split(r"[\s,，、]+", proposal) if t][:4]
                 detail["source"] = "llm"
@@ -341,10 +348,10 @@ def rewrite(state: AgentState, previous_round: Round) -> tuple[str, np.ndarray |
         vector = None
         if not terms:
             # No LLM, or it proposed nothing: the nearest section titles by embedding.
-            terms = nearest_section_titles(state.resolved_query, user=state.user, n=2, exclude=tried)
+            terms = nearest_section_titles(state.rules_query, user=state.user, n=2, exclude=tried)
             detail["source"] = "nearest_section_titles"
             vector = _title_vector(state, terms)
-        query = f"{' '.join(terms)} {state.resolved_query}".strip()
+        query = f"{' '.join(terms)} {state.rules_query}".strip()
         detail.update(terms=terms, query=query)
     return query, vector
 
@@ -384,7 +391,7 @@ def hopeless(rnd: Round) -> bool:
 def agent_loop(state: AgentState, first: SearchResult) -> None:
     """Judge each round on its own; use the first round judged enough, else the best one.
     Rounds are never pooled: mixing three retrievals gives the answer a muddle."""
-    rnd = Round(0, state.resolved_query, first)
+    rnd = Round(0, state.rules_query, first)
     state.rounds.append(rnd)
     judge(state, rnd)
     if not rnd.enough and rnd.attempt < state.max_attempts and hopeless(rnd):
@@ -504,7 +511,7 @@ def compose_answer(state: AgentState) -> None:
         if state.chosen is not None and (state.chosen.enough or state.route.intent == BOTH):
             policy_hits = compose.select_citation_hits(state.chosen.hits, qvec=qvec, units=units)
         state.sources = compose.number_sources(policy_hits, state.tool_result, qvec=qvec, units=units)
-        terms = query_terms(state.resolved_query)
+        terms = query_terms(state.rules_query)
         parts = []
         llm = get_llm()
         used_llm = False

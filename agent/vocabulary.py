@@ -212,7 +212,9 @@ STORE_CONTEXT = re.compile(
     r"年终奖|奖金|绩效|提成|福利|补贴|报销|社保|公积金|劳动合同|合同|辞职|辞退|转正|晋升|升职|调岗|工服|制服|工牌|宿舍|团建|"
     r"婚假|产假|病假|年假|事假|调休|休假|体检|健康证|"
     # the premises
-    r"门口|招牌|灯箱|乐队|驻场|演出|音响|背景音乐|装修|房租|租金|洗手间|卫生间|空调|舞台|绿植|前台|大堂",
+    r"门口|招牌|灯箱|乐队|驻场|演出|音响|背景音乐|装修|房租|租金|洗手间|卫生间|空调|舞台|绿植|前台|大堂|"
+    # a member number (「帮我查下M00010最近消费了啥」 was declined as unrelated to the store)
+    r"(?<![a-z])m\d{4,}(?!\d)|消费记录|消费明细",
     re.IGNORECASE,
 )
 
@@ -231,6 +233,15 @@ PUBLISHES = re.compile(r"(发|晒|传)[^，。？！]{0,3}(朋友圈|抖音|小�
 # person's pay (「小王工资扣了多少」「店长工资涨到多少了」) is still declined.
 PAY_RULES = re.compile(r"转正|试用期|什么时候涨|多久(能|才|会)?涨|怎么(扣|算|涨)|会不会扣|几号发|什么时候发|啥时候发|调薪|加薪")
 SOMEONE_ELSE = re.compile(r"员工|店员|店长|同事|经理|老板|主管|别人|小[王李张刘陈杨黄赵]|[张王李赵刘陈][三四五]|(?<!其)[他她]的?(工资|薪)")
+
+
+_MEMBER_NUMBER = re.compile(r"(?<![a-z\d])m\d{4,}(?!\d)", re.IGNORECASE)
+_PHONE = re.compile(r"(?<!\d)1\d{10}(?!\d)")
+
+
+def as_rule_words(text: str) -> str:
+    """A member's number or phone read as the rules say it (「会员」, 「手机号」): no rule names M00010."""
+    return _PHONE.sub("手机号", _MEMBER_NUMBER.sub("会员", text or ""))
 
 
 def about_the_store(text: str) -> bool:

@@ -744,3 +744,15 @@ def test_a_clause_from_the_middle_of_an_enumeration_does_not_lead_without_its_op
     assert compose.section_lines(units, [])[0] == "另起一段的规定。"
     units[4].similarity = 0.5  # a one-line extract keeps the clause that answers
     assert compose.section_lines(units, [], budget=1)[0] == "安排员工关注，防止跌倒；"
+
+
+def test_a_member_number_is_read_as_a_member_when_the_rules_are_searched(staff):
+    # 「帮我查下M00010最近消费了啥」 was declined as unrelated to the store, then refused for want of a
+    # rule about 「m00010」; the privacy section (只能告知余额，不能告知消费明细) answers it.
+    assert vocab.as_rule_words("帮我查下M00010最近消费了啥") == "帮我查下会员最近消费了啥"
+    assert vocab.as_rule_words("13800138000这个号的会员") == "手机号这个号的会员"
+    assert vocab.as_rule_words("AM1234 和 M12") == "AM1234 和 M12"  # not a member number
+    assert vocab.about_the_store("帮我查下M00010最近消费了啥")
+    _, state = answer_question("帮我查下M00010最近消费了啥", user=staff)
+    assert state.rules_query == "帮我查下会员最近消费了啥" and state.first.query == state.rules_query
+    assert state.route.intent != vocab.OUT_OF_SCOPE
