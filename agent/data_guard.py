@@ -12,7 +12,18 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from ops.models import Product
-from ops.periods import Period, PeriodError, cn_number, find_period, find_periods, is_so_far, previous_period
+from ops.periods import (
+    SAME_TIME_BEFORE,
+    Period,
+    PeriodError,
+    cn_number,
+    find_period,
+    find_periods,
+    is_so_far,
+    names_two_periods,
+    previous_period,
+    same_time_before,
+)
 from ops.selectors import UnknownStore, city_in_text, find_product_in_text, find_store_in_text, find_stores_in_text, known_products_text
 
 from . import vocabulary as vocab
@@ -94,7 +105,7 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
     tool, reason = choose_tool(question)
     if tool is None and vocab.STOCK_LEFT.search(question) and find_product_in_text(question):
         tool, reason = LOW_STOCK, "商品名 + 还有多少（库存）"  # becomes product_stock below
-    if tool is None and vocab.FIGURE_COMPARE.search(question) and len(find_periods(question, today)) >= 2:
+    if tool is None and vocab.FIGURE_COMPARE.search(question) and names_two_periods(question, today):
         tool, reason = STORE_SALES, "两段时间的营业额对比（没有指明指标时按营业额）"  # 「这周跟上周比怎么样」
     inherited = False
     if tool is None and previous.get("tool"):
@@ -119,10 +130,18 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
         # 「上周跟上上周比涨了还是跌了」: two periods side by side; one period and 环比 / 涨了还是跌了:
         # it against the one before it. (Two stores and 对比 stay a store comparison.)
         periods = find_periods(question, today)
-        if len(periods) >= 2:  # the later one against the earlier one, however they were said
+        same_time = SAME_TIME_BEFORE.search(question)
+        if len(periods) == 1 and same_time:
+            # 「这周跟上周同期比」「今天跟上周同期比」: 「同期」 is the named period's own days, earlier
+            # (it was declined as unrelated to the store, 「上周同期」 alone being no period).
+            compared = [periods[0], same_time_before(periods[0], same_time.group(1))]
+        elif len(periods) >= 2:  # the later one against the earlier one, however they were said
             compared = sorted(periods[:2], key=lambda p: p.start, reverse=True)
-            if is_so_far(compared[0]) and compared[1].start == previous_period(compared[0]).start:
-                compared[1] = previous_period(compared[0])  # 「这周比上周」: three days against last week's same three
+            if is_so_far(compared[0]) and compared[1].start == previous_period(compared[0]).start \
+                    and not compared[1].label.endswith("同期"):
+                # 「这周比上周」: three days against last week's same three. Not when 同期 was said: 「上个月同期
+                # 跟这个月比」 on the 30th was compared with the whole of October.
+                compared[1] = previous_period(compared[0])
         elif len(periods) == 1 and vocab.CHANGE_FROM_BEFORE.search(question):
             compared = [periods[0], previous_period(periods[0])]
         elif len(periods) == 1 and inherited and (before := prev_params.get("period")):

@@ -86,10 +86,10 @@ def _is_a_product_name(text: str, *, anywhere: bool = False) -> bool:
 
 
 def _names_two_periods(text: str, today: date | None) -> bool:
-    from ops.periods import find_periods
+    from ops.periods import names_two_periods
     from ops.tools import local_today
 
-    return len(find_periods(text, today or local_today())) >= 2
+    return names_two_periods(text, today or local_today())
 
 
 def _asks_both(text: str, whole: _Reading) -> bool:

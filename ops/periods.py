@@ -286,6 +286,29 @@ def previous_period(period: Period) -> Period:
     return Period(start - timedelta(days=days), start - timedelta(days=1), label)
 
 
+SAME_TIME_BEFORE = re.compile(r"(上周|上个?月|去年)同期")
+
+
+def names_two_periods(text: str, today: date) -> bool:
+    """Two periods set side by side (「上周跟上上周」), or one and its 「上周同期」/「去年同期」."""
+    periods = find_periods(text, today)
+    return len(periods) >= 2 or (len(periods) == 1 and bool(SAME_TIME_BEFORE.search(text or "")))
+
+
+def same_time_before(period: Period, unit: str) -> Period:
+    """The same days one week, month or year before `period` (「今天跟上周同期比」 → the same
+    weekday last week; 「这个月跟去年同期比」 → these days of the month a year ago). A day the
+    earlier month lacks (3月31日 → 2月) is its last day."""
+    def back(d: date) -> date:
+        if unit == "上周":
+            return d - timedelta(days=7)
+        y, m = _shift_month(d.year, d.month, -12 if unit == "去年" else -1)
+        return date(y, m, min(d.day, calendar.monthrange(y, m)[1]))
+
+    label = {"上周": "上周同期", "去年": "去年同期"}.get(unit, "上月同期")
+    return Period(back(period.start), back(period.end), label)
+
+
 def _both_dates_read(t: str, period: Period, original: str) -> None:
     """Two dates and one day read (「2025年12月1日到2026-10-01」 mixes two formats no range
     pattern joins): the rest of the range would be dropped without a word."""

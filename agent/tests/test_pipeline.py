@@ -756,3 +756,34 @@ def test_a_member_number_is_read_as_a_member_when_the_rules_are_searched(staff):
     _, state = answer_question("帮我查下M00010最近消费了啥", user=staff)
     assert state.rules_query == "帮我查下会员最近消费了啥" and state.first.query == state.rules_query
     assert state.route.intent != vocab.OUT_OF_SCOPE
+
+
+@pytest.mark.parametrize("question,period,baseline", [
+    # Was declined as 「与门店运营无关」: 「上周同期」 alone is no period.
+    ("这周跟上周同期比", ("2026-11-16", "2026-11-18"), ("2026-11-09", "2026-11-11", "上周同期")),
+    ("今天跟上周同期比", ("2026-11-18", "2026-11-18"), ("2026-11-11", "2026-11-11", "上周同期")),
+    ("这个月跟去年同期比", ("2026-11-01", "2026-11-18"), ("2025-11-01", "2025-11-18", "去年同期")),
+    # Was compared with the whole previous month on its last day (11-30 against 10-01..10-31).
+    ("上个月同期跟这个月比", ("2026-11-01", "2026-11-18"), ("2026-10-01", "2026-10-18", "上月同期")),
+])
+def test_the_same_time_before_is_the_same_days(question, period, baseline):
+    from datetime import date
+
+    from agent.data_guard import plan_data
+    from agent.router import route
+
+    today = date(2026, 11, 18)  # a Wednesday
+    assert route(question, None, today).intent == vocab.DATA
+    plan = plan_data(question, today=today)
+    assert plan.tool == "period_compare" and not plan.clarify, plan
+    assert (plan.params["period"]["start"], plan.params["period"]["end"]) == period
+    assert (plan.params["baseline"]["start"], plan.params["baseline"]["end"], plan.params["baseline"]["label"]) == baseline
+
+
+def test_on_a_months_last_day_上个月同期_is_not_the_whole_month():
+    from datetime import date
+
+    from agent.data_guard import plan_data
+
+    plan = plan_data("上个月同期跟这个月比", today=date(2026, 11, 30))
+    assert (plan.params["baseline"]["start"], plan.params["baseline"]["end"]) == ("2026-10-01", "2026-10-30")
