@@ -420,6 +420,8 @@ def refuse(state: AgentState, layer: str, reason: str) -> None:
 def decide_in_chat(state: AgentState) -> bool:
     """「确认提案7」: a proposal is confirmed or rejected by a person on its card (the chat page,
     /proposals/, the admin), never by the assistant; say where, instead of refusing."""
+    if vocab.ASKS_WHERE_IT_STANDS.search(state.question):
+        return False
     m = vocab.DECIDE_PROPOSAL.search(state.question)
     after = None if m else vocab.DECIDE_PROPOSAL_AFTER.search(state.question)
     # 「确认提案」 right after the proposal was made in this thread was declined as unrelated to the store.

@@ -295,7 +295,7 @@ _TICKET_CATEGORIES = (  # first match wins: a guest made ill is food safety what
     ("会员储值", r"会员|储值|积分|余额"),
     # Made ill by what they ate or drank (「喝了精酿后不舒服」 was 其他); a cold room (「空调太冷坐着不舒服」)
     # or a drunk guest being sick (「喝醉了吐了一地」) is not food safety.
-    ("食品安全", r"(吃|喝)(?![^，。！？]{0,6}醉)[^，。！？]{0,10}(不舒服|身体不适|呕吐|吐了|头晕|恶心|难受)"),
+    ("食品安全", r"(吃|喝)(?![^，。！？]{0,6}醉)[^，。！？]{0,10}(不舒服|身体不适|呕吐|吐了|头晕|头疼|头痛|恶心|难受)"),
 )
 
 
@@ -307,9 +307,11 @@ def ticket_category(text: str) -> str:
 def ticket_severity(text: str) -> str:
     """The SOP: anything about a guest's health is 严重; a claim, exposure or a report elsewhere
     较重; else 一般 (「投诉」 alone is every ticket's word, not a degree)."""
-    # 恶心 and 难受 only after eating or drinking: 「服务员态度恶心」 is a rude waiter, not an illness.
-    if re.search(r"不舒服|身体不适|就医|医院|[打叫拨]打?120|急救|受伤|过敏|拉肚子|肚子疼|腹痛|胃疼|呕吐|头晕|头疼|头痛|晕倒|吐了|食物中毒"
-                 r"|(吃|喝)[^，。！？]{0,10}(恶心|难受)", text):
+    # 恶心 and 难受 only right after eating or drinking (「吃饭的时候服务员态度恶心」 is a rude waiter),
+    # 头疼 not as the idiom (「一直催单，真让人头疼」 is a hassle, not an illness).
+    if re.search(r"不舒服|身体不适|就医|医院|[打叫拨]打?120|急救|受伤|过敏|拉肚子|肚子疼|腹痛|胃疼|呕吐|头晕|晕倒|吐了|食物中毒"
+                 r"|(?<!让人)(?<!令人)(?<!真)(?<!很)(?<!太)头(疼|痛)(?!的是)"
+                 r"|(吃|喝)[完了过](?![^，。！？]{0,6}醉)[^，。！？]{0,6}(恶心|难受)", text):
         return "严重"
     return "较重" if re.search(r"赔|曝光|媒体|记者|发网上|差评|投诉到|12315|报警", text) else "一般"
 

@@ -148,15 +148,20 @@ SIGNALS: tuple[Signal, ...] = (
 )
 
 # Deciding a proposal in chat (「确认提案7」「驳回 #12」): done on the proposal card, never by the assistant.
-DECIDE_PROPOSAL = re.compile(r"(确认|批准|同意|通过|驳回|拒绝|否决)[^，。？！\d#]{0,4}"
+_DECIDE_VERBS = "确认|批准|同意|通过|驳回|拒绝|否决"
+DECIDE_PROPOSAL = re.compile(rf"({_DECIDE_VERBS})[^，。？！\d#]{{0,4}}"
                              r"(?:(?:提案|补货单|补货申请|工单)\s*#?\s*(\d+)|#\s*(\d+)|(\d+)\s*号?(?:提案|补货单|补货申请|补货|工单))")
 # 「确认提案」「批了吧」 with no number, right after this thread made a proposal: that proposal.
-DECIDE_THIS = re.compile(r"\s*(帮我|麻烦)?(确认|批准|同意|通过|驳回|拒绝|否决|批了?)(一下)?(这个|这张|该|刚才的?|刚刚的?)?"
-                         r"(提案|补货单|补货申请|申请|工单)?[吧吗嘛了。！!？?\s]*")
+DECIDE_THIS = re.compile(rf"\s*(帮我|麻烦)?({_DECIDE_VERBS}|批了?)(一下)?(这个|这张|该|刚才的?|刚刚的?)?"
+                         r"(提案|补货单|补货申请|申请|工单)?[吧了。！!\s]*")
 
 # 「把26号补货拒了」「12号提案批了吧」: the same, with the number first and the verb after.
-DECIDE_PROPOSAL_AFTER = re.compile(r"#?\s*(\d+)\s*号?(?:提案|补货单|补货申请|补货|工单)[^，。？！\d]{0,4}(确认|批准|同意|通过|驳回|拒绝|否决|拒掉|拒了|批了)"
+DECIDE_PROPOSAL_AFTER = re.compile(rf"#?\s*(\d+)\s*号?(?:提案|补货单|补货申请|补货|工单)[^，。？！\d]{{0,4}}({_DECIDE_VERBS}|拒掉|拒了|批了)"
                                    r"(?!了?[吗没嘛]|没有)")  # 「12号提案批了吗」 asks where it stands
+# 「批了吗」「确认一下15号补货到了没有」: where something stands, not a decision (the second is a
+# delivery on the 15th, not proposal #15).
+# (「能帮我确认提案7吗」 is a request: the card is the answer.)
+ASKS_WHERE_IT_STANDS = re.compile(r"[了过][吗嘛]|了没|没有[？?。\s]*$|到了没|到没到|(批|确认)没(批|确认)")
 
 # Where the asker's proposals stand (「我刚提的补货申请店长批了没」「补货单状态」), or which wait for
 # them (「有哪些待我确认的补货申请」): read from the proposals, not searched in the rules.

@@ -10,7 +10,8 @@ from .roles import require
 def audit_entries(user, *, action: str | None = None, store=None, actor: str | None = None):
     """The audit rows `user` may read (core.view_auditlog, their stores' rows; head office all),
     narrowed to one action, store (a Store the caller resolved within the user's stores) or
-    actor's username. PermissionDenied, audited, without the permission."""
+    actor's username. PermissionDenied, audited, without the permission; ValidationError for an
+    action that does not exist."""
     require(user, "core.view_auditlog", attempt="read audit log", message="只有店长和总部可以查看审计日志。")
     rows = AuditLog.objects.restrict(user, "view").select_related("store")
     if action and action not in AuditLog.Action.values:

@@ -25,7 +25,7 @@ from core.roles import require, sync_roles
 
 from .models import ApiToken, Inventory, InventoryAdjustment, Member, Order, OrderLine, Product, Store
 from .selectors import store_by_exact_name
-from .validation import find_bad_text, key_problem, money_problem, parse_timestamp, qty_problem, unknown_fields
+from .validation import MAX_MONEY, find_bad_text, key_problem, money_problem, parse_timestamp, qty_problem, unknown_fields
 
 CENT = Decimal("0.01")
 MAX_LINES_PER_ORDER = 200
@@ -169,6 +169,9 @@ def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | Non
             amount = _decimal(line["amount"], lp + "amount", errors)
         else:
             amount = None if unit_price is None or qty is None else unit_price * qty
+            if amount is not None and amount > MAX_MONEY:  # the bound a sent amount is held to
+                errors[lp + "qty"] = [f"数量 {qty} × 单价 {unit_price} 超过单行金额上限 {MAX_MONEY:,.0f} 元。"]
+                amount = None
         if qty is not None and unit_price is not None and amount is not None:
             if abs(unit_price * qty - amount) > CENT:
                 errors[lp + "amount"] = [f"金额 {amount} 不等于 数量 {qty} × 单价 {unit_price}。"]

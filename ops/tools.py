@@ -525,8 +525,6 @@ def product_stock(*, product: Product, store: Store | None, today: date | None =
     return ToolResult("product_stock", {"velocity_window": window.as_params()}, rows, summary, list(STOCK_COLUMNS))
 
 
-
-
 def member_balance(*, member: Member, here: Store | None = None) -> ToolResult:
     """`here`: the one store the caller works at. The bonus balance is spent only at the home
     store (corpus: 跨店使用储值), so elsewhere the usable amount is the principal alone."""

@@ -54,7 +54,22 @@ document.addEventListener("htmx:afterRequest", function (event) {
 });
 document.addEventListener("htmx:responseError", function (event) {
   const box = document.getElementById("errors");
-  if (box) box.innerHTML = '<div class="error">请求失败（' + event.detail.xhr.status + '），请稍后重试。</div>';
+  if (!box) return;
+  // A 4xx the server explained (「只有店长和总部可以查看审计日志。」, 「没有找到，或者它不属于你。」) shows
+  // that sentence; htmx does not swap error responses, and "retry later" is wrong for them.
+  const xhr = event.detail.xhr;
+  const said = xhr.status < 500 && (xhr.getResponseHeader("Content-Type") || "").startsWith("text/html")
+    ? new DOMParser().parseFromString(xhr.responseText, "text/html").querySelector(".error") : null;
+  box.innerHTML = "";
+  if (said && said.textContent.trim()) {
+    const line = document.createElement("div");
+    line.className = "error";
+    line.setAttribute("role", "alert");
+    line.textContent = said.textContent.trim();
+    box.appendChild(line);
+  } else {
+    box.innerHTML = '<div class="error">请求失败（' + xhr.status + '），请稍后重试。</div>';
+  }
 });
 document.addEventListener("htmx:sendError", function () {
   const box = document.getElementById("errors");

@@ -81,7 +81,7 @@ def json_error_response(request, status_code: int, detail: str) -> JsonResponse:
 def handler404(request, exception=None):
     if request.path.startswith("/api/"):
         return json_error_response(request, 404, "没有这个接口或资源。")
-    if request.headers.get("HX-Request"):  # swapped into a page: the sentence, not a second page inside it
+    if getattr(request, "htmx", False):  # shown in the page's error line (storemind.js), not a second page inside it
         from django.shortcuts import render
 
         return render(request, "htmx/error.html", {"error": "没有找到，或者它不属于你。"}, status=404)

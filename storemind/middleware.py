@@ -108,8 +108,8 @@ def _too_big(request):
         return None
     if limit is None or length <= limit:
         return None
-    return json_error_response(request, 413, f"请求体 {length / 1_048_576:.1f} MB，超过 {limit / 1_048_576:.1f} MB 的上限；"
-                                             f"订单请分批发送（每批最多 {settings.SM_POS_MAX_BATCH} 单）。")
+    advice = "；订单请分成更小的批次发送" if request.path.startswith("/api/v1/orders") else ""
+    return json_error_response(request, 413, f"请求体 {length:,} 字节，超过 {limit:,} 字节（约 {limit / 1_048_576:.1f} MB）的上限{advice}。")
 
 
 def _field_error(field: str, problem: str):

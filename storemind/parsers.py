@@ -51,6 +51,9 @@ class StrictJSONParser(JSONParser):
         except RecursionError:
             raise ParseError(f"请求体的 JSON 嵌套太深（最多 {MAX_DEPTH} 层）。") from None
         except ParseError as exc:
+            if "codec can't decode" in str(exc.detail):  # DRF wraps the UnicodeDecodeError
+                encoding = parser_context["encoding"].removesuffix("-sig").upper()
+                raise ParseError(f"请求体不是 {encoding} 编码的文本（或 Content-Type 的 charset 写错了）。") from None
             raise ParseError(f"请求体不是合法的 JSON{_where(str(exc.detail))}。") from None
         if json_depth(data) > MAX_DEPTH:
             raise ParseError(f"请求体的 JSON 嵌套太深（最多 {MAX_DEPTH} 层）。")

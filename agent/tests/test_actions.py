@@ -192,6 +192,9 @@ def test_a_product_already_in_a_pending_restock_is_not_requested_twice(staff, ma
     ("开个客诉工单：客人喝完长岛冰茶说头晕，要求赔偿500", "食品安全", "严重"),
     ("客人说吃完鸡翅有点恶心，帮我建个工单", "食品安全", "严重"),
     ("客人说服务员态度很恶心，建个工单", "服务态度", "一般"),
+    ("吃饭的时候服务员态度恶心，建个工单", "服务态度", "一般"),  # not made ill
+    ("客人一直催单，真让人头疼，建个工单", "服务态度", "一般"),  # the idiom
+    ("客人说喝完有点头疼，建个工单", "食品安全", "严重"),
 ])
 def test_a_tickets_category_and_severity_come_from_the_complaint_not_the_request(text, category, severity):
     from agent.slots import ticket_category, ticket_severity
@@ -282,6 +285,13 @@ def test_confirming_the_proposal_just_made_needs_no_number():
         assert result.intent == "action" and result.answer.startswith(f"提案 #{pk} 要由有权限的人在提案卡片上"), (question, result.answer)
     numbered, _ = Thread(manager).ask(f"帮我确认一下{pk}号补货")
     assert numbered.answer.startswith(f"提案 #{pk} 要由有权限的人") and numbered.proposal is None
+    # Where it stands is a question, not a decision (the review: 「批了吗」 was read as one), and
+    # 「确认一下15号补货到了没有」 asks about the delivery on the 15th.
+    for question in ("批了吗", "确认了吗？", f"确认一下{pk}号补货到了没有"):
+        status, _ = Thread(manager).ask(question) if "号" in question else t.ask(question)
+        assert "我不会替任何人确认或拒绝" not in status.answer, (question, status.answer)
+    asked, _ = Thread(manager).ask(f"能帮我确认提案{pk}吗")  # a request: the card is the answer
+    assert asked.answer.startswith(f"提案 #{pk} 要由有权限的人")
     fresh, _ = Thread(manager).ask("确认提案")  # nothing made in this thread: no number to guess
     assert f"#{pk}" not in fresh.answer
     assert Proposal.objects.filter(kind="restock", status="pending", proposed_by=manager).count() == 1

@@ -335,3 +335,17 @@ def test_a_query_parameter_given_twice_is_a_400_not_the_last_one(staff_api):
     # 「?store=GZ-TH&store=SZ-FT」 answered for 福田 alone, silently.
     r = staff_api.get("/api/v1/sales/summary?period=上周&period=昨天")
     assert r.status_code == 400 and "只能给一次" in r.json()["period"][0]
+
+
+def test_a_computed_line_amount_is_held_to_the_same_bound_as_a_sent_one(pos):
+    # With amount omitted, 100,000 × ¥1,500 (under 10× a zero-priced product's check) passed the line
+    # and was reported only as a total mismatch.
+    from ops.models import Product
+
+    Product.objects.filter(sku="B001").update(price=0)
+    payload = order_payload("AMT-BIG")
+    payload["lines"] = [{"sku": "B001", "qty": 100000, "unit_price": "1500.00"}]
+    before = counts()
+    r = pos.post("/api/v1/orders", payload, format="json")
+    assert r.status_code == 400 and "上限" in r.json()["lines[0].qty"][0], r.json()
+    assert counts() == before

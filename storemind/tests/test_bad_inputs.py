@@ -89,6 +89,9 @@ def test_parse_errors_and_a_missing_csrf_token_are_explained_in_chinese(clients)
     # Was 「…Exceeds the limit (4300 digits) …; use sys.set_int_max_str_digits() to increase the limit」.
     digits = clients["staff"].post("/api/v1/chat", data=b'{"query": ' + b"9" * 5000 + b"}", content_type="application/json")
     assert digits.status_code == 400 and "位数太多" in digits.json()["detail"] and "sys." not in digits.json()["detail"]
+    # Bytes that are not UTF-8 echoed Python's 「'utf-8' codec can't decode byte 0xff…」.
+    latin = clients["staff"].post("/api/v1/chat", data=b'{"query": "\xff\xfe"}', content_type="application/json")
+    assert latin.status_code == 400 and "UTF-8 编码" in latin.json()["detail"] and "codec" not in latin.json()["detail"]
     # A UTF-8 BOM at the start (Windows tools write one) was a 400.
     bom = clients["staff"].post("/api/v1/chat", data="\ufeff{}".encode(), content_type="application/json")
     assert bom.status_code == 400 and bom.json()["query"] == ["缺少 query：要问的问题。"]

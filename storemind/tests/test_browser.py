@@ -446,3 +446,15 @@ def test_12_enter_in_a_reason_box_does_what_the_box_is_for(page, live):
     reason.press("Enter")
     expect(page.locator(f"#{proposal_id}")).to_have_attribute("data-status", "rejected")
     expect(page.locator(f"#{proposal_id}")).to_contain_text("browser_manager 已拒绝：本周已到货")
+
+
+def test_13_an_explained_refusal_shows_its_reason_not_retry_later(page, live):
+    """htmx does not swap a 4xx: a staff member's 403 on the audit list, or a 404 for something
+    gone, showed 「请求失败（403），请稍后重试。」 instead of the reason the server gave."""
+    login(page, live, "browser_staff")
+    page.evaluate("htmx.ajax('GET', '/audit/', {target: '#turns', swap: 'beforeend'})")
+    expect(page.locator("#errors .error")).to_have_text("只有店长和总部可以查看审计日志。")
+    page.evaluate("htmx.ajax('POST', '/messages/999999999/feedback', {target: '#turns', swap: 'beforeend', values: {helpful: '1'}})")
+    expect(page.locator("#errors .error")).to_have_text("没有找到，或者它不属于你。")
+    expect(page.locator("#errors")).not_to_contain_text("稍后重试")
+    expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
