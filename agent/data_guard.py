@@ -110,6 +110,9 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
     inherited = False
     if tool is None and previous.get("tool"):
         tool, reason, inherited = previous["tool"], f"追问，沿用上一轮的工具 {previous['tool']}", True
+    # 「上周卖了多少」 → 「外卖占多少」: a short question right after a data answer that names another
+    # figure but no period or store keeps the previous turn's (it asked for the period again).
+    carried = inherited or (bool(previous.get("tool")) and len(question.strip()) <= 12)
     if tool is None:
         return DataPlan(None, clarify="想查哪项经营数据？可以问营业额、每日趋势、热销排行、门店对比、高峰时段、低库存或会员余额。", reason="没有匹配的数据工具")
     params: dict = {}
@@ -201,7 +204,7 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
         elif match is not None:
             params["store"] = match.store.name if match.store else None
             store_words = match.matched if match.store else ""
-        elif inherited and "store" in prev_params:
+        elif carried and "store" in prev_params:
             params["store"] = prev_params["store"]
         else:
             params["store"] = None
@@ -238,7 +241,7 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
             return DataPlan(tool, params, clarify=f"{exc}", reason=reason)
         if period is not None:
             params["period"] = {"label": period.label, "start": period.start.isoformat(), "end": period.end.isoformat()}
-        elif inherited and prev_params.get("period"):
+        elif carried and prev_params.get("period"):
             params["period"] = prev_params["period"]
         else:
             return DataPlan(tool, params, clarify="请问要查哪段时间？比如 昨天、上周、本月、最近7天。", reason=reason)

@@ -97,6 +97,9 @@ SIGNALS: tuple[Signal, ...] = (
     # 以内值班主管能批」 stays a rule question (no store, a rule word).
     Signal("退款数", DATA, r"退款[^，。？！]{0,3}(多少(?!钱?(以内|以上|以下|之内|内|要|需|得|谁|的话))|几单|几笔|总额|情况|率|比例|占比)|退了(多少|几)", 2, STORE_SALES),
     Signal("销量", DATA, r"销量", 1, STORE_SALES),
+    # 「上周外卖占多少」「外卖占比」: a channel's share of the sales (data_guard: channel_sales); 「外卖占多少」
+    # was answered with the delivery-range rule.
+    Signal("渠道占比", DATA, r"(外卖|堂食|团购|美团|饿了么|抖音)[^，。？！]{0,4}(占比|占多少|占几成|比例|比重)", 2, STORE_SALES),
     # 「…涨了还是跌了」「本月环比」「11月1号到7号和8号到14号哪个多」: a change in the figures (data_guard
     # compares the periods the question names, or one with the one before it).
     Signal("涨跌", DATA, r"涨了还是跌了|涨还是跌|是涨是跌|环比|同比|(增长|下降|涨|跌)了(多少|几)|比[^，。？！]{1,8}(多|少)了?(多少|几)|哪(个|段)[^，。？！]{0,3}(多|高)", 2, STORE_SALES),

@@ -787,3 +787,16 @@ def test_on_a_months_last_day_上个月同期_is_not_the_whole_month():
 
     plan = plan_data("上个月同期跟这个月比", today=date(2026, 11, 30))
     assert (plan.params["baseline"]["start"], plan.params["baseline"]["end"]) == ("2026-10-01", "2026-10-30")
+
+
+def test_a_channel_share_asked_right_after_a_data_answer_keeps_its_period_and_store():
+    # 「上周卖了多少」 → 「外卖占多少」 was answered with the delivery-range rule; 「上周外卖占多少」 too.
+    staff = make_user("agent_share_fu", role="staff", stores=["GZ-TH"])
+    first, conv, _ = chat_ask(user=staff, query="上周卖了多少")
+    share, _, _ = chat_ask(user=staff, query="外卖占多少", thread_id=conv.thread_id)
+    assert share.intent == "data" and share.data and share.data[0]["tool"] == "channel_sales", share.answer
+    assert share.data[0]["params"]["period"] == first.data[0]["params"]["period"] and "占" in share.answer
+    alone, _, _ = chat_ask(user=staff, query="上周外卖占多少")
+    assert alone.data and alone.data[0]["tool"] == "channel_sales"
+    fresh, _, _ = chat_ask(user=staff, query="外卖占多少")  # nothing before it: which period is asked
+    assert not fresh.data and "哪段时间" in fresh.answer
