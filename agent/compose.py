@@ -165,11 +165,33 @@ def section_lines(units: list[SectionUnit], terms: list[str], *, budget: int = M
             lines.append(u)
     # A one-line extract (a second section's lead) keeps its lead: the opening of its run would
     # push out the very clause that answers («一个月内迟到 3 次扣除当月全勤奖» lost to «迟到 10 分钟以内…»).
-    first = _start_of_enumeration(units, lines[0]) if budget > 1 else lines[0]
-    if first not in lines:
-        lines.append(first)
-    ordered = [first] + [u for u in units if u in lines and u is not first]
+    before = _what_it_points_back_to(units, lines[0]) if budget > 1 else []
+    if before:
+        head = [*before, lines[0]]
+    else:
+        first = _start_of_enumeration(units, lines[0]) if budget > 1 else lines[0]
+        head = [first]
+    for u in head:
+        if u not in lines:
+            lines.append(u)
+    ordered = head + [u for u in units if u in lines and u not in head]
     return [u.text.rstrip() for u in ordered]
+
+
+# A sentence that opens by pointing back at what came before it: 「超出以上权限的一律交给店长」
+# led the answer to 「客人要求赔钱 我能答应吗」 without the 权限 it refers to.
+_POINTS_BACK = re.compile(r"(超出|除)?(以上|上述|前述|上面)|此外|另外|同时|否则|但|不过|这些|这种情况|除此之外")
+
+
+def _what_it_points_back_to(units: list[SectionUnit], lead: SectionUnit) -> list[SectionUnit]:
+    """The sentences of the lead's paragraph before it, when the lead points back at them."""
+    if lead.kind != "sentence" or not _POINTS_BACK.match(lead.text.lstrip()):
+        return []
+    i = next((n for n, u in enumerate(units) if u is lead), 0)
+    j = i
+    while j > 0 and units[j - 1].block == lead.block and units[j - 1].kind == "sentence":
+        j -= 1
+    return units[j:i]
 
 
 def _start_of_enumeration(units: list[SectionUnit], lead: SectionUnit) -> SectionUnit:

@@ -746,6 +746,20 @@ def test_a_clause_from_the_middle_of_an_enumeration_does_not_lead_without_its_op
     assert compose.section_lines(units, [], budget=1)[0] == "安排员工关注，防止跌倒；"
 
 
+def test_a_sentence_that_points_back_leads_after_what_it_points_to():
+    # 「客人要求赔钱 我能答应吗」 began 「超出以上权限的一律交给店长」, without the 权限 above it.
+    from knowledge.selectors import SectionUnit
+
+    texts = ["普通店员可以：道歉、更换酒水或菜品。", "值班主管可以：赠送不超过 50 元的代金券。", "超出以上权限的一律交给店长，员工不得口头承诺。",
+             "工单要写明类别。", "工单在 24 小时内必须有人跟进。", "严重程度分为三级。", "回访要记录。", "每月汇总一次。", "另一条规定。"]
+    units = [SectionUnit("sentence", t, 0 if i < 3 else 1, similarity=0.9 if i == 2 else 0.5) for i, t in enumerate(texts)]
+    lines = compose.section_lines(units, [])
+    assert lines[:3] == texts[:3], lines
+    assert compose.section_lines(units, [], budget=1) == [texts[2]]  # a one-line extract: the clause itself
+    units[2].similarity, units[5].similarity = 0.5, 0.9  # a sentence that points at nothing leads as it is
+    assert compose.section_lines(units, [])[0] == "严重程度分为三级。"
+
+
 def test_a_member_number_is_read_as_a_member_when_the_rules_are_searched(staff):
     # 「帮我查下M00010最近消费了啥」 was declined as unrelated to the store, then refused for want of a
     # rule about 「m00010」; the privacy section (只能告知余额，不能告知消费明细) answers it.
