@@ -120,23 +120,83 @@ def select_citation_hits(hits: list[Hit], *, qvec=None, limit: int = 2, units: d
     return chosen
 
 
-def _lead(units: list[SectionUnit], terms: set[str]) -> SectionUnit:
+# An amount or a duration in the question, and the thresholds a rule states for one: 「交班现金差了20块」
+# led with 「10 元以内的记录在交接单上」 when 「超过 10 元的当场报告值班主管」 is the rule for 20.
+_NUM = r"(\d+(?:\.\d+)?|[零〇一二两三四五六七八九十百千万]+)"
+_UNIT_WORDS = {"元": "元", "块": "元", "块钱": "元", "分钟": "分钟", "小时": "小时", "天": "天"}
+_UNIT = r"(块钱|元|块|分钟|小时|天)"
+_QUANTITY = re.compile(_NUM + r"\s*" + _UNIT)
+_UP_TO = re.compile(r"(?:不超过|不满|少于|低于)?\s*" + _NUM + r"\s*" + _UNIT + r"\s*(?:（含）)?\s*(以内|以下|之内|内)")
+_NOT_OVER = re.compile(r"(不超过|不满|少于|低于)\s*" + _NUM + r"\s*" + _UNIT)
+_OVER = re.compile(r"(超过|超出|大于|高于|满)\s*" + _NUM + r"\s*" + _UNIT + r"|" + _NUM + r"\s*" + _UNIT + r"\s*(?:（含）)?\s*(以上|及以上)")
+_BETWEEN = re.compile(_NUM + r"\s*(?:" + _UNIT + r")?\s*(?:至|到|~|－|-|—)\s*" + _NUM + r"\s*" + _UNIT)
+
+
+def _number(text: str) -> float | None:
+    from ops.periods import cn_number
+
+    try:
+        return float(text) if text[0].isdigit() else float(cn_number(text))
+    except (ValueError, IndexError):
+        return None
+
+
+def question_quantity(question: str) -> tuple[float, str] | None:
+    """The one amount or duration a question states (「差了20块」 → (20, 元)); None for none or several."""
+    found = [(n, _UNIT_WORDS[u]) for raw, u in _QUANTITY.findall(question or "") if (n := _number(raw)) is not None]
+    return found[0] if len(found) == 1 else None
+
+
+def condition_fit(text: str, quantity: tuple[float, str] | None) -> int:
+    """+1 when the sentence states a threshold in the quantity's unit that the quantity meets,
+    -1 when it states one the quantity does not meet, 0 when it states none."""
+    if quantity is None:
+        return 0
+    value, unit = quantity
+    verdicts = []
+    for m in _BETWEEN.finditer(text):
+        lo, hi = _number(m.group(1)), _number(m.group(3))
+        if _UNIT_WORDS[m.group(4)] == unit and lo is not None and hi is not None:
+            verdicts.append(lo <= value <= hi)
+    text = _BETWEEN.sub("", text)
+    for m in _NOT_OVER.finditer(text):
+        if _UNIT_WORDS[m.group(3)] == unit and (n := _number(m.group(2))) is not None:
+            verdicts.append(value <= n)
+    text = _NOT_OVER.sub("", text)
+    for m in _UP_TO.finditer(text):
+        if _UNIT_WORDS[m.group(2)] == unit and (n := _number(m.group(1))) is not None:
+            verdicts.append(value <= n)
+    for m in _OVER.finditer(text):
+        raw, u = (m.group(2), m.group(3)) if m.group(2) else (m.group(4), m.group(5))
+        if _UNIT_WORDS[u] == unit and (n := _number(raw)) is not None:
+            verdicts.append(value > n if m.group(1) in ("超过", "超出", "大于", "高于") else value >= n)
+    return 0 if not verdicts else (1 if all(verdicts) else -1)
+
+
+def _lead(units: list[SectionUnit], terms: set[str], quantity: tuple[float, str] | None = None) -> SectionUnit:
     """The unit that answers the question: closest to it by its own vector; words in common
-    break ties (and decide alone when no vectors were compared)."""
+    break ties (and decide alone when no vectors were compared). When the question states an
+    amount or a duration, a sentence whose threshold it meets goes before one whose threshold it
+    does not, among those nearly as close (within 0.05)."""
+    best = max((u.similarity for u in units), default=0.0)
+
     def key(iu):
         i, u = iu
-        return (round(u.similarity, 3), len(terms & set(tokenize(u.text))), -i)
+        fit = condition_fit(u.text, quantity) if u.similarity >= best - 0.05 else 0
+        return (fit, round(u.similarity, 3), len(terms & set(tokenize(u.text))), -i)
     return max(enumerate(units), key=key)[1]
 
 
-def section_lines(units: list[SectionUnit], terms: list[str], *, budget: int = MAX_LINES) -> list[str]:
+def section_lines(units: list[SectionUnit], terms: list[str], *, budget: int = MAX_LINES,
+                  quantity: tuple[float, str] | None = None) -> list[str]:
     """Lead with the unit that answers the question, then the rest of the section that is
     relevant, in the document's order. A numbered or bulleted procedure and a table stay
-    whole; a short section is given whole."""
+    whole; a short section is given whole. `quantity`: the amount or duration the question
+    states (question_quantity), which picks among a rule's thresholds."""
     if not units:
         return []
     term_set = set(terms)
-    lead = _lead(units, term_set)
+    lead = _lead(units, term_set, quantity)
     lines: list[SectionUnit] = []
 
     def add_block(block: int):
@@ -168,6 +228,8 @@ def section_lines(units: list[SectionUnit], terms: list[str], *, budget: int = M
     before = _what_it_points_back_to(units, lines[0]) if budget > 1 else []
     if before:
         head = [*before, lines[0]]
+    elif condition_fit(lines[0].text, quantity) > 0:  # 「超过 10 元的…」 stands on its own in its 「；」 run
+        head = [lines[0]]
     else:
         first = _start_of_enumeration(units, lines[0]) if budget > 1 else lines[0]
         head = [first]
@@ -209,7 +271,8 @@ def extractive_policy_answer(question: str, sources: Sources, terms: list[str]) 
     out = []
     for i, c in enumerate(sources.citations):
         units = sources.sections.get(c["ref"]) or [SectionUnit("sentence", s, 0) for s in split_sentences(c["text"])]
-        chosen = section_lines(units, terms) if i == 0 else section_lines(units, terms, budget=1)[:1]
+        quantity = question_quantity(question)
+        chosen = section_lines(units, terms, quantity=quantity) if i == 0 else section_lines(units, terms, budget=1, quantity=quantity)[:1]
         out += [f"{line}[{c['ref']}]" for line in chosen]
     return "\n".join(out)
 

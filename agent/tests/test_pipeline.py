@@ -760,6 +760,29 @@ def test_a_sentence_that_points_back_leads_after_what_it_points_to():
     assert compose.section_lines(units, [])[0] == "严重程度分为三级。"
 
 
+@pytest.mark.parametrize("question,quantity", [
+    ("交班现金差了20块", (20.0, "元")), ("报损两百元谁批", (200.0, "元")), ("迟到15分钟怎么算", (15.0, "分钟")),
+    ("会员卡能跨店用吗", None), ("3号桌差了20块，又多收了5块", None),  # none, or two: no threshold to pick with
+])
+def test_the_amount_a_question_states(question, quantity):
+    assert compose.question_quantity(question) == quantity
+
+
+def test_a_threshold_the_questions_amount_meets_leads():
+    # 「交班现金差了20块」 led with 「10 元以内的记录在交接单上」; the rule for 20 is 「超过 10 元的…」.
+    from knowledge.selectors import SectionUnit
+
+    texts = ["每班结束前，收银员打印交班报表。", "现金长短款在 10 元以内的记录在交接单上；", "超过 10 元的当场报告值班主管查找原因。"]
+    units = [SectionUnit("sentence", t, 0, similarity=s) for t, s in zip(texts, (0.86, 0.9, 0.88))]
+    assert compose.section_lines(units, [], quantity=(20.0, "元"))[0] == texts[2]
+    assert compose.section_lines(units, [], quantity=(5.0, "元"))[0] == texts[1]
+    assert compose.section_lines(units, [])[0] == texts[1]  # no amount asked: the closest
+    assert compose.condition_fit("报损 500 元至 2000 元由店长审批", (800.0, "元")) == 1
+    assert compose.condition_fit("不超过 50 元的代金券", (80.0, "元")) == -1
+    assert compose.condition_fit("迟到超过 30 分钟记旷工半天", (30.0, "分钟")) == -1
+    assert compose.condition_fit("超过 10 元的当场报告", (20.0, "分钟")) == 0  # another unit
+
+
 def test_a_member_number_is_read_as_a_member_when_the_rules_are_searched(staff):
     # 「帮我查下M00010最近消费了啥」 was declined as unrelated to the store, then refused for want of a
     # rule about 「m00010」; the privacy section (只能告知余额，不能告知消费明细) answers it.
