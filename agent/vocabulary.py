@@ -182,7 +182,8 @@ PROPOSAL_NUMBER = re.compile(r"(?:提案|补货单|补货申请|工单)\s*#?\s*(
 # 「补科罗娜」: 补 and a product's name, nothing else (「补签」「补打小票」 name no product).
 RESTOCK_A_PRODUCT = re.compile(r"\s*(我要|我想|要|想|帮忙)?(申请)?补货?\s*[：:，,\s]*(?P<what>[^，。？！\d\s]{1,10}?)\s*[。！!]?\s*")
 # A guest's stored bottle (「存的黑牌还有多少」) is not the bar's stock.
-STOCK_LEFT = re.compile(r"^(?![^\n]*(存的|存酒|寄存))[^\n]*?((还有|还剩|剩下?)(多少|几)(?![钱天年次个人客位种])|还有没有货?|还有货|有货吗|有没有货)")
+STOCK_LEFT = re.compile(r"^(?![^\n]*(存的|存酒|寄存))[^\n]*?((还有|还剩|剩下?)(多少|几)(?![钱天年次个人客位种])|还有没有货?|还有货|有货吗|有没有货|"
+                        r"还有[吗嘛么没]|还剩[吗嘛么])")  # 「科罗娜还有吗」: the router still needs a product named
 ASKS_HOW = re.compile(r"怎么办|咋办|咋整|怎么处理|如何处理|怎么弄|规定|流程|能不能|可不可以|可以吗|要不要")
 WHY_REFUSED = re.compile(r"(为什么|为啥|怎么)被?(拒|驳回|否决)")
 AWAITING_ME = re.compile(r"(待|等)[我你]?(确认|审批|处理|批)的?[^，。？！]{0,4}" + _PROPOSAL_WORDS + r"|(等|待)[我你](确认|审批|处理|批)|"

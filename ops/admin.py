@@ -77,9 +77,19 @@ class InventoryAdmin(ScopedAdmin):
     search_fields = ["product__name", "product__sku", "store__name"]
     list_select_related = ["store", "product"]
 
-    @admin.display(boolean=True, description="低于安全库存")
+    @admin.display(description="低于安全库存")
     def below_safety(self, obj):
-        return obj.on_hand < obj.safety_stock
+        # Not boolean=True: Django draws True as a green tick, which read as "fine" on the rows
+        # that need a restock and a red cross on the healthy ones.
+        return "⚠ 低于" if obj.on_hand < obj.safety_stock else ""
+
+    def get_readonly_fields(self, request, obj=None):
+        """A saved row is one product's stock: changing its product collided with that product's
+        own row (inventory_unique_store_product, a 500) or relabelled one product's count as another's."""
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None and "product" not in fields:
+            fields.append("product")
+        return fields
 
     def save_model(self, request, obj, form, change):
         """A count corrected here goes through the ledger like any other adjustment (盘点差异, the

@@ -280,7 +280,8 @@ class InventoryAdjustment(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.external_id}: {self.delta:+d}"
+        # What the audit list shows (target_repr): the product, not only the POS's number for it.
+        return f"{self.product.name} {self.delta:+d}（{self.external_id}）"
 
 
 def _hash_key(key: str) -> str:

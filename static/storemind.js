@@ -37,7 +37,10 @@ document.addEventListener("htmx:beforeRequest", function (event) {
 document.addEventListener("htmx:afterSwap", function (event) {
   const turns = document.getElementById("turns");
   if (turns && event.detail.target && (event.detail.target.id === "turns" || turns.contains(event.detail.target))) {
-    turns.lastElementChild && turns.lastElementChild.scrollIntoView({block: "start"});
+    // The answer, not the top of its question: a pasted 1,800-character question pushed the
+    // answer several screens below the view.
+    const last = turns.lastElementChild;
+    if (last) (last.querySelector(".answer") || last).scrollIntoView({block: "start"});
   }
   const form = document.getElementById("ask-form");
   if (form && event.detail.requestConfig && event.detail.requestConfig.elt === form) {
@@ -74,4 +77,12 @@ document.addEventListener("htmx:responseError", function (event) {
 document.addEventListener("htmx:sendError", function () {
   const box = document.getElementById("errors");
   if (box) box.innerHTML = '<div class="error">连接不上服务器，请检查网络后重试。</div>';
+});
+
+document.addEventListener("DOMContentLoaded", function () {
+  // A thread opened from the drawer or after logging in starts at its newest turn (it opened at
+  // the first, thousands of pixels above what was said last).
+  const turns = document.getElementById("turns");
+  const last = turns && turns.lastElementChild;
+  if (last && last.classList.contains("turn")) last.scrollIntoView({block: "start"});
 });

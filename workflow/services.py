@@ -319,7 +319,7 @@ def proposals_decide_many(*, proposals, user, action: str, reason: str = "") -> 
                 done = proposal_reject(proposal=p, user=user, reason=reason)
                 outcomes.append(AdminOutcome(done, True, f"#{p.pk} 已拒绝"))
         except PermissionDenied as exc:
-            outcomes.append(AdminOutcome(p, False, f"#{p.pk} 被拒绝：{exc}"))
+            outcomes.append(AdminOutcome(p, False, f"#{p.pk} 未处理（没有权限）：{exc}"))
         except (Conflict, NotFound) as exc:
             outcomes.append(AdminOutcome(p, False, f"#{p.pk} 未处理：{exc.message}"))
     return outcomes

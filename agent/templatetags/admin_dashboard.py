@@ -24,6 +24,9 @@ def manager_dashboard(context) -> dict:
     for store in stores:
         low += run_tool("low_stock", {"store": store.code}, user=user).rows
     return {
+        # Who may not open the unanswered list sees no card: 「0 未解答的问题 · 没有未解答的问题」 told
+        # head office and staff there were none.
+        "can_see_unanswered": user.has_perm("agent.view_unansweredquestion"),
         "stores": stores, "pending": pending, "pending_count": pending_count,
         "unanswered": list(unanswered[:8]), "unanswered_count": unanswered.count(),
         "low_stock": low[:10], "low_stock_count": len(low),

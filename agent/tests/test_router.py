@@ -27,9 +27,10 @@ TABLE = [
     ("天河店的青岛啤酒快没了，帮我补 20 箱", "action"), ("帮我补10箱百威", "action"),
     ("客人投诉酒有异味，帮我建个工单", "action"), ("麻烦开一张客诉工单", "action"), ("请帮我申请补货", "action"),
     ("青岛快没了，帮我补点货", "action"), ("帮我补点青岛", "action"),  # no quantity yet: the action asks for it
-    ("帮天河店补两箱青岛", "action"), ("给福田店补两箱青岛啤酒", "action"), ("帮我补一百箱青岛", "action"),
+    ("帮天河店补两箱青岛", "action"), ("给福田店补两箱青岛啤酒", "action"), ("帮我补一百箱青岛", "action"),  # a store named; 百
     ("给福田补两箱科罗娜", "action"),  # was a policy answer about 沽清: a store said without 店
-    ("给客人补两瓶", "policy"), ("帮他补两杯", "policy"),  # a guest's drinks, not the store's stock  # a store named; 百
+    ("给客人补两瓶", "policy"), ("帮他补两杯", "policy"),  # a guest's drinks, not the store's stock
+    ("科罗娜还有吗", "data"), ("🍺 科罗娜还有吗？", "data"),  # were the 沽清 rule; 「还剩多少」 was already stock
     # out of scope
     ("今天天气怎么样", "out_of_scope"), ("给我讲个笑话", "out_of_scope"), ("帮我写一首诗", "out_of_scope"),
     # A generic question frame (要不要, 怎么) does not make an off-topic question a rule question;

@@ -101,6 +101,11 @@ def test_admin_index_is_the_managers_desk():
     assert f'<span class="count">{len(low)}</span>' in stock
     for row in low[:10]:
         assert row["product"] in stock
+    # Head office may not open the unanswered list: no card, rather than 「0 … 没有未解答的问题」.
+    hq = make_user("desk_hq", role="hq", stores=[], is_staff=True)
+    client.force_login(hq)
+    body = client.get("/admin/").content.decode()
+    assert 'id="dashboard"' in body and 'id="dash-unanswered"' not in body
 
 
 def test_audit_titles_show_the_store_local_time_like_the_list():

@@ -458,3 +458,20 @@ def test_13_an_explained_refusal_shows_its_reason_not_retry_later(page, live):
     expect(page.locator("#errors .error")).to_have_text("没有找到，或者它不属于你。")
     expect(page.locator("#errors")).not_to_contain_text("稍后重试")
     expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
+
+
+def test_14_a_thread_reopens_at_its_newest_turn_and_an_error_shows_where_the_reader_is(page, live):
+    """A reloaded thread opened at its first turn; an error sent while scrolled down appeared at the
+    top of the page, out of view, so sending seemed to do nothing (phone)."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    login(page, live, "browser_staff")
+    for question in ("客人说酒有异味怎么办", "醉酒客人怎么处理", "着火了怎么办", "包厢最低消费多少"):
+        ask(page, question)
+    page.reload()
+    page.wait_for_selector("#ask-form")
+    expect(page.locator("#turns .turn").last).to_be_in_viewport()
+    page.context.set_offline(True)
+    page.fill("textarea[name=query]", "开封的糖浆能放几天")
+    page.click("#ask-form button[type=submit]")
+    expect(page.locator("#errors .error")).to_be_in_viewport()
+    page.context.set_offline(False)

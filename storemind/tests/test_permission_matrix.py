@@ -306,7 +306,7 @@ def admin(world, caller, action, client) -> str:
         if Proposal.objects.get(pk=p.pk).status == "confirmed":
             return ALLOW
         messages = [str(m) for m in r.context["messages"]]
-        return DENY if any("被拒绝" in m for m in messages) else HIDDEN
+        return DENY if any("没有权限" in m for m in messages) else HIDDEN
     if action == "edit_inventory_admin":
         inv = Inventory.objects.get(store__code=A, product__sku="B001")
         r = client.post(f"/admin/ops/inventory/{inv.pk}/change/",

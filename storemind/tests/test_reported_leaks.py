@@ -193,3 +193,19 @@ def test_a_stock_count_corrected_in_the_admin_is_an_adjustment_in_the_ledger(cli
     client.post(f"/admin/ops/inventory/{inv.pk}/change/",
                 {"product": inv.product_id, "on_hand": 37, "safety_stock": inv.safety_stock + 1})
     assert InventoryAdjustment.objects.filter(created_by=manager).count() == 1  # the safety stock alone: no adjustment
+
+
+def test_an_inventory_rows_product_cannot_be_changed_in_admin(client):
+    """Changing 黑牌单杯's row to 尊尼获加黑牌 was a 500 (inventory_unique_store_product): a saved row
+    is one product's stock. The low-stock column said ✓ (green) for rows below their safety stock."""
+    manager = make_user("leak_manager_product", role="manager", stores=["GZ-TH"], is_staff=True)
+    client.force_login(manager)
+    inv = Inventory.objects.get(store__code="GZ-TH", product__sku="B001")
+    other = Inventory.objects.filter(store__code="GZ-TH").exclude(pk=inv.pk).first()
+    r = client.post(f"/admin/ops/inventory/{inv.pk}/change/",
+                    {"product": other.product_id, "on_hand": inv.on_hand, "safety_stock": inv.safety_stock})
+    assert r.status_code == 302
+    assert Inventory.objects.get(pk=inv.pk).product_id == inv.product_id, "the product stays"
+    Inventory.objects.filter(pk=inv.pk).update(on_hand=0, safety_stock=5)
+    listing = client.get("/admin/ops/inventory/").content.decode()
+    assert "⚠ 低于" in listing and "icon-yes.svg" not in listing

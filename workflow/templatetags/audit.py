@@ -11,6 +11,11 @@ def audit_detail(entry) -> str:
     """「青岛啤酒 480瓶、科罗娜啤酒 86瓶」 for a proposed restock, 「原因：…」 for a rejection
     (the line used to name the proposal and its store twice, and neither)."""
     after = entry.after or {}
+    if entry.action == "inventory_adjusted" and after.get("reason"):
+        from ops.models import InventoryAdjustment
+
+        # The reason is a code (「原因：damage」 showed on /audit/): its label, as the admin shows it.
+        return f"原因：{InventoryAdjustment.Reason(after['reason']).label if after['reason'] in InventoryAdjustment.Reason.values else after['reason']}"
     if after.get("reason"):
         return f"原因：{reason_for_people(after['reason'])}"
     lines = ((after.get("payload") or {}).get("lines")) or []

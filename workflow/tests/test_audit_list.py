@@ -41,7 +41,7 @@ def test_a_denial_reason_reads_in_chinese_on_the_audit_list(stored, shown):
 
     from workflow.templatetags.audit import audit_detail
 
-    assert audit_detail(SimpleNamespace(after={"attempt": "GET /api/v1/stores", "reason": stored})) == f"原因：{shown}"
+    assert audit_detail(SimpleNamespace(action="permission_denied", after={"attempt": "GET /api/v1/stores", "reason": stored})) == f"原因：{shown}"
 
 
 def test_the_audit_page_pages_back_through_older_rows(client):
@@ -79,3 +79,16 @@ def test_a_refused_page_is_a_whole_chinese_page_and_an_htmx_request_gets_the_fra
     assert "Forbidden" not in body
     missing = client.get("/no-such-page/")
     assert missing.status_code == 404 and "页面不存在" in missing.content.decode() and "Not Found" not in missing.content.decode()
+
+
+def test_a_stock_adjustment_on_the_audit_list_names_the_product_and_its_reason_in_chinese():
+    # /audit/ showed 「库存调整 TRIALB-MGRADJ-2: -1 · 原因：damage」: a code, and no product.
+    from ops.services import inventory_adjust
+
+    manager = make_user("audit_adj_manager", role="manager", stores=["GZ-TH"])
+    inventory_adjust(user=manager, data={"store": "GZ-TH", "sku": "B001", "delta": -1, "reason": "damage",
+                                         "external_id": "AUDIT-ADJ-1"})
+    client = Client()
+    client.force_login(manager)
+    page = client.get("/audit/", HTTP_HX_REQUEST="true").content.decode()
+    assert "青岛啤酒 -1（AUDIT-ADJ-1）" in page and "原因：报损" in page and "damage" not in page

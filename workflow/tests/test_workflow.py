@@ -224,7 +224,8 @@ def test_admin_actions_as_staff_and_manager_report_per_object(people, client):
     response = client.post("/admin/workflow/proposal/", {"action": "confirm_selected", "_selected_action": [restock.pk, ticket.pk]}, follow=True)
     texts = [str(m) for m in response.context["messages"]]
     assert any(f"#{ticket.pk} 已确认" in t for t in texts)
-    assert any(f"#{restock.pk} 被拒绝" in t and "店长" in t for t in texts)
+    # Was 「#N 被拒绝：…」, which read as the proposal being rejected.
+    assert any(f"#{restock.pk} 未处理（没有权限）" in t and "店长" in t for t in texts)
     restock.refresh_from_db()
     assert restock.status == "pending"
     client.force_login(people["manager"])
