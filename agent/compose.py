@@ -356,7 +356,13 @@ def extractive_data_answer(tool_result: ToolResult, sources: Sources, question: 
         lines.append("合计" + tool_result.summary.rsplit("；", 1)[-1])
     if tool_result.tool in ("store_sales", "product_sales") and len(tool_result.rows) > 1 and "：" in tool_result.summary:
         lines.append(tool_result.summary.split("：", 1)[-1].replace("（只计已支付订单）", "（合计，只计已支付订单）"))
+    if tool_result.tool == "store_sales" and len(tool_result.rows) == 1 and ALL_STORES_ASKED.search(question):
+        # 「四家店上周各卖了多少」 from a one-store manager showed that store alone, as if the chain had one.
+        lines.append(f"你能查看的门店只有{tool_result.rows[0]['store']}；其他门店的数据请找总部。")
     return "\n".join(lines)
+
+
+ALL_STORES_ASKED = re.compile(r"各店|各门店|各家|每家|[两三四五六七八九几]家店|所有(门)?店|全部(门)?店|全部门店|每个店")
 
 
 def proposals_status_answer(user, items: list, total: int, *, awaiting_me: bool) -> str:

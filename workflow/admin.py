@@ -103,10 +103,24 @@ class RestockRequestAdmin(StoreScopedAdmin):
 
 @admin.register(Ticket)
 class TicketAdmin(StoreScopedAdmin):
-    list_display = ["id", "store", "category", "severity", "status", "created_by", "created_at"]
+    # The chat card says 「客诉工单 #19」 (the proposal's number): shown beside the ticket's own id
+    # so a manager following up by that number finds it.
+    list_display = ["id", "from_proposal", "store", "category", "severity", "status", "created_by", "created_at"]
     list_filter = ["status", "severity", "category", "store"]
     search_fields = ["description", "member_number"]
     readonly_fields = ["proposal", "store", "category", "severity", "description", "order", "member_number", "created_by", "created_at"]
 
     def has_add_permission(self, request):
         return False
+
+    @admin.display(description="提案编号", ordering="proposal_id")
+    def from_proposal(self, obj):
+        return f"#{obj.proposal_id}" if obj.proposal_id else "—"
+
+    def get_search_results(self, request, queryset, search_term):
+        """「19」 or 「#19」 finds the ticket made from proposal #19 as well."""
+        queryset, distinct = super().get_search_results(request, queryset, search_term)
+        number = search_term.strip().lstrip("#")
+        if number.isdigit() and len(number) < 10:
+            queryset |= self.get_queryset(request).filter(proposal_id=int(number))
+        return queryset, distinct

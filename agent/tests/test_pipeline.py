@@ -837,3 +837,15 @@ def test_a_channel_share_asked_right_after_a_data_answer_keeps_its_period_and_st
     assert alone.data and alone.data[0]["tool"] == "channel_sales"
     fresh, _, _ = chat_ask(user=staff, query="外卖占多少")  # nothing before it: which period is asked
     assert not fresh.data and "哪段时间" in fresh.answer
+
+
+def test_a_one_store_manager_asking_for_every_store_is_told_what_they_can_see():
+    # 「四家店上周各卖了多少」 showed 广州天河店 alone, as if the chain had one store.
+    manager = make_user("agent_one_store_mgr", role="manager", stores=["GZ-TH"])
+    result, _, _ = chat_ask(user=manager, query="四家店上周各卖了多少")
+    assert result.data and "你能查看的门店只有广州天河店" in result.answer
+    own, _, _ = chat_ask(user=manager, query="上周卖了多少")
+    assert "你能查看的门店只有" not in own.answer
+    hq = make_user("agent_hq_all", role="hq", stores=[])
+    every, _, _ = chat_ask(user=hq, query="所有门店上周营业额")
+    assert len(every.data) > 1 and "你能查看的门店只有" not in every.answer

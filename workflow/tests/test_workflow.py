@@ -427,3 +427,16 @@ def test_a_limit_that_is_no_ascii_number_is_a_400_not_a_500(people):
     for path in ("/api/v1/audit", "/api/v1/proposals"):
         for bad in ("²", "0", "-1", "1.5", "9999"):
             assert client.get(path, {"limit": bad}).status_code == 400, (path, bad)
+
+
+def test_a_ticket_is_found_in_the_admin_by_the_number_chat_gave_it(people, client):
+    # The chat card says 「客诉工单 #19」 (the proposal); the admin's ticket list showed only ID 2.
+    from workflow.services import proposal_confirm
+
+    proposal = propose(people["staff"], "ticket")
+    proposal_confirm(proposal=proposal.pk, user=people["manager"])
+    client.force_login(people["manager"])
+    listing = client.get("/admin/workflow/ticket/").content.decode()
+    assert f"#{proposal.pk}" in listing
+    found = client.get("/admin/workflow/ticket/", {"q": f"#{proposal.pk}"}).content.decode()
+    assert f"#{proposal.pk}" in found and "0 个" not in found
