@@ -116,6 +116,10 @@ class AgentState:
     proposal: dict | None = None
     pending_action: dict | None = None  # an action still waiting for slots (agent/slots.py)
     decided_on: str | None = None  # the proposal a 「确认提案…」 turn was about
+    clarify: bool = False
+    audiences: list[str] = field(default_factory=list)
+    first: SearchResult | None = None  # the question's own retrieval: what every round is judged against
+    verdict: Any = None  # the chosen round's answerability verdict
 
     @property
     def rules_query(self) -> str:
@@ -123,10 +127,6 @@ class AgentState:
         number or phone read as 「会员」 / 「手机号」 (the data tools get the number itself).
         「帮我查下M00010最近消费了啥」 was refused for want of a rule about 「m00010」."""
         return vocab.as_rule_words(self.resolved_query)
-    clarify: bool = False
-    audiences: list[str] = field(default_factory=list)
-    first: SearchResult | None = None  # the question's own retrieval: what every round is judged against
-    verdict: Any = None  # the chosen round's answerability verdict
 
     def __post_init__(self):
         # Resolved once per question, here: the guard threads use their own connections and
