@@ -394,7 +394,8 @@ def agent_loop(state: AgentState, first: SearchResult) -> None:
     rnd = Round(0, state.rules_query, first)
     state.rounds.append(rnd)
     judge(state, rnd)
-    if not rnd.enough and rnd.attempt < state.max_attempts and hopeless(rnd):
+    # Measured without an LLM; with one, its rewrite (its own search terms) still gets its rounds.
+    if not rnd.enough and rnd.attempt < state.max_attempts and hopeless(rnd) and not get_llm().available:
         with state.trace.step("rewrite", attempt=1) as detail:
             detail.update(skipped=True, reason=f"可答性 {rnd.score:.3f} 远低于阈值，改写重试也找不到依据")
         rnd = None

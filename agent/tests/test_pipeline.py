@@ -219,6 +219,16 @@ def test_a_hopeless_first_round_is_not_rewritten(staff, monkeypatch):
     assert len(state.rounds) == 3 and len(again) == 2
 
 
+def test_with_an_llm_a_hopeless_first_round_is_still_rewritten(staff, settings, fake_http):
+    # The floor was measured without an LLM; an LLM's rewrite brings its own search terms.
+    coverage_model()
+    settings.SM_LLM_BACKEND, settings.SM_OPENAI_BASE = "openai", fake_http.url + "/v1"
+    fake_http.routes["/v1/chat/completions"] = openai_chat("MISS")
+    _, state = answer_question("比特币现在多少钱一个", user=staff, max_attempts=2)
+    assert state.rounds[0].score < pipeline.REWRITE_FLOOR * state.rounds[0].verdict.threshold
+    assert len(state.rounds) == 3
+
+
 def test_near_domain_refusal_names_what_is_missing_and_lands_on_the_unanswered_list(staff):
     coverage_model()
     result, conv, reply = chat_ask(user=staff, query="员工可以带宠物上班吗")
