@@ -492,7 +492,8 @@ def far_from_domain(state: AgentState) -> bool:
     world: 店, 客人, 酒, 上班 …) is out of scope, not a gap in the rules, and its intent says
     so. How close the nearest section scores says little here: 「红烧肉怎么做」 lands near the
     recipes, 「店里WiFi密码多久换」 near nothing."""
-    return not vocab.about_the_store(state.question)
+    # A product the bar sells is the store's world too (「那百威呢」 was declined as unrelated).
+    return not vocab.about_the_store(state.question) and find_product_in_text(state.question) is None
 
 
 def refusal_text(state: AgentState) -> str:

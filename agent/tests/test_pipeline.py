@@ -859,3 +859,9 @@ def test_a_one_store_manager_asking_for_every_store_is_told_what_they_can_see():
     hq = make_user("agent_hq_all", role="hq", stores=[])
     every, _, _ = chat_ask(user=hq, query="所有门店上周营业额")
     assert len(every.data) > 1 and "你能查看的门店只有" not in every.answer
+
+
+def test_a_product_the_bar_sells_is_the_stores_world(staff):
+    # 「那百威呢」 after a ticket turn was declined as 「这个请求与门店运营无关」.
+    assert not pipeline.far_from_domain(state_for("那百威呢", staff))
+    assert pipeline.far_from_domain(state_for("比特币现在多少钱一个", staff))
