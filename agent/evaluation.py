@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -203,14 +203,30 @@ def _write_misses(w, report: dict) -> None:
         w(f"  holdout answer miss {m['id']} 「{m['query']}」 {m['what']}: expected {m.get('expected', '')} got {m.get('got', '')}")
 
 
+def clean_up_after(users: dict) -> None:
+    """What an evaluation leaves behind, removed: its questions on the unanswered list, its
+    conversations, and the restock and ticket proposals its questions made (expired, audited:
+    they stood pending on the stores' desks as 「eval_staff 提交」, for a manager to confirm)."""
+    from workflow.services import proposals_expire
+
+    from .models import Conversation, UnansweredQuestion
+
+    UnansweredQuestion.objects.filter(user__in=users.values()).delete()
+    Conversation.objects.filter(user__in=users.values()).delete()
+    proposals_expire(older_than=timedelta(0), proposed_by=list(users.values()), reason="评测生成的提案，评测结束时撤回")
+
+
 def eval_agent(cmd, opts) -> dict:
     users = eval_users()
     today = local_today()
     attempts_on = 0 if opts.get("agent_off") else settings.SM_AGENT_MAX_ATTEMPTS
     report = {}
-    for name, items in load_sets().items():
-        items = [i for i in items if i.get("kind") in ("policy", "data", "both", "refuse", "conversation")]
-        report[name] = _agent_figures(cmd, name, items, users, today, attempts_on)
+    try:
+        for name, items in load_sets().items():
+            items = [i for i in items if i.get("kind") in ("policy", "data", "both", "refuse", "conversation")]
+            report[name] = _agent_figures(cmd, name, items, users, today, attempts_on)
+    finally:
+        clean_up_after(users)
     phrasings = eval_data_phrasings()
     report["data_phrasings"] = phrasings["accuracy"]
     report["data_phrasings_misses"] = phrasings["misses"]
@@ -326,7 +342,6 @@ def _comparable(result: dict) -> tuple:
 def eval_equivalence(cmd, opts) -> dict:
     """The golden set through the request path and through the Celery task; compare intent,
     top-1 section and the set of retrieved chunks (not wording)."""
-    from .models import Conversation, UnansweredQuestion
     from .services import chat_ask
     from .tasks import ask_task
 
@@ -344,8 +359,7 @@ def eval_equivalence(cmd, opts) -> dict:
             else:
                 diffs.append({"id": item["id"], "query": item["query"], "request": [a[0], a[1]], "task": [b[0], b[1]]})
     finally:
-        UnansweredQuestion.objects.filter(user__in=users.values()).delete()
-        Conversation.objects.filter(user__in=users.values()).delete()
+        clean_up_after(users)
     mode = "eager (REDIS_URL unset)" if settings.CELERY_TASK_ALWAYS_EAGER else f"worker via {settings.CELERY_BROKER_URL}"
     cmd.stdout.write(f"equivalence {same}/{len(items)} (Celery {mode})")
     for d in diffs:
@@ -404,9 +418,12 @@ def eval_calibrate(cmd, opts) -> dict:
     sets = load_sets()
     users = eval_users()
     meta = IndexMeta.objects.order_by("pk").first()
-    with answerability.scoring_with(answerability.never_enough_model()):  # this process only: every round runs
-        rows, rounds, labels, items = _answerability_rows(tqdm(sets["tune"], desc="signals tune", file=cmd.stderr), users)
-        hold = _answerability_rows(tqdm(sets["holdout"], desc="signals holdout", file=cmd.stderr), users) if "holdout" in sets else None
+    try:
+        with answerability.scoring_with(answerability.never_enough_model()):  # this process only: every round runs
+            rows, rounds, labels, items = _answerability_rows(tqdm(sets["tune"], desc="signals tune", file=cmd.stderr), users)
+            hold = _answerability_rows(tqdm(sets["holdout"], desc="signals holdout", file=cmd.stderr), users) if "holdout" in sets else None
+    finally:
+        clean_up_after(users)
     model = answerability.fit(rows, labels)
     # The agent answers when *any* round is judged enough: the threshold is chosen on that.
     threshold, tune_stats = answerability.choose_threshold(model, rounds, labels)

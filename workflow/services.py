@@ -282,12 +282,16 @@ def proposal_reject(*, proposal: Proposal | int, user, reason: str) -> Proposal:
     _deny(user, locked, "reject", why)
 
 
-def proposals_expire(*, older_than: timedelta | None = None, now=None) -> int:
-    """Expire pending proposals older than SM_PROPOSAL_TTL_HOURS; each expiry audited."""
+def proposals_expire(*, older_than: timedelta | None = None, now=None, proposed_by=None, reason: str = "") -> int:
+    """Expire pending proposals older than SM_PROPOSAL_TTL_HOURS (or `older_than`; only those
+    `proposed_by` these users when given); each expiry audited, with `reason` when given."""
     now = now or timezone.now()
-    cutoff = now - (older_than or timedelta(hours=settings.SM_PROPOSAL_TTL_HOURS))
+    cutoff = now - (older_than if older_than is not None else timedelta(hours=settings.SM_PROPOSAL_TTL_HOURS))
+    pending = Proposal.objects.filter(status=Proposal.Status.PENDING, created_at__lt=cutoff)
+    if proposed_by is not None:
+        pending = pending.filter(proposed_by__in=proposed_by)
     count = 0
-    for pk in Proposal.objects.filter(status=Proposal.Status.PENDING, created_at__lt=cutoff).values_list("pk", flat=True):
+    for pk in pending.values_list("pk", flat=True):
         with transaction.atomic():
             p = Proposal.objects.select_for_update().get(pk=pk)
             if p.status != Proposal.Status.PENDING:
@@ -295,7 +299,7 @@ def proposals_expire(*, older_than: timedelta | None = None, now=None) -> int:
             p.status, p.decided_at = Proposal.Status.EXPIRED, now
             p.save(update_fields=["status", "decided_at"])
             audit_record(actor=None, action=AuditLog.Action.EXPIRED, target=p, store=p.store,
-                         before={"status": "pending"}, after={"status": "expired"})
+                         before={"status": "pending"}, after={"status": "expired", **({"reason": reason} if reason else {})})
             count += 1
     return count
 

@@ -59,3 +59,19 @@ def test_tune_fusion_dry_run_stores_nothing(small_sets, tmp_path):
     assert report["grid_size"] > 1000 and set(report["chosen"]) == {"weights", "k", "candidates", "title_boost"}
     assert report["holdout"]["after"]["recall@1"] is not None
     assert IndexMeta.objects.get().fusion == before
+
+
+def test_eval_agent_leaves_no_pending_proposal_behind(monkeypatch, tmp_path):
+    # A stock question in the sets offered a restock: 「eval_staff 提交」 proposals stood pending on
+    # the stores' desks after every run, for a manager to confirm.
+    from core.models import AuditLog
+    from workflow.models import Proposal
+
+    sets = {"tune": [{"id": "d05", "kind": "data", "query": "天河店哪些商品低于安全库存", "expect_intent": "data",
+                      "expect_tool": "low_stock", "expect_params": {"store": "广州天河店"}}]}
+    monkeypatch.setattr("agent.evaluation.load_sets", lambda: sets)
+    call_command("eval", "agent", "--json", str(tmp_path / "a.json"))
+    made = Proposal.objects.filter(proposed_by__username__startswith="eval_")
+    assert made.exists(), "the stock answer offered a restock (else this test shows nothing)"
+    assert not made.filter(status="pending").exists()
+    assert AuditLog.objects.filter(action="expired", after__reason="评测生成的提案，评测结束时撤回").exists()
