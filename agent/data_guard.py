@@ -24,7 +24,15 @@ from ops.periods import (
     previous_period,
     same_time_before,
 )
-from ops.selectors import UnknownStore, city_in_text, find_product_in_text, find_store_in_text, find_stores_in_text, known_products_text
+from ops.selectors import (
+    UnknownStore,
+    city_in_text,
+    find_product_in_text,
+    find_store_in_text,
+    find_stores_in_text,
+    known_products_text,
+    products_named_in_text,
+)
 
 from . import vocabulary as vocab
 from .vocabulary import (
@@ -127,6 +135,11 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
         return DataPlan(tool, clarify=f"{TOOLS[tool].title}只按门店统计，不能按商品拆分。"
                                       f"可以问「{named[0]}卖了多少」看这个商品的销量。", reason=reason)
     product = find_product_in_text(question) if tool in (STORE_SALES, PRODUCT_SALES, LOW_STOCK, PRODUCT_STOCK) else None
+    if product and len(named := products_named_in_text(question)) > 1:
+        # 「青岛和科罗娜还剩多少」 answered for 科罗娜 alone, 青岛 silently dropped: one product a question.
+        what, example = ("库存", "还剩多少") if tool in (LOW_STOCK, PRODUCT_STOCK) else ("销量", "卖了多少")
+        return DataPlan(tool, clarify=f"你问到了{'、'.join(named)}。{what}一次查一个商品，请分开问，比如「{named[0]}{example}」。",
+                        reason=reason)
     compared: list = []
     if tool in (STORE_SALES, COMPARE_STORES) and not product and len(find_stores_in_text(question)) < 2 \
             and vocab.PERIOD_CHANGE.search(question):

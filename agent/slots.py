@@ -216,9 +216,8 @@ class Step:
 
 def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
     """Check permission, ask for the next missing slot, or create the proposal."""
-    from workflow.chat import pending_restock_for
+    from workflow.chat import pending_restock_for, propose_from_chat
     from workflow.models import CONFIRM_PERMS, Proposal
-    from workflow.services import proposal_create
 
     mine = list(Store.objects.for_user(user, PROPOSE))
     if pending.store is None and not pending.offer_store and len(mine) == 1:
@@ -273,8 +272,8 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
                     f"没有重复生成。要改数量，{change}。", None, waiting,
                     detail={"proposal_id": waiting.pk, "created": False, "duplicate_of": waiting.pk})
     try:
-        proposal, created = proposal_create(user=user, kind=Proposal.Kind.RESTOCK, store=pending.store, payload={"lines": lines},
-                                            source=Proposal.Source.CHAT, idempotency_key=_key(user, pending, today))
+        proposal, created = propose_from_chat(user=user, kind=Proposal.Kind.RESTOCK, store=pending.store, payload={"lines": lines},
+                                              key=_key(user, pending, today))
     except PermissionDenied as exc:
         return Step(f"不能提交这个提案：{exc}", None, detail={"denied": str(exc)})
     except ValidationError as exc:
@@ -317,8 +316,8 @@ def ticket_severity(text: str) -> str:
 
 
 def _create_ticket(pending: PendingAction, *, user, today) -> Step:
+    from workflow.chat import propose_from_chat
     from workflow.models import Proposal
-    from workflow.services import proposal_create
 
     text = pending.description
     category, severity = ticket_category(text), ticket_severity(text)
@@ -328,8 +327,8 @@ def _create_ticket(pending: PendingAction, *, user, today) -> Step:
     if (mem := _MEMBER.search(text)):
         payload["member"] = mem.group(0).upper()
     try:
-        proposal, created = proposal_create(user=user, kind=Proposal.Kind.TICKET, store=pending.store, payload=payload,
-                                            source=Proposal.Source.CHAT, idempotency_key=_key(user, pending, today))
+        proposal, created = propose_from_chat(user=user, kind=Proposal.Kind.TICKET, store=pending.store, payload=payload,
+                                              key=_key(user, pending, today))
     except PermissionDenied as exc:
         return Step(f"不能提交这个提案：{exc}", None, detail={"denied": str(exc)})
     except ValidationError as exc:

@@ -280,6 +280,21 @@ def _product_candidates() -> list[tuple[str, str]]:
     return sorted(pairs.items(), key=lambda p: len(p[0]), reverse=True)
 
 
+def products_named_in_text(text: str) -> list[str]:
+    """Every product a question names, in order, each once; longer names win their characters
+    (「黑牌单杯」 is not also 黑牌)."""
+    upper, taken, found = (text or "").upper(), [], []
+    for word, name in product_candidates():  # longest first
+        start = upper.find(word)
+        while start >= 0:
+            end = start + len(word)
+            if not any(start < e and s < end for s, e in taken):
+                taken.append((start, end))
+                found.append((start, name))
+            start = upper.find(word, end)
+    return list(dict.fromkeys(name for _, name in sorted(found)))
+
+
 def find_product_in_text(text: str) -> tuple[str, str] | None:
     """The product a question names (name, SKU or alias, longest match, case-insensitive:
     「mojito」), as (the words used, the product's name); None when it names none."""

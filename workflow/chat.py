@@ -7,12 +7,32 @@ import hashlib
 
 from django.core.exceptions import PermissionDenied, ValidationError
 
+from core.errors import Conflict
 from core.localtime import local_time
 from ops.models import Store
 
 from .models import Proposal
 from .selectors import open_restock_quantities
 from .services import can_confirm, proposal_create
+
+
+def propose_from_chat(*, user, kind: str, store, payload: dict, key: str) -> tuple[Proposal, bool]:
+    """proposal_create for a chat turn, whose idempotency key is made from the turn's words and
+    day. The same turn retried gets its proposal back; but once that proposal was decided or
+    expired, or the same words now propose something else (stock moved since), the turn is a
+    new proposal. Asked again after a rejection, the rejected one came back presented as
+    「待确认」, and different quantities raised Conflict (a 500 in the chat)."""
+    for n in range(20):
+        attempt = key if n == 0 else f"{key}:{n}"
+        existing = Proposal.objects.filter(proposed_by=user, idempotency_key=attempt).only("status").first()
+        if existing is not None and existing.status != Proposal.Status.PENDING:
+            continue
+        try:
+            return proposal_create(user=user, kind=kind, store=store, payload=payload, source=Proposal.Source.CHAT,
+                                   idempotency_key=attempt)
+        except Conflict:
+            continue
+    raise Conflict("这个请求已经重复太多次，请稍后再试。")
 
 
 def proposal_dict(p: Proposal, user) -> dict:
@@ -90,8 +110,8 @@ def restock_offer(state):
         first = next(iter(waiting.values()), None)
         return (proposal_dict(first, state.user) if first else None), ("这些商品" + "；".join(notes) if notes else "")
     try:
-        proposal, _ = proposal_create(user=state.user, kind=Proposal.Kind.RESTOCK, store=store, payload={"lines": lines},
-                                      source=Proposal.Source.CHAT, idempotency_key=_key(state, "offer"))
+        proposal, _ = propose_from_chat(user=state.user, kind=Proposal.Kind.RESTOCK, store=store, payload={"lines": lines},
+                                        key=_key(state, "offer"))
     except (PermissionDenied, ValidationError):
         return None, ""
     made = f"已按建议量生成补货提案 #{proposal.pk}（待店长确认，确认前不会下单）。"

@@ -296,3 +296,27 @@ def test_confirming_the_proposal_just_made_needs_no_number():
     assert f"#{pk}" not in fresh.answer
     assert Proposal.objects.filter(kind="restock", status="pending", proposed_by=manager).count() == 1
     Proposal.objects.filter(pk=pk).update(status="rejected")
+
+
+def test_asking_again_after_a_rejection_is_a_new_proposal_not_the_rejected_one(staff):
+    # The same words on the same day make the same idempotency key: after the manager rejected
+    # the restock, asking again returned the rejected proposal presented as 「待确认」; and a
+    # low-stock offer whose quantities had moved since raised Conflict (a 500 in the chat).
+    from workflow.services import proposal_reject
+
+    manager = make_user("slots_manager_again", role="manager", stores=["GZ-TH"])
+    first, _ = Thread(staff).ask("帮我给天河店补2箱科罗娜")
+    proposal_reject(proposal=first.proposal["id"], user=manager, reason="库存还够")
+    again, _ = Thread(staff).ask("帮我给天河店补2箱科罗娜")
+    assert again.proposal["id"] != first.proposal["id"] and again.proposal["status"] == "pending", again.answer
+    Proposal.objects.filter(pk=again.proposal["id"]).update(status="rejected")
+
+    offered, _ = Thread(staff).ask("天河店哪些商品低于安全库存")
+    assert offered.proposal is not None
+    proposal_reject(proposal=offered.proposal["id"], user=manager, reason="本周已到货")
+    from ops.models import Inventory
+
+    Inventory.objects.filter(store__code="GZ-TH", product__sku="B001").update(on_hand=0)  # the suggestion moves
+    later, _ = Thread(staff).ask("天河店哪些商品低于安全库存")
+    assert later.proposal is not None and later.proposal["id"] != offered.proposal["id"], later.answer
+    assert later.proposal["status"] == "pending"

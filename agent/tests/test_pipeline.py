@@ -865,3 +865,16 @@ def test_a_product_the_bar_sells_is_the_stores_world(staff):
     # 「那百威呢」 after a ticket turn was declined as 「这个请求与门店运营无关」.
     assert not pipeline.far_from_domain(state_for("那百威呢", staff))
     assert pipeline.far_from_domain(state_for("比特币现在多少钱一个", staff))
+
+
+@pytest.mark.parametrize("question,asks", [("青岛和科罗娜还剩多少", "还剩多少"), ("青岛和科罗娜今天卖了多少", "卖了多少")])
+def test_two_products_in_one_data_question_are_asked_apart_not_one_dropped(question, asks):
+    # 「青岛和科罗娜还剩多少」 answered for 科罗娜 alone; 青岛 was dropped without a word.
+    from agent.data_guard import plan_data
+    from ops.selectors import products_named_in_text
+    from ops.tools import local_today
+
+    assert products_named_in_text(question) == ["青岛啤酒", "科罗娜啤酒"]
+    assert products_named_in_text("黑牌单杯还有吗") == ["黑牌单杯"]  # the longer name wins its characters
+    plan = plan_data(question, today=local_today())
+    assert plan.clarify and "青岛啤酒" in plan.clarify and "科罗娜啤酒" in plan.clarify and asks in plan.clarify
