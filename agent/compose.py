@@ -143,7 +143,9 @@ def _number(text: str) -> float | None:
 
 def question_quantity(question: str) -> tuple[float, str] | None:
     """The one amount or duration a question states (「差了20块」 → (20, 元)); None for none or several."""
-    found = [(n, _UNIT_WORDS[u]) for raw, u in _QUANTITY.findall(question or "") if (n := _number(raw)) is not None]
+    # 「第七天」 is a day's place, not a duration.
+    found = [(n, _UNIT_WORDS[m.group(2)]) for m in _QUANTITY.finditer(question or "")
+             if question[max(0, m.start() - 1):m.start()] != "第" and (n := _number(m.group(1))) is not None]
     return found[0] if len(found) == 1 else None
 
 
@@ -176,14 +178,18 @@ def condition_fit(text: str, quantity: tuple[float, str] | None) -> int:
 def _lead(units: list[SectionUnit], terms: set[str], quantity: tuple[float, str] | None = None) -> SectionUnit:
     """The unit that answers the question: closest to it by its own vector; words in common
     break ties (and decide alone when no vectors were compared). When the question states an
-    amount or a duration, a sentence whose threshold it meets goes before one whose threshold it
-    does not, among those nearly as close (within 0.05)."""
+    amount or a duration and the closest units (within 0.05) state alternative thresholds for it
+    (「10 元以内…」「超过 10 元…」), the one the amount meets goes first. A lone threshold decides
+    nothing: 「停电快40分钟」 met 「闭店后 45 分钟内完成闭店工作」, which is about something else."""
     best = max((u.similarity for u in units), default=0.0)
+    band = {id(u) for u in units if u.similarity >= best - 0.05}
+    fits = {id(u): condition_fit(u.text, quantity) for u in units if id(u) in band} if quantity else {}
+    alternatives = 1 in fits.values() and -1 in fits.values()
 
     def key(iu):
         i, u = iu
-        fit = condition_fit(u.text, quantity) if u.similarity >= best - 0.05 else 0
-        return (fit, round(u.similarity, 3), len(terms & set(tokenize(u.text))), -i)
+        return (id(u) in band, fits.get(id(u), 0) if alternatives else 0, round(u.similarity, 3),
+                len(terms & set(tokenize(u.text))), -i)
     return max(enumerate(units), key=key)[1]
 
 
@@ -197,6 +203,9 @@ def section_lines(units: list[SectionUnit], terms: list[str], *, budget: int = M
         return []
     term_set = set(terms)
     lead = _lead(units, term_set, quantity)
+    # Chosen among alternative thresholds: it stands on its own, not after the others.
+    lead_fits = quantity is not None and condition_fit(lead.text, quantity) > 0 \
+        and any(condition_fit(u.text, quantity) < 0 for u in units)
     lines: list[SectionUnit] = []
 
     def add_block(block: int):
@@ -228,7 +237,7 @@ def section_lines(units: list[SectionUnit], terms: list[str], *, budget: int = M
     before = _what_it_points_back_to(units, lines[0]) if budget > 1 else []
     if before:
         head = [*before, lines[0]]
-    elif condition_fit(lines[0].text, quantity) > 0:  # 「超过 10 元的…」 stands on its own in its 「；」 run
+    elif lead_fits and condition_fit(lines[0].text, quantity) > 0:  # 「超过 10 元的…」 stands on its own in its 「；」 run
         head = [lines[0]]
     else:
         first = _start_of_enumeration(units, lines[0]) if budget > 1 else lines[0]

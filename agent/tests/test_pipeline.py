@@ -878,3 +878,14 @@ def test_two_products_in_one_data_question_are_asked_apart_not_one_dropped(quest
     assert products_named_in_text("黑牌单杯还有吗") == ["黑牌单杯"]  # the longer name wins its characters
     plan = plan_data(question, today=local_today())
     assert plan.clarify and "青岛啤酒" in plan.clarify and "科罗娜啤酒" in plan.clarify and asks in plan.clarify
+
+
+def test_a_lone_threshold_or_a_days_place_picks_nothing():
+    # 「店里整个黑了快40分钟还没来电」 led with 「闭店后 45 分钟内完成闭店工作」 (met, but about something
+    # else); 「第七天…」 was read as a duration of 7 days.
+    from knowledge.selectors import SectionUnit
+
+    texts = ["各门店营业时间为每天 17:00 至次日 02:30。", "闭店班员工在闭店后 45 分钟内完成闭店工作。", "最后点单时间为闭店前 30 分钟。"]
+    units = [SectionUnit("sentence", t, 0, similarity=s) for t, s in zip(texts, (0.9, 0.88, 0.87))]
+    assert compose.section_lines(units, [], quantity=(40.0, "分钟"))[0] == texts[0]
+    assert compose.question_quantity("第七天店长考我实操没过，还要跟师傅多久") is None
