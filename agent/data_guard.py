@@ -121,6 +121,10 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
     # 「上周卖了多少」 → 「外卖占多少」: a short question right after a data answer that names another
     # figure but no period or store keeps the previous turn's (it asked for the period again).
     carried = inherited or (bool(previous.get("tool")) and len(question.strip()) <= 12)
+    if tool is None and (named := find_product_in_text(question)):
+        product = named[1]
+        return DataPlan(None, clarify=f"想查{product}的哪一项？可以问「{named[0]}还剩多少」（库存）、「{named[0]}上周卖了多少」（销量）；"
+                                      "问制度或酒水知识，请把情况说完整一些。", reason=f"只说了商品名「{named[0]}」")
     if tool is None:
         return DataPlan(None, clarify="想查哪项经营数据？可以问营业额、每日趋势、热销排行、门店对比、高峰时段、低库存或会员余额。", reason="没有匹配的数据工具")
     params: dict = {}

@@ -867,6 +867,26 @@ def test_a_product_the_bar_sells_is_the_stores_world(staff):
     assert pipeline.far_from_domain(state_for("比特币现在多少钱一个", staff))
 
 
+def test_a_bare_product_name_asks_which_figure_and_is_not_an_sop_gap():
+    # 「那百威呢」 after a ticket turn, and 「百威」 alone, were refused as 「制度文档里没有」 and
+    # filed on the managers' unanswered list.
+    from agent.models import UnansweredQuestion
+
+    staff = make_user("agent_bare_product", role="staff", stores=["GZ-TH"])
+    ticket, conv, _ = chat_ask(user=staff, query="客人喝了我们的酒说头晕，帮我建个工单")
+    assert ticket.intent == "action"
+    follow, _, _ = chat_ask(user=staff, query="那百威呢", thread_id=conv.thread_id)
+    alone, _, _ = chat_ask(user=staff, query="百威")
+    for result in (follow, alone):
+        assert not result.refused and result.intent == "data" and not result.data
+        assert "想查百威啤酒的哪一项" in result.answer and "百威还剩多少" in result.answer
+    assert not UnansweredQuestion.objects.filter(question__in=["那百威呢", "百威"]).exists()
+    # After a stock answer the same words still switch product.
+    stock, conv2, _ = chat_ask(user=staff, query="科罗娜还有多少")
+    switched, _, _ = chat_ask(user=staff, query="那百威呢", thread_id=conv2.thread_id)
+    assert switched.data and switched.data[0]["params"]["product"] == "百威啤酒"
+
+
 @pytest.mark.parametrize("question,asks", [("青岛和科罗娜还剩多少", "还剩多少"), ("青岛和科罗娜今天卖了多少", "卖了多少")])
 def test_two_products_in_one_data_question_are_asked_apart_not_one_dropped(question, asks):
     # 「青岛和科罗娜还剩多少」 answered for 科罗娜 alone; 青岛 was dropped without a word.
