@@ -354,6 +354,11 @@ def extractive_data_answer(tool_result: ToolResult, sources: Sources, question: 
         worst = min(sources.data, key=lambda d: d["row"]["revenue"])
         lines.append(f"营业额最高的是 {best['row']['date']}（{best['row']['weekday']}）¥{best['row']['revenue']:,.2f} [{best['ref']}]，"
                      f"最低的是 {worst['row']['date']}（{worst['row']['weekday']}）¥{worst['row']['revenue']:,.2f} [{worst['ref']}]。")
+    if tool_result.tool == "product_sales" and len(sources.data) > 1 and WHICH_STORE.search(question) \
+            and any(d["row"]["qty"] for d in sources.data):
+        # 「上周哪家店科罗娜卖得最多」: the store that sold most, not only the list in store order
+        best = max(sources.data, key=lambda d: d["row"]["qty"])
+        lines.append(f"卖得最多的是{best['row']['store']}：{best['row']['qty']:,}{best['row']['unit']} [{best['ref']}]。")
     if tool_result.tool == "period_compare":  # the change itself, after both periods' figures
         lines.append(tool_result.summary.split("；", 1)[-1])
     if tool_result.tool == "store_sales" and "日均" in question and (period := tool_result.params.get("period")):
@@ -365,13 +370,15 @@ def extractive_data_answer(tool_result: ToolResult, sources: Sources, question: 
         lines.append("合计" + tool_result.summary.rsplit("；", 1)[-1])
     if tool_result.tool in ("store_sales", "product_sales") and len(tool_result.rows) > 1 and "：" in tool_result.summary:
         lines.append(tool_result.summary.split("：", 1)[-1].replace("（只计已支付订单）", "（合计，只计已支付订单）"))
-    if tool_result.tool == "store_sales" and len(tool_result.rows) == 1 and ALL_STORES_ASKED.search(question):
+    if tool_result.tool in ("store_sales", "product_sales") and len(tool_result.rows) == 1 \
+            and (ALL_STORES_ASKED.search(question) or WHICH_STORE.search(question)):
         # 「四家店上周各卖了多少」 from a one-store manager showed that store alone, as if the chain had one.
         lines.append(f"你能查看的门店只有{tool_result.rows[0]['store']}；其他门店的数据请找总部。")
     return "\n".join(lines)
 
 
-ALL_STORES_ASKED = re.compile(r"各店|各门店|各家|每家|[两三四五六七八九几]家店|所有(门)?店|全部(门)?店|全部门店|每个店")
+WHICH_STORE = re.compile(r"哪(家|个|间)(门)?店|哪家")
+ALL_STORES_ASKED = re.compile(r"各店|各门店|各家|每家|[两三四五六七八九几]家店|所有(门)?店|全部(门)?店|全部门店|每个店|全公司|整个公司|全品牌|全国|总共几家")
 
 
 def proposals_status_answer(user, items: list, total: int, *, awaiting_me: bool) -> str:

@@ -53,10 +53,11 @@ _PHONE = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)")
 _MEMBER_NO = re.compile(r"(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
 _N = r"([0-9一二两三四五六七八九十]+)"
 _TOP_N = (
-    re.compile(rf"前\s*{_N}|top\s*(\d+)", re.IGNORECASE),
+    re.compile(rf"前\s*{_N}(?!\s*(?:个)?(?:周|星期|礼拜|天|日|月|年|季度|小时))|top\s*(\d+)", re.IGNORECASE),  # 「前一周」 is a period
     re.compile(rf"最(?:好|多|火|畅销)的?\s*{_N}\s*(?:个|款|样|种|名|位)"),
     re.compile(rf"{_N}\s*(?:个|款|样|种)[^，。？！]{{0,6}}最(?:好|多|火)"),
 )
+_THE_ONE_BEFORE = re.compile(r"^(那么?|那)?\s*(再往前|往前|再前|前)\s*(一|1)\s*(个)?(周|星期|礼拜|天|日|月)")
 _FIRST = re.compile(r"第一(?!周|天|次|季度)")
 
 
@@ -116,6 +117,15 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
     if tool is None and vocab.FIGURE_COMPARE.search(question) and names_two_periods(question, today):
         tool, reason = STORE_SALES, "两段时间的营业额对比（没有指明指标时按营业额）"  # 「这周跟上周比怎么样」
     inherited = False
+    prev_params = previous.get("params") or {}
+    compared_with: list[str] | None = None
+    if tool is None and previous.get("tool") in (STORE_SALES, COMPARE_STORES, PERIOD_COMPARE) and vocab.STORES_COMPARED.search(question) \
+            and len(named_stores := find_stores_in_text(question)) == 1:
+        # 「上周卖了多少」 → 「跟福田比」 (answered from the membership rules): the store just asked
+        # about against the one named now; every store in scope when the last answer covered them all.
+        tool, reason = COMPARE_STORES, f"追问，上一轮的门店与「{named_stores[0][0]}」对比"
+        if prev_params.get("store"):
+            compared_with = [prev_params["store"], named_stores[0][0]]
     if tool is None and previous.get("tool"):
         tool, reason, inherited = previous["tool"], f"追问，沿用上一轮的工具 {previous['tool']}", True
     # 「上周卖了多少」 → 「外卖占多少」: a short question right after a data answer that names another
@@ -128,7 +138,6 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
     if tool is None:
         return DataPlan(None, clarify="想查哪项经营数据？可以问营业额、每日趋势、热销排行、门店对比、高峰时段、低库存或会员余额。", reason="没有匹配的数据工具")
     params: dict = {}
-    prev_params = previous.get("params") or {}
     store_words = ""
     # A sales question that names a product asks how much of *it* sold (「科罗娜卖了几瓶」), and a
     # follow-up naming another product (「那百威呢」) asks the same of that one.
@@ -138,7 +147,11 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
 
         return DataPlan(tool, clarify=f"{TOOLS[tool].title}只按门店统计，不能按商品拆分。"
                                       f"可以问「{named[0]}卖了多少」看这个商品的销量。", reason=reason)
-    product = find_product_in_text(question) if tool in (STORE_SALES, PRODUCT_SALES, LOW_STOCK, PRODUCT_STOCK) else None
+    product = find_product_in_text(question) if tool in (STORE_SALES, PRODUCT_SALES, LOW_STOCK, PRODUCT_STOCK, COMPARE_STORES) else None
+    if tool == COMPARE_STORES and product and not vocab.CHANNEL_WORDS.search(question):
+        # 「上周哪家店科罗娜卖得最多」 was the stores' whole revenue ranked, 科罗娜 dropped: it is that
+        # product's sales in every store the asker may see.
+        tool, reason = PRODUCT_SALES, f"{PRODUCT_SALES}：各门店的商品「{product[0]}」+ " + reason
     if product and len(named := products_named_in_text(question)) > 1:
         # 「青岛和科罗娜还剩多少」 answered for 科罗娜 alone, 青岛 silently dropped: one product a question.
         what, example = ("库存", "还剩多少") if tool in (LOW_STOCK, PRODUCT_STOCK) else ("销量", "卖了多少")
@@ -231,7 +244,9 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
         # them is echoed as asked (never by its full name, which would confirm it exists).
         named = [words for words, _ in find_stores_in_text(question)]
         city = city_in_text(question)
-        if len(named) >= 2:  # 「天河跟福田比」: those two, not every store
+        if compared_with:
+            params["stores"] = compared_with
+        elif len(named) >= 2:  # 「天河跟福田比」: those two, not every store
             params["stores"] = named
         elif city:  # 「广州各店对比」: the asker's stores in that city
             params["stores"] = [city, *named]
@@ -256,6 +271,10 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
             period = find_period(question, today)
         except PeriodError as exc:
             return DataPlan(tool, params, clarify=f"{exc}", reason=reason)
+        if carried and (before := prev_params.get("period")) and _THE_ONE_BEFORE.search(question):
+            # 「上周科罗娜卖了几瓶」 → 「那前一周呢」 is the week before that one, not the last seven days
+            asked = Period(date.fromisoformat(before["start"]), date.fromisoformat(before["end"]), before["label"])
+            period = previous_period(asked)
         if period is not None:
             params["period"] = {"label": period.label, "start": period.start.isoformat(), "end": period.end.isoformat()}
         elif carried and prev_params.get("period"):

@@ -215,6 +215,9 @@ def route_node(state: AgentState) -> None:
             decision = Route(DATA, f"追问，沿用上一轮的数据意图（{prev_intent}）", decision.scores)
         elif not decision.decided and prev_intent == POLICY and state.resolved_query != state.question:
             decision = Route(POLICY, "追问，沿用上一轮的规则意图", decision.scores)
+        elif not decision.decided and prev_intent in (DATA, BOTH) and vocab.STORES_COMPARED.search(state.question) \
+                and len(state.question) <= 12 and len(find_stores_in_text(state.question)) == 1:
+            decision = Route(DATA, "追问，和另一家门店相比", decision.scores)  # 「上周卖了多少」 → 「跟福田比」
         elif not decision.decided and vocab.STORES_COMPARED.search(state.question) and len(find_stores_in_text(state.question)) >= 2:
             decision = Route(DATA, "两家以上门店相比", decision.scores)  # 「天河跟福田比」 names no figure
         state.route = decision
@@ -432,8 +435,14 @@ def decide_in_chat(state: AgentState) -> bool:
     pk = next(g for g in m.groups()[1:] if g) if m else after.group(1) if after else state.previous["proposal_id"]
     state.decided_on = str(pk)
     state.route = Route(ACTION, f"确认或驳回提案 #{pk}：在提案卡片上完成，助手不代为决定")
-    state.answer = (f"提案 #{pk} 要由有权限的人在提案卡片上点「确认」或「拒绝」：打开顶部菜单的「操作提案」页面（/proposals/）找到 #{pk}；"
-                    "店长也可以在后台的「操作提案」里处理。我不会替任何人确认或拒绝。")
+    from workflow.selectors import proposal_for_status
+
+    if state.user is not None and str(pk).isdigit() and proposal_for_status(state.user, int(pk)) is None:
+        # 「确认提案99999」 sent people to /proposals/ to look for a proposal that does not exist.
+        state.answer = compose.proposal_number_answer(state.user, int(pk), None)
+    else:
+        state.answer = (f"提案 #{pk} 要由有权限的人在提案卡片上点「确认」或「拒绝」：打开顶部菜单的「操作提案」页面（/proposals/）找到 #{pk}；"
+                        "店长也可以在后台的「操作提案」里处理。我不会替任何人确认或拒绝。")
     with state.trace.step("route") as detail:
         detail.update(state.route.as_dict())
     return True

@@ -191,7 +191,8 @@ def route_by_rules(question: str, today: date | None = None) -> Route:
     if r.is_policy:
         return Route(POLICY, f"规则问题 — {why(POLICY)}", scores)
     if (m := _BARE_NAME.fullmatch(text.strip())) and _is_a_product_name(m.group("what")):
-        return Route(DATA, f"只说了商品名「{m.group('what')}」：问它的哪项数据", scores)
+        # Undecided: it may fill a pending restock's product (「补货」 → 「科罗娜」), and an LLM may read it.
+        return Route(DATA, f"只说了商品名「{m.group('what')}」：问它的哪项数据", scores, decided=False)
     return Route(POLICY, "规则未能判定，按规则问题检索（由可答性评分决定是否拒答）" + (f" — {why(POLICY, DATA)}" if scores[POLICY] or scores[DATA] else ""), scores, decided=False)
 
 

@@ -2,7 +2,7 @@
 the four guards, follow-ups and LLM-down degradation. Real PostgreSQL, real corpus
 (hashing embedder), real tools; only the LLM server is faked."""
 import threading
-from datetime import timedelta
+from datetime import date, timedelta
 
 import pytest
 
@@ -726,9 +726,16 @@ def test_a_cited_section_is_read_once_per_answer(staff, django_assert_max_num_qu
     assert sources.citations[0]["text"] and sources.sections["1"] is units[hit.chunk_id]
 
 
-@pytest.mark.parametrize("question,pk", [("确认提案7", "7"), ("驳回 #12", "12"), ("批准一下12号补货单", "12")])
-def test_deciding_a_proposal_in_chat_points_at_its_card(manager, question, pk):
+@pytest.mark.parametrize("question", ["确认提案{pk}", "驳回 #{pk}", "批准一下{pk}号补货单"])
+def test_deciding_a_proposal_in_chat_points_at_its_card(manager, question):
     # Was an out-of-scope refusal pointing at 《演出与活动安排》, logged as an unanswered question.
+    from ops.models import Store
+    from workflow.services import proposal_create
+
+    proposal, _ = proposal_create(user=manager, kind="restock", store=Store.objects.get(code="GZ-TH"), source="api",
+                                  payload={"lines": [{"sku": "B003", "quantity": 2, "unit": "瓶", "reason": "测试"}]})
+    pk = str(proposal.pk)
+    question = question.format(pk=pk)
     result, _ = answer_question(question, user=manager)
     assert not result.refused and result.intent == "action" and not result.proposal
     assert f"#{pk}" in result.answer and "/proposals/" in result.answer and "不会替任何人确认" in result.answer
@@ -909,3 +916,46 @@ def test_a_lone_threshold_or_a_days_place_picks_nothing():
     units = [SectionUnit("sentence", t, 0, similarity=s) for t, s in zip(texts, (0.9, 0.88, 0.87))]
     assert compose.section_lines(units, [], quantity=(40.0, "分钟"))[0] == texts[0]
     assert compose.question_quantity("第七天店长考我实操没过，还要跟师傅多久") is None
+
+
+def test_which_store_sold_most_of_a_product_ranks_that_product_not_revenue():
+    # 「上周哪家店科罗娜卖得最多」 was the stores' whole revenue ranked, 科罗娜 silently dropped.
+    hq = make_user("agent_hq_product_rank", role="hq", stores=[])
+    result, _, _ = chat_ask(user=hq, query="上周哪家店科罗娜卖得最多")
+    assert result.data and {d["tool"] for d in result.data} == {"product_sales"}
+    rows = run_tool("product_sales", {"product": "科罗娜", "period": "上周"}, user=hq).rows
+    best = max(rows, key=lambda r: r["qty"])
+    assert f"卖得最多的是{best['store']}：{best['qty']:,}瓶" in result.answer and "营业额排名" not in result.answer
+    manager = make_user("agent_mgr_product_rank", role="manager", stores=["GZ-TH"])
+    own, _, _ = chat_ask(user=manager, query="上周哪家店科罗娜卖得最多")
+    assert "你能查看的门店只有广州天河店" in own.answer
+
+
+def test_the_week_before_as_a_follow_up_keeps_the_product_and_steps_back():
+    # 「上周科罗娜卖了几瓶」 → 「那前一周呢」 was the last seven days' top product (「前一」 read as top 1).
+    manager = make_user("agent_mgr_week_before", role="manager", stores=["GZ-TH"])
+    first, conv, _ = chat_ask(user=manager, query="上周科罗娜卖了几瓶")
+    second, _, _ = chat_ask(user=manager, query="那前一周呢", thread_id=conv.thread_id)
+    assert second.data[0]["tool"] == "product_sales" and second.data[0]["params"]["product"] == "科罗娜啤酒"
+    before, after = first.data[0]["params"]["period"], second.data[0]["params"]["period"]
+    assert after["label"] == "上上周" and after["end"] < before["start"]
+    assert (date.fromisoformat(before["start"]) - date.fromisoformat(after["start"])).days == 7
+
+
+def test_comparing_with_another_store_as_a_follow_up_compares_stores():
+    # 「上周卖了多少」 → 「跟福田比」 was answered from the stored-value rules.
+    hq = make_user("agent_hq_follow_compare", role="hq", stores=[])
+    first, conv, _ = chat_ask(user=hq, query="上周天河店卖了多少")
+    second, _, _ = chat_ask(user=hq, query="跟福田比", thread_id=conv.thread_id)
+    assert second.intent == "data" and second.data[0]["tool"] == "compare_stores"
+    assert second.data[0]["params"]["stores"] == ["广州天河店", "深圳福田店"]
+    assert second.data[0]["params"]["period"] == first.data[0]["params"]["period"]
+    assert {d["row"]["store"] for d in second.data} == {"广州天河店", "深圳福田店"}
+
+
+def test_deciding_a_proposal_that_does_not_exist_says_so():
+    # 「确认提案99999」 sent the user to /proposals/ to look for #99999.
+    manager = make_user("agent_mgr_no_such", role="manager", stores=["GZ-TH"])
+    for number in ("99999", "999999999999999999999999"):
+        result, _, _ = chat_ask(user=manager, query=f"确认提案{number}")
+        assert f"没有提案 #{number}" in result.answer and "找到" not in result.answer
