@@ -95,7 +95,9 @@ def unknown_fields(data: dict, allowed: set[str] | frozenset[str]) -> list[str]:
 def reject_unknown(data: dict, allowed, field: str = "non_field_errors") -> None:
     extra = unknown_fields(data, allowed)
     if extra:
-        raise ValidationError({field: [f"不认识的字段：{'、'.join(extra)}（允许：{'、'.join(sorted(allowed))}）。"]})
+        # 「确认」 takes no fields: 「（允许：）」 with an empty list read like a bug.
+        accepts = f"允许：{'、'.join(sorted(allowed))}" if allowed else "这个接口不接受任何字段，请求体留空或发 {}"
+        raise ValidationError({field: [f"不认识的字段：{'、'.join(extra)}（{accepts}）。"]})
 
 
 def money_problem(value) -> tuple[Decimal | None, str | None]:

@@ -78,6 +78,32 @@ def test_a_body_over_the_upload_limit_is_a_413_that_names_it(clients, settings):
     assert r.status_code == 413 and "上限" in r.json()["detail"] and _counts() == before
 
 
+def test_a_chunked_body_is_read_behind_gunicorn_and_a_411_elsewhere(clients, settings):
+    # A valid order sent with Transfer-Encoding: chunked was read as an empty body (400: every
+    # field missing), and a 4 MB one dropped the connection.
+    import io
+
+    from ops.tests.factories import order_payload
+
+    def chunked(body: bytes, decoded: bool):
+        extra = {"CONTENT_LENGTH": "", "HTTP_TRANSFER_ENCODING": "chunked", "wsgi.input": io.BytesIO(body)}
+        if decoded:  # gunicorn hands the application the decoded body and says so
+            extra["wsgi.input_terminated"] = True
+        return clients["pos"].post("/api/v1/orders", data=body, content_type="application/json", **extra)
+
+    body = json.dumps(order_payload("CHUNKED-1")).encode()
+    before = _counts()
+    raw = chunked(body, decoded=False)
+    assert raw.status_code == 411 and "Content-Length" in raw.json()["detail"] and _counts() == before
+    ok = chunked(body, decoded=True)
+    assert ok.status_code == 201, ok.json()
+    assert Order.objects.filter(external_id="CHUNKED-1").count() == 1
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    before = _counts()
+    big = chunked(b'{"orders": [' + b" " * 2000 + b"]}", decoded=True)
+    assert big.status_code == 413 and "上限" in big.json()["detail"] and _counts() == before
+
+
 def test_parse_errors_and_a_missing_csrf_token_are_explained_in_chinese(clients):
     from django.test import Client
 
@@ -101,3 +127,11 @@ def test_parse_errors_and_a_missing_csrf_token_are_explained_in_chinese(clients)
     browser.force_login(make_user("bad_csrf", role="staff"))
     r = browser.post("/api/v1/chat", data='{"query": "会员卡能跨店用吗"}'.encode(), content_type="application/json")
     assert r.status_code == 403 and "CSRF 令牌" in r.json()["detail"]
+
+
+def test_an_endpoint_that_takes_no_fields_says_so(clients):
+    # 「不认识的字段：note（允许：）。」: an empty list of allowed fields read like a bug.
+    r = clients["manager"].post("/api/v1/proposals/1/confirm", data=json.dumps({"note": "ok"}), content_type="application/json")
+    assert r.status_code == 400
+    message = r.json()["non_field_errors"][0]
+    assert "note" in message and "（允许：）" not in message and "不接受任何字段" in message
