@@ -25,7 +25,7 @@ from pgvector.django import CosineDistance
 
 from .models import IndexMeta, Sentence
 from .selectors import Hit, SearchResult, _cosines, read_once, section_snapshot
-from .text import grams, tokenize
+from .text import grams, synonym_meanings, tokenize
 
 FEATURES = ("chunk_sim", "sentence_sim", "alias_sim", "global_sim", "coverage", "gram_coverage", "section_coverage", "margin",
             "noun_coverage", "nouns_missing")
@@ -73,7 +73,9 @@ def _topic_words(question: str) -> tuple[str, ...]:
     from .text import STOPWORDS, tokenize
 
     tokenize("")  # loads jieba and the corpus's user dictionary once
-    words = [w for w, tag in pseg.cut(question) if len(w) >= 2 and w not in STOPWORDS and tag.startswith(_NOUN_TAGS)]
+    # 「哪些地方」「什么东西」 ask where or what; they name nothing the corpus should contain.
+    words = [w for w, tag in pseg.cut(question) if len(w) >= 2 and w not in STOPWORDS and tag.startswith(_NOUN_TAGS)
+             and not w.startswith(("哪", "什么", "啥"))]
     return tuple(dict.fromkeys(words))
 
 
@@ -97,7 +99,10 @@ def signals(question: str, qvec, result: SearchResult, top: Hit | None, meta: In
     qgrams = list(dict.fromkeys(grams(question)))
     nouns = topic_words(question)
     noun_grams = list({w[i : i + 2] for w in nouns for i in range(len(w) - 1)})
-    words, word_grams = sorted(set(terms) | set(nouns)), sorted(set(qgrams) | set(noun_grams))
+    # 「锁门」 is 闭店 in the corpus's words (corpus/synonyms.txt): known, and present where 闭店 is.
+    meanings = synonym_meanings(question, set(terms) | set(nouns))
+    meant = {t for ts in meanings.values() for t in ts}
+    words, word_grams = sorted(set(terms) | set(nouns) | meant), sorted(set(qgrams) | set(noun_grams))
 
     def read_stats():
         with connection.cursor() as cur:  # every statistic in one round trip
@@ -110,13 +115,19 @@ def signals(question: str, qvec, result: SearchResult, top: Hit | None, meta: In
     word_df = {t: d for kind, t, d in stats if kind == "w"}
     gram_df = {t: d for kind, t, d in stats if kind == "g"}
     df = {t: word_df[t] for t in terms if t in word_df}
+    for t in terms:  # a colloquial word weighs like the corpus term it stands for
+        if t not in df and (dfs := [word_df[m] for m in meanings.get(t, []) if m in word_df]):
+            df[t] = max(dfs)
     gdf = {g: gram_df[g] for g in qgrams if g in gram_df}
     # A noun counts as known when the corpus uses the word, or every two characters of it
     # (jieba's split can differ between question and corpus).
-    unknown_nouns = [w for w in nouns if w not in word_df and not all(w[i : i + 2] in gram_df for i in range(len(w) - 1))]
+    unknown_nouns = [w for w in nouns if w not in word_df and not all(w[i : i + 2] in gram_df for i in range(len(w) - 1))
+                     and not any(m in word_df for m in meanings.get(w, []))]
     idf = {t: _idf(n, df.get(t)) for t in terms}
     gidf = {g: _idf(n, gdf.get(g)) for g in qgrams}
-    missing = unknown_nouns or [t for t in terms if not df.get(t)]
+    # Only the things it names: the words around them (「之前」「一班」「清楚」) were quoted back
+    # in refusals as if the rules lacked them.
+    missing = unknown_nouns
     out = {f: 0.0 for f in FEATURES}
     out["noun_coverage"] = 1.0 - len(unknown_nouns) / len(nouns) if nouns else 1.0
     out["nouns_missing"] = float(min(3, len(unknown_nouns)))
@@ -140,7 +151,7 @@ def signals(question: str, qvec, result: SearchResult, top: Hit | None, meta: In
         (float(d) for d in Sentence.objects.filter(chunk_id__in=snap.chunk_ids, kind=Sentence.Kind.ALIAS)
          .annotate(d=CosineDistance("embedding", vec)).values_list("d", flat=True)),
         default=1.0)
-    in_section = snap.terms & set(terms)
+    in_section = (snap.terms & set(terms)) | {t for t in terms if snap.terms & set(meanings.get(t, []))}
     out["section_coverage"] = _weighted_share(terms, idf, in_section)
     others = [h.score for h in (result.hits if result else []) if h.section_path != top.section_path]
     out["margin"] = (top.score - others[0]) / top.score if others and top.score else (1.0 if top.score else 0.0)

@@ -98,6 +98,21 @@ def query_terms(query: str) -> list[str]:
     return terms
 
 
+def synonym_meanings(query: str, words) -> dict[str, list[str]]:
+    """For each of `words` that is (part of) a colloquial variant found in the question, the
+    corpus tokens it stands for: 「锁门」 → 闭店. The answerability signals count such a word as
+    known, and as present where its corpus term is."""
+    text = (query or "").lower()
+    found = [(v, canonical) for canonical, variants in _load_synonyms() for v in variants if v in text]
+    out: dict[str, list[str]] = {}
+    for w in words:
+        for v, canonical in found:
+            if len(w) >= 2 and (w in v or v in w):
+                out.setdefault(w, [])
+                out[w].extend(t for term in canonical for t in tokenize(term) if t not in out[w])
+    return out
+
+
 def term_counts(text: str) -> Counter:
     return Counter(tokenize(text))
 

@@ -27,6 +27,16 @@ def test_an_answerable_question_is_covered_by_the_corpus_and_by_its_section():
     assert set(sig) == set(answerability.FEATURES)
 
 
+def test_a_colloquial_word_the_synonym_list_maps_counts_as_the_corpus_term():
+    # 「百威卖光了，系统里怎么弄」 was refused as 「制度里没有关于「卖光」…的规定」 although the
+    # synonym list reads 卖光 as 沽清, which the chosen section (沽清) states; 「哪些地方」 asks
+    # where and named nothing missing.
+    sig, missing = _signals("百威卖光了，系统里怎么弄")
+    assert "卖光" not in missing and sig["nouns_missing"] == 0, (sig, missing)
+    _, missing = _signals("今晚我锁门，走之前要看哪些地方")
+    assert "锁门" not in missing and "哪些地方" not in missing and "之前" not in missing
+
+
 def test_the_fit_separates_and_the_threshold_refuses_few_answerable_questions():
     rows, labels = [], []
     for i in range(60):  # answerable: covered, close
