@@ -275,13 +275,35 @@ def _start_of_enumeration(units: list[SectionUnit], lead: SectionUnit) -> Sectio
     return units[i]
 
 
+def second_section_lines(units: list[SectionUnit], terms: list[str], *, quantity: tuple[float, str] | None = None) -> list[str]:
+    """A second section adds the one unit that answers, with what it cannot stand without: a
+    list item with its intro, a clause of a 「；」 run with the run's opening (which names what the
+    run is: 「禁止发布：」), a list's intro with its closest item. One line came out as
+    「会员信息、订单截图、销售数据和后台系统页面；」 without 禁止, or as 「出现以下任一情况…必须立即叫店长：」
+    with no list after it."""
+    if not units:
+        return []
+    lead = _lead(units, set(terms), quantity)
+    if lead.kind == "item":
+        intro = [u for u in units if u.block == lead.block - 1 and u.kind == "sentence" and u.text.rstrip().endswith(("：", ":"))]
+        return [u.text.rstrip() for u in [*intro[-1:], lead]]
+    opener = _start_of_enumeration(units, lead)
+    if opener is not lead and ("：" in opener.text or ":" in opener.text):
+        return [opener.text.rstrip(), lead.text.rstrip()]
+    if lead.text.rstrip().endswith(("：", ":")):
+        items = [u for u in units if u.block == lead.block + 1 and u.kind == "item"]
+        if items:
+            return [lead.text.rstrip(), max(items, key=lambda u: u.similarity).text.rstrip()]
+    return [lead.text.rstrip()]
+
+
 def extractive_policy_answer(question: str, sources: Sources, terms: list[str]) -> str:
     """Answer from the chosen section (a second section, when cited, adds only its lead)."""
     out = []
     for i, c in enumerate(sources.citations):
         units = sources.sections.get(c["ref"]) or [SectionUnit("sentence", s, 0) for s in split_sentences(c["text"])]
         quantity = question_quantity(question)
-        chosen = section_lines(units, terms, quantity=quantity) if i == 0 else section_lines(units, terms, budget=1, quantity=quantity)[:1]
+        chosen = section_lines(units, terms, quantity=quantity) if i == 0 else second_section_lines(units, terms, quantity=quantity)
         out += [f"{line}[{c['ref']}]" for line in chosen]
     return "\n".join(out)
 

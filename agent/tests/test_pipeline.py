@@ -763,6 +763,24 @@ def test_a_clause_from_the_middle_of_an_enumeration_does_not_lead_without_its_op
     assert compose.section_lines(units, [], budget=1)[0] == "安排员工关注，防止跌倒；"
 
 
+def test_a_second_sections_line_keeps_what_it_cannot_stand_without():
+    # 「我把后台今天卖了多少截图发朋友圈」 ended 「会员信息、订单截图、销售数据和后台系统页面；」 without
+    # 「禁止发布：」, and 「客人骂完说要去网上曝光我们」 with 「出现以下任一情况…必须立即叫店长：」 and no list.
+    from knowledge.selectors import SectionUnit
+
+    run = ["禁止发布：客人的正脸或可识别身份的信息（未获本人同意）；", "会员信息、订单截图、销售数据和后台系统页面；", "对竞争对手的评价。"]
+    units = [SectionUnit("sentence", t, 0, similarity=0.9 if i == 1 else 0.5) for i, t in enumerate(run)]
+    assert compose.second_section_lines(units, []) == run[:2]
+    intro = SectionUnit("sentence", "出现以下任一情况，当班员工必须立即叫店长：", 0, similarity=0.5)
+    items = [SectionUnit("item", f"{i}. {t}", 1, similarity=s) for i, (t, s) in
+             enumerate([("客人身体不适。", 0.5), ("客人表示要投诉到媒体。", 0.8), ("同一客人第二次投诉。", 0.6)], 1)]
+    assert compose.second_section_lines([intro, *items], []) == [intro.text, items[1].text]  # an item leads: with its intro
+    intro.similarity = 0.95  # the intro leads: with the closest item of its list
+    assert compose.second_section_lines([intro, *items], []) == [intro.text, items[1].text]
+    alone = [SectionUnit("sentence", "存酒期限 90 天。", 0, similarity=0.9), SectionUnit("sentence", "到期前提醒。", 0, similarity=0.4)]
+    assert compose.second_section_lines(alone, []) == ["存酒期限 90 天。"]
+
+
 def test_a_sentence_that_points_back_leads_after_what_it_points_to():
     # 「客人要求赔钱 我能答应吗」 began 「超出以上权限的一律交给店长」, without the 权限 above it.
     from knowledge.selectors import SectionUnit
