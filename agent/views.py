@@ -104,7 +104,7 @@ def chat_task(request, task_id: str):
     try:
         state, payload = task_state(task_id, request.user.pk)
     except QueueUnavailable:
-        return _error(request, "后台队列暂时不可用，请关闭「后台处理」后重新提问。", 503)
+        return _error(request, "后台队列暂时不可用，请取消勾选「稍后看」后重新提问。", 503)
     if state == "missing":  # unknown, or another user's (its progress steps included)
         raise Http404
     if state == "failed":

@@ -27,6 +27,10 @@ document.addEventListener("click", function (event) {
 document.addEventListener("htmx:beforeRequest", function (event) {
   const form = document.getElementById("ask-form");
   if (!form || event.detail.elt !== form) return;
+  if (!form.querySelector("textarea").value.trim()) {  // only spaces: nothing to ask (the server said 「问题不能为空」)
+    event.preventDefault();
+    return;
+  }
   const echo = document.querySelector("#thinking .pending-question");
   form.dataset.sent = form.querySelector("textarea").value;
   if (echo) echo.textContent = form.dataset.sent;
@@ -46,8 +50,12 @@ document.addEventListener("htmx:afterSwap", function (event) {
   if (form && event.detail.requestConfig && event.detail.requestConfig.elt === form) {
     // Only the question that was answered is cleared: what was typed meanwhile stays (a second
     // question sent while waiting is queued by hx-sync and goes out next). The 后台 choice stays too.
+    // A question the server refused (too long, empty) stays in the box to be fixed: a pasted
+    // 3,000 characters were wiped by 「问题不能超过 2000 个字符」.
+    const last = turns && turns.lastElementChild;
+    const refused = last && last.querySelector(".error") && !last.querySelector(".answer");
     const box = form.querySelector("textarea");
-    if (box.value === form.dataset.sent) box.value = "";
+    if (box.value === form.dataset.sent && !refused) box.value = "";
   }
 });
 document.addEventListener("htmx:afterRequest", function (event) {

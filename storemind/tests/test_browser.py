@@ -475,3 +475,26 @@ def test_14_a_thread_reopens_at_its_newest_turn_and_an_error_shows_where_the_rea
     page.click("#ask-form button[type=submit]")
     expect(page.locator("#errors .error")).to_be_in_viewport()
     page.context.set_offline(False)
+
+
+def test_15_a_refused_question_stays_in_the_box_and_spaces_are_not_sent(page, live):
+    """A pasted 3,000-character question was wiped from the box by 「问题不能超过 2000 个字符」, and a
+    box of spaces went to the server to be told 「问题不能为空」. 稍后看 was hidden on phones."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    login(page, live, "browser_staff")
+    expect(page.locator("form.ask .async")).to_be_visible()
+    long = "客人说酒有异味怎么办" * 300
+    page.fill("textarea[name=query]", long)
+    page.click("#ask-form button[type=submit]")
+    expect(page.locator("#turns .turn .error").last).to_contain_text("2000")
+    assert page.input_value("textarea[name=query]") == long
+    turns = page.locator("#turns .turn").count()
+    page.fill("textarea[name=query]", "   ")
+    page.click("#ask-form button[type=submit]")
+    page.wait_for_timeout(500)
+    assert page.locator("#turns .turn").count() == turns
+    page.fill("textarea[name=query]", "客人说酒有异味怎么办")
+    ask_after = page.locator("#turns .answer").count()
+    page.click("#ask-form button[type=submit]")
+    page.wait_for_function(f"document.querySelectorAll('#turns .answer').length > {ask_after}")
+    assert page.input_value("textarea[name=query]") == ""  # an answered question is cleared as before
