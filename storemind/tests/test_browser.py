@@ -498,3 +498,20 @@ def test_15_a_refused_question_stays_in_the_box_and_spaces_are_not_sent(page, li
     page.click("#ask-form button[type=submit]")
     page.wait_for_function(f"document.querySelectorAll('#turns .answer').length > {ask_after}")
     assert page.input_value("textarea[name=query]") == ""  # an answered question is cleared as before
+
+
+def test_16_a_long_table_is_folded_under_the_lines_that_already_list_it(page, live):
+    """「上个月每天卖了多少」 showed 30 lines, a chart and then a 30-row table of the same figures; a
+    [D…] link still opens the table at its row."""
+    login(page, live, "browser_staff")
+    answer = ask(page, "上个月天河店每天卖了多少")
+    table = answer.locator("figure.data-table table")
+    expect(answer.locator("details.table-more summary")).to_contain_text("明细表")
+    expect(table).not_to_be_visible()
+    expect(answer.locator("svg.chart")).to_be_visible()
+    answer.locator("a.cite", has_text="D3").first.click()
+    expect(table).to_be_visible()
+    expect(answer.locator("tr.highlight, tr[id$='-D3']").first).to_be_visible()
+    short = ask(page, "上周天河店卖了多少")
+    expect(short.locator("details.table-more")).to_have_count(0)
+    expect(short.locator("figure.data-table table")).to_be_visible()
