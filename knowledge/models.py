@@ -46,7 +46,7 @@ class Chunk(models.Model):
     ordinal = models.PositiveIntegerField("序号")
     section_path = models.CharField("章节路径", max_length=512)
     text = models.TextField("正文")
-    audience = models.CharField("可见范围", max_length=16, default=Document.Audience.STAFF, db_index=True)
+    audience = models.CharField("可见范围", max_length=16, choices=Document.Audience.choices, default=Document.Audience.STAFF, db_index=True)
     embedding = VectorField("向量")
     n_terms = models.PositiveIntegerField("词数", default=0)
 
@@ -109,7 +109,7 @@ class Sentence(models.Model):
     chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="sentences", verbose_name="切片")
     kind = models.CharField("类型", max_length=16, choices=Kind.choices, default=Kind.SENTENCE)
     text = models.TextField("内容")
-    audience = models.CharField("可见范围", max_length=16, default=Document.Audience.STAFF, db_index=True)
+    audience = models.CharField("可见范围", max_length=16, choices=Document.Audience.choices, default=Document.Audience.STAFF, db_index=True)
     embedding = VectorField("向量")
 
     class Meta:

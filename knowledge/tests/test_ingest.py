@@ -100,3 +100,16 @@ def test_ingest_command_prints_a_line_of_numbers(corpus):
     out = io.StringIO()
     call_command("ingest", str(corpus), "--rebuild", stdout=out, stderr=io.StringIO())
     assert "3 added" in out.getvalue() and "chunks in index" in out.getvalue()
+
+
+def test_the_admin_chunk_list_names_the_audience_in_chinese(client, django_user_model):
+    # The 切片 list showed raw 「staff」/「manager」.
+    doc = Document.objects.create(path="t/audience.md", title="可见范围测试", doc_type=Document.DocType.values[0],
+                                  audience="manager", content_hash="x", body="正文")
+    Chunk.objects.create(document=doc, ordinal=0, section_path="可见范围测试 > 一节", text="正文", audience="manager", embedding=[0.1] * 256)
+    admin = django_user_model.objects.create_superuser("chunk_admin", password="x")
+    client.force_login(admin)
+    page = client.get("/admin/knowledge/chunk/?audience__exact=manager").content.decode()
+    import re
+    cells = re.findall(r"field-audience[^>]*>([^<]*)<", page)
+    assert cells and "仅店长" in cells and "manager" not in cells, cells
