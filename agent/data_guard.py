@@ -68,6 +68,7 @@ class DataPlan:
     clarify: str | None = None
     reason: str = ""
     store_words: str = ""  # how the question named the store (「福田店」), for messages that echo it
+    note: str = ""  # said after the figures: what the answer could not do as asked
 
     def as_dict(self) -> dict:
         return {"tool": self.tool, "params": self.params, "clarify": self.clarify, "reason": self.reason}
@@ -282,10 +283,18 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
         else:
             return DataPlan(tool, params, clarify="请问要查哪段时间？比如 昨天、上周、本月、最近7天。", reason=reason)
 
+    note = ""
+    if inherited and tool in ("hourly_peak", TOP_PRODUCTS, "daily_trend", PRODUCT_SALES) and vocab.STORES_COMPARED.search(question) \
+            and (asked := prev_params.get("period")) and params.get("period") and params["period"] != asked:
+        # 「哪个时段最忙」 → 「跟上上周比呢」 showed 上上周's hours as if they were the comparison.
+        from ops.tools import TOOLS
+
+        note = (f"{TOOLS[tool].title}不能把两段时间放在一起比：上面是{params['period']['label']}的，{asked['label']}的在上一条回答里。"
+                f"营业额和订单数可以直接比，比如「{asked['label']}跟{params['period']['label']}比」。")
     if tool == TOP_PRODUCTS:
         params["n"] = top_n(question)
         for category in Product.Category.values:
             if category in question:
                 params["category"] = category
                 break
-    return DataPlan(tool, params, reason=reason + ("（追问）" if inherited else ""), store_words=store_words)
+    return DataPlan(tool, params, reason=reason + ("（追问）" if inherited else ""), store_words=store_words, note=note)

@@ -540,6 +540,8 @@ def compose_answer(state: AgentState) -> None:
         if not used_llm:
             if state.tool_result is not None:
                 parts.append(compose.extractive_data_answer(state.tool_result, state.sources, state.question))
+                if state.plan is not None and state.plan.note:
+                    parts.append(state.plan.note)
             elif state.tool_error:
                 parts.append(state.tool_error)
                 state.clarify = True

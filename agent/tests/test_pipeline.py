@@ -977,3 +977,14 @@ def test_deciding_a_proposal_that_does_not_exist_says_so():
     for number in ("99999", "999999999999999999999999"):
         result, _, _ = chat_ask(user=manager, query=f"确认提案{number}")
         assert f"没有提案 #{number}" in result.answer and "找到" not in result.answer
+
+
+def test_comparing_busy_hours_with_another_period_says_it_shows_one_period():
+    # 「哪个时段最忙」 → 「跟上上周比呢」 showed 上上周's busiest hours as if they were the comparison.
+    manager = make_user("agent_mgr_hours_compare", role="manager", stores=["GZ-TH"])
+    first, conv, _ = chat_ask(user=manager, query="上周哪个时段最忙")
+    second, _, _ = chat_ask(user=manager, query="跟上上周比呢", thread_id=conv.thread_id)
+    assert second.data[0]["tool"] == "hourly_peak" and second.data[0]["params"]["period"]["label"] == "上上周"
+    assert "不能把两段时间放在一起比" in second.answer and "「上周跟上上周比」" in second.answer
+    plain, _, _ = chat_ask(user=manager, query="上上周哪个时段最忙")
+    assert "不能把两段时间放在一起比" not in plain.answer
