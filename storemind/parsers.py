@@ -37,6 +37,21 @@ def _where(python_message: str) -> str:
     return f"（第 {found[1]} 行第 {found[2]} 列附近）" if found else ""
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs):
+    """「{"external_id": "A", "external_id": "B"}」 was stored as B, silently: which one the POS
+    meant is unknowable, so it is a 400."""
+    data = {}
+    for key, value in pairs:
+        if key in data:
+            raise _DuplicateKey(key)
+        data[key] = value
+    return data
+
+
 class StrictJSONParser(JSONParser):
     """A body that is not JSON, or nests more than MAX_DEPTH levels (Python's parser recurses
     and gave a 500 near a thousand), is a 400 in Chinese. A NUL byte or a lone surrogate (legal
@@ -47,7 +62,9 @@ class StrictJSONParser(JSONParser):
         if str(parser_context.get("encoding") or settings.DEFAULT_CHARSET).lower().replace("_", "-") in ("utf-8", "utf8"):
             parser_context["encoding"] = "utf-8-sig"  # a leading BOM (Windows tools write one) is not an error
         try:
-            data = super().parse(stream, media_type, parser_context)
+            data = self._load(stream, parser_context)
+        except _DuplicateKey as exc:
+            raise ParseError(f"请求体的同一个对象里字段「{str(exc)[:64]}」出现了两次，不知道该用哪一个。") from None
         except RecursionError:
             raise ParseError(f"请求体的 JSON 嵌套太深（最多 {MAX_DEPTH} 层）。") from None
         except ParseError as exc:
@@ -61,3 +78,17 @@ class StrictJSONParser(JSONParser):
         if bad:
             raise ValidationError({bad[0]: [bad[1]]})
         return data
+
+    def _load(self, stream, parser_context):
+        """DRF's JSONParser.parse, with duplicate keys refused."""
+        import codecs
+
+        from rest_framework.utils import json as drf_json
+
+        try:
+            decoded = codecs.getreader(parser_context.get("encoding") or settings.DEFAULT_CHARSET)(stream)
+            return drf_json.load(decoded, object_pairs_hook=_no_duplicate_keys)
+        except _DuplicateKey:
+            raise
+        except ValueError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None

@@ -127,6 +127,10 @@ case("order-body-string", "pos", "post", ORD, "hello", 400, "non_field_errors")
 case("order-body-number", "pos", "post", ORD, 42, 400, "non_field_errors")
 case("order-batch-empty", "pos", "post", ORD, {"orders": []}, 400, "orders")
 case("order-not-json", "pos", "post", ORD, RAW(b"{not json"), 400, "detail")
+# The same key twice: the last one silently won (which did the POS mean?).
+case("order-duplicate-key", "pos", "post", ORD, RAW(b'{"external_id": "DUP-A", "external_id": "DUP-B", "store": "GZ-TH"}'), 400, "detail")
+case("line-duplicate-key", "pos", "post", ORD,
+     raw_with(ORDER, "lines[0]", b'{"sku": "B001", "qty": 2, "qty": 20, "unit_price": "15.00"}'), 400, "detail")
 case("order-form-encoded", "pos", "post", ORD, RAW(b"store=GZ-TH", "application/x-www-form-urlencoded"), 415, "detail")
 case("order-nul-json-escape", "pos", "post", ORD, raw_with(ORDER, "external_id", b'"A\\u0000B"'), 400, "external_id")
 # --- inventory adjustments -----------------------------------------------------------------

@@ -135,3 +135,8 @@ def test_an_endpoint_that_takes_no_fields_says_so(clients):
     assert r.status_code == 400
     message = r.json()["non_field_errors"][0]
     assert "note" in message and "（允许：）" not in message and "不接受任何字段" in message
+
+
+def test_a_key_given_twice_is_named(clients):
+    r = clients["pos"].post("/api/v1/orders", data=b'{"external_id": "DUP-A", "external_id": "DUP-B"}', content_type="application/json")
+    assert r.status_code == 400 and "「external_id」出现了两次" in r.json()["detail"]
