@@ -414,8 +414,10 @@ def test_chat_says_where_the_askers_proposals_stand_and_which_wait_for_a_manager
         status, _ = answer_question(f"{mine.pk}号提案批了吗", user=people["staff"])
         assert "不会替任何人确认" not in status.answer and f"#{mine.pk}" in status.answer
         assert "#" not in answer_question("补货申请被拒了怎么办", user=people["staff"])[0].answer.split("\n")[0]
-        rejected, _ = answer_question("把26号补货拒了", user=people["manager"])
-        assert "#26" in rejected.answer and "不会替任何人确认或拒绝" in rejected.answer
+        rejected, _ = answer_question(f"把{mine.pk}号补货拒了", user=people["manager"])
+        assert f"#{mine.pk}" in rejected.answer and "不会替任何人确认或拒绝" in rejected.answer
+        missing, _ = answer_question("把999999号补货拒了", user=people["manager"])  # sent people to look for it
+        assert "没有提案 #999999" in missing.answer
     finally:
         Proposal.objects.filter(proposed_by=people["staff"], status="pending").update(status="rejected")
         Proposal.objects.filter(pk=mine.pk).delete()
