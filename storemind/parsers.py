@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from ops.validation import find_bad_text
+from ops.validation import find_bad_text, text_problem
 
 MAX_DEPTH = 32  # the deepest request body (a POS batch: orders → lines → fields) is 4
 
@@ -41,6 +41,10 @@ class _DuplicateKey(ValueError):
     pass
 
 
+class _Charset(Exception):
+    pass
+
+
 def _no_duplicate_keys(pairs):
     """「{"external_id": "A", "external_id": "B"}」 was stored as B, silently: which one the POS
     meant is unknowable, so it is a 400."""
@@ -64,7 +68,11 @@ class StrictJSONParser(JSONParser):
         try:
             data = self._load(stream, parser_context)
         except _DuplicateKey as exc:
-            raise ParseError(f"请求体的同一个对象里字段「{str(exc)[:64]}」出现了两次，不知道该用哪一个。") from None
+            key = str(exc)[:64]
+            named = f"「{key}」" if not text_problem(key) else ""  # a lone surrogate would not render
+            raise ParseError(f"请求体的同一个对象里字段{named}出现了两次，不知道该用哪一个。") from None
+        except _Charset as exc:
+            raise ParseError(f"不支持 Content-Type 里的字符集「{exc}」：请用 UTF-8。") from None
         except RecursionError:
             raise ParseError(f"请求体的 JSON 嵌套太深（最多 {MAX_DEPTH} 层）。") from None
         except ParseError as exc:
@@ -83,11 +91,18 @@ class StrictJSONParser(JSONParser):
         """DRF's JSONParser.parse, with duplicate keys refused."""
         import codecs
 
+        from rest_framework.parsers import get_encoding
         from rest_framework.utils import json as drf_json
 
         try:
-            decoded = codecs.getreader(parser_context.get("encoding") or settings.DEFAULT_CHARSET)(stream)
-            return drf_json.load(decoded, object_pairs_hook=_no_duplicate_keys)
+            # DRF's check: only text encodings (a charset=zlib_codec body would inflate past the size limit).
+            encoding = get_encoding(parser_context)
+        except ParseError:
+            raise _Charset(str(parser_context.get("encoding"))[:40]) from None
+        try:
+            decoded = codecs.getreader(encoding)(stream)
+            return drf_json.load(decoded, object_pairs_hook=_no_duplicate_keys,
+                                 parse_constant=drf_json.strict_constant if self.strict else None)
         except _DuplicateKey:
             raise
         except ValueError as exc:

@@ -3,12 +3,13 @@ object by object, and report per object what happened."""
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import Case, IntegerField, Value, When
+from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 
 from core.admin_base import ReadOnlyInline, ScopedAdmin
 
-from .models import Proposal, RestockLine, RestockRequest, Ticket
+from .models import CONFIRM_PERMS, Proposal, RestockLine, RestockRequest, Ticket
 from .services import REJECT_REASON_MAX, proposals_decide_many, reject_reason_clean
 
 
@@ -58,6 +59,28 @@ class ProposalAdmin(StoreScopedAdmin):
     @admin.display(description="确认后生成")
     def result_link(self, obj):
         return str(obj.result) if obj.result else "—"
+
+    @staticmethod
+    def _may_decide(user) -> bool:
+        return any(user.has_perm(p) for p in CONFIRM_PERMS.values())
+
+    def get_actions(self, request):
+        """Head office decides nothing: it was offered 确认/拒绝 in the list, only to be refused."""
+        actions = super().get_actions(request)
+        if not self._may_decide(request.user):
+            for name in ("confirm_selected", "reject_selected"):
+                actions.pop(name, None)
+        return actions
+
+    def changelist_view(self, request, extra_context=None):
+        # A decision posted by someone the list offers none to still goes to the services: it is
+        # refused there, and audited, like the same attempt through the API or chat.
+        name = request.POST.get("action") if request.method == "POST" else None
+        if name in ("confirm_selected", "reject_selected") and not self._may_decide(request.user):
+            selected = self.get_queryset(request).filter(pk__in=request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME))
+            self._decide(request, selected, "confirm" if name == "confirm_selected" else "reject", "在后台操作")
+            return HttpResponseRedirect(request.get_full_path())
+        return super().changelist_view(request, extra_context)
 
     def _decide(self, request, queryset, action, reason: str = ""):
         outcomes = proposals_decide_many(proposals=list(queryset), user=request.user, action=action,

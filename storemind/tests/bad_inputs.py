@@ -129,6 +129,9 @@ case("order-batch-empty", "pos", "post", ORD, {"orders": []}, 400, "orders")
 case("order-not-json", "pos", "post", ORD, RAW(b"{not json"), 400, "detail")
 # The same key twice: the last one silently won (which did the POS mean?).
 case("order-duplicate-key", "pos", "post", ORD, RAW(b'{"external_id": "DUP-A", "external_id": "DUP-B", "store": "GZ-TH"}'), 400, "detail")
+# A compressing "charset" would inflate a small body past the size limit (48 KB → 50 MB).
+case("order-zlib-charset", "pos", "post", ORD, RAW(b"x\x9c" + b"\x00" * 8, "application/json; charset=zlib_codec"), 400, "detail")
+case("order-duplicate-surrogate-key", "pos", "post", ORD, RAW(b'{"\\ud800": 1, "\\ud800": 2}'), 400, "detail")
 case("line-duplicate-key", "pos", "post", ORD,
      raw_with(ORDER, "lines[0]", b'{"sku": "B001", "qty": 2, "qty": 20, "unit_price": "15.00"}'), 400, "detail")
 case("order-form-encoded", "pos", "post", ORD, RAW(b"store=GZ-TH", "application/x-www-form-urlencoded"), 415, "detail")

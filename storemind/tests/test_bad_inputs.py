@@ -140,3 +140,12 @@ def test_an_endpoint_that_takes_no_fields_says_so(clients):
 def test_a_key_given_twice_is_named(clients):
     r = clients["pos"].post("/api/v1/orders", data=b'{"external_id": "DUP-A", "external_id": "DUP-B"}', content_type="application/json")
     assert r.status_code == 400 and "「external_id」出现了两次" in r.json()["detail"]
+
+
+def test_a_charset_that_is_no_text_encoding_is_refused_in_chinese(clients):
+    # The parser's own decoding let charset=zlib_codec through: 48 KB inflated to 50 MB.
+    import zlib
+
+    body = zlib.compress(b'{"orders": [' + b" " * 5_000_000 + b"]}")
+    r = clients["pos"].post("/api/v1/orders", data=body, content_type="application/json; charset=zlib_codec")
+    assert r.status_code == 400 and "字符集" in r.json()["detail"] and "UTF-8" in r.json()["detail"]
