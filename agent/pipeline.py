@@ -540,8 +540,6 @@ def compose_answer(state: AgentState) -> None:
         if not used_llm:
             if state.tool_result is not None:
                 parts.append(compose.extractive_data_answer(state.tool_result, state.sources, state.question))
-                if state.plan is not None and state.plan.note:
-                    parts.append(state.plan.note)
             elif state.tool_error:
                 parts.append(state.tool_error)
                 state.clarify = True
@@ -549,6 +547,8 @@ def compose_answer(state: AgentState) -> None:
                 parts.append(compose.extractive_policy_answer(state.question, state.sources, terms))
             elif state.route.intent == BOTH:
                 parts.append("制度文档里没有找到这部分的规定，请咨询店长。")
+        if state.tool_result is not None and state.plan is not None and state.plan.note:
+            parts.append(state.plan.note)  # what the figures could not do as asked, whoever wrote the answer
         draft = "\n".join(p for p in parts if p)
         answer, report = compose.apply_guards(state.question, draft, state.sources, state.tool_result, state.audiences,
                                               mandatory=bool(state.sources.citations))

@@ -988,3 +988,13 @@ def test_comparing_busy_hours_with_another_period_says_it_shows_one_period():
     assert "不能把两段时间放在一起比" in second.answer and "「上周跟上上周比」" in second.answer
     plain, _, _ = chat_ask(user=manager, query="上上周哪个时段最忙")
     assert "不能把两段时间放在一起比" not in plain.answer
+
+
+def test_the_note_on_what_a_data_answer_could_not_do_survives_an_llm_written_answer(settings, fake_http):
+    # The note was added on the extractive path only: with an LLM configured it was gone.
+    settings.SM_LLM_BACKEND, settings.SM_OPENAI_BASE = "openai", fake_http.url + "/v1"
+    fake_http.routes["/v1/chat/completions"] = openai_chat("上上周 22:00 前后最忙[D1]。")
+    manager = make_user("agent_mgr_hours_llm", role="manager", stores=["GZ-TH"])
+    _, conv, _ = chat_ask(user=manager, query="上周哪个时段最忙")
+    second, _, _ = chat_ask(user=manager, query="跟上上周比呢", thread_id=conv.thread_id)
+    assert "22:00 前后最忙" in second.answer and "不能把两段时间放在一起比" in second.answer
