@@ -53,7 +53,7 @@ _PHONE = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)")
 _MEMBER_NO = re.compile(r"(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
 _N = r"([0-9一二两三四五六七八九十]+)"
 _TOP_N = (
-    re.compile(rf"前\s*{_N}(?!\s*(?:个)?(?:周|星期|礼拜|天|日|月|年|季度|小时))|top\s*(\d+)", re.IGNORECASE),  # 「前一周」 is a period
+    re.compile(rf"前\s*{_N}{vocab.NOT_A_PERIOD}|top\s*(\d+)", re.IGNORECASE),  # 「前一周」「前10天」 are periods
     re.compile(rf"最(?:好|多|火|畅销)的?\s*{_N}\s*(?:个|款|样|种|名|位)"),
     re.compile(rf"{_N}\s*(?:个|款|样|种)[^，。？！]{{0,6}}最(?:好|多|火)"),
 )
@@ -272,10 +272,14 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
             period = find_period(question, today)
         except PeriodError as exc:
             return DataPlan(tool, params, clarify=f"{exc}", reason=reason)
-        if carried and (before := prev_params.get("period")) and _THE_ONE_BEFORE.search(question):
-            # 「上周科罗娜卖了几瓶」 → 「那前一周呢」 is the week before that one, not the last seven days
+        if carried and (before := prev_params.get("period")) and (step := _THE_ONE_BEFORE.search(question)):
+            # 「上周科罗娜卖了几瓶」 → 「那前一周呢」 is the week before that one, not the last seven days;
+            # only when the unit is the period's own (「前一天」 after 上个月 is not the month before).
             asked = Period(date.fromisoformat(before["start"]), date.fromisoformat(before["end"]), before["label"])
-            period = previous_period(asked)
+            days = (asked.end - asked.start).days + 1
+            unit = step.group(5)
+            if (unit in ("周", "星期", "礼拜") and days == 7) or (unit in ("天", "日") and days == 1) or (unit == "月" and 28 <= days <= 31):
+                period = previous_period(asked)
         if period is not None:
             params["period"] = {"label": period.label, "start": period.start.isoformat(), "end": period.end.isoformat()}
         elif carried and prev_params.get("period"):

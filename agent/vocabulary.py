@@ -41,6 +41,9 @@ ACROSS_STORES = re.compile(r"各店|各门店|各家|哪(家|间|个门店|个�
 # 「上周哪天最忙」 asks for a day (daily trend), 「几点最忙」 for an hour: the day wins a tie.
 TOOL_PRIORITY = (MEMBER_BALANCE, LOW_STOCK, DAILY_TREND, HOURLY_PEAK, COMPARE_STORES, TOP_PRODUCTS, STORE_SALES)
 N = r"[0-9一二两三四五六七八九十]+"
+# After 「前 N」: a unit of time makes it a period (「前一周」「前10天」「前十五天」), not a top-N ranking.
+# The lookahead also refuses a further digit, so 「前10天」 cannot match as 「前1」.
+NOT_A_PERIOD = r"(?![0-9一二两三四五六七八九十百]|\s*个?(?:周|星期|礼拜|天|日|月|年|季度|小时))"
 COUNTED_SALES = "卖了几件"  # a count of something sold: with a product named, that product's sales
 
 
@@ -108,7 +111,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(COUNTED_SALES, DATA, rf"卖(了|出了?|掉了?|出去了?)\s*(多少|几|{N})\s*(瓶|杯|份|箱|桶|扎|支|罐|打)|卖(出|掉)(去)?了?多少", 2, STORE_SALES),
     # 「单子」 is also a work order, a handover sheet, a receipt: an order count only with a quantity.
     Signal("订单指标", DATA, r"客单价|订单数|(?<!免)多少单|(?<!免)几单|单量|单子[^，。？！]{0,3}(最?多(?!久)|少|几|爆|量|怎么样|咋样|如何|情况)|成交|客流|来客数?|进店人数", 2, STORE_SALES),
-    Signal("商品排行", DATA, rf"排行|热[销消卖]|畅销|好卖|人气最高|最火|前\s*{N}(?!\s*个?(周|星期|礼拜|天|日|月|年|季度|小时))\s*(名|个|款|样|位)?|top\s*\d+|榜|第一名?的是", 2, TOP_PRODUCTS),
+    Signal("商品排行", DATA, rf"排行|热[销消卖]|畅销|好卖|人气最高|最火|前\s*{N}{NOT_A_PERIOD}\s*(名|个|款|样|位)?|top\s*\d+|榜|第一名?的是", 2, TOP_PRODUCTS),
     Signal("卖得最好", DATA, r"(卖|销量)[得的]?最(好|多|火)|(卖|销|销量)[得的]?好的?|什么卖得|啥卖得|卖了?哪些[^，。？！]{0,4}最多|哪些[^，。？！]{0,4}卖得?最多", 2, TOP_PRODUCTS),
     Signal("哪家店", DATA, r"哪(家|间|个门店|个店|个分店)|那(家|间)店?[^，。？！]{0,6}最(好|多|高)|谁卖得|谁的?(营业额|业绩|生意)|比谁|谁(卖得)?(多|高)|"
            r"谁的?(客单价|订单数?|单量|客流)[^，。？！]{0,3}(最|高|多|低|少)", 3, COMPARE_STORES),

@@ -998,3 +998,30 @@ def test_the_note_on_what_a_data_answer_could_not_do_survives_an_llm_written_ans
     _, conv, _ = chat_ask(user=manager, query="上周哪个时段最忙")
     second, _, _ = chat_ask(user=manager, query="跟上上周比呢", thread_id=conv.thread_id)
     assert "22:00 前后最忙" in second.answer and "不能把两段时间放在一起比" in second.answer
+
+
+def test_the_one_before_steps_back_by_the_periods_own_unit():
+    # 「那前一X呢」 stepped back by the previous period whatever X was: 「那前一天呢」 after 上个月 gave
+    # the month before.
+    manager = make_user("agent_mgr_one_before", role="manager", stores=["GZ-TH"])
+    month, conv, _ = chat_ask(user=manager, query="上个月卖了多少")
+    before = month.data[0]["params"]["period"]
+    back, _, _ = chat_ask(user=manager, query="那前一个月呢", thread_id=conv.thread_id)
+    stepped = back.data[0]["params"]["period"]
+    assert stepped["end"] < before["start"] and date.fromisoformat(stepped["start"]).day == 1
+    day, conv2, _ = chat_ask(user=manager, query="上个月卖了多少")
+    other, _, _ = chat_ask(user=manager, query="那前一天呢", thread_id=conv2.thread_id)
+    got = other.data[0]["params"]["period"]
+    assert got["start"] == got["end"]  # one day, not the month before
+    yesterday, conv3, _ = chat_ask(user=manager, query="昨天卖了多少")
+    again, _, _ = chat_ask(user=manager, query="那前一天呢", thread_id=conv3.thread_id)
+    assert again.data[0]["params"]["period"]["label"] == "前天"
+
+
+@pytest.mark.parametrize("question,n", [("前14天卖得最好的5个", 5), ("前10天热销排行", 5), ("上周热销前3", 3), ("本周销量前10的商品", 10)])
+def test_a_period_of_days_is_not_a_top_n(question, n):
+    # 「前10天」 matched 「前1」 (a top-1 ranking) before the unit check.
+    from agent.data_guard import plan_data
+
+    plan = plan_data(question, today=local_today())
+    assert plan.tool == "top_products" and plan.params["n"] == n, plan
