@@ -358,7 +358,8 @@ def row_key(tool: str, row: dict) -> str:
     return ""
 
 
-def extractive_data_answer(tool_result: ToolResult, sources: Sources, question: str = "") -> str:
+def extractive_data_answer(tool_result: ToolResult, sources: Sources, question: str = "", *, store_named: bool = False) -> str:
+    """`store_named`: the question named its store (the plan's, not the tool's resolved scope)."""
     summary = tool_result.summary
     # 「上周天河店的营业额：…」 leads into the rows; a summary that is one sentence (a member's
     # balance, the busiest hours) stays as it is.
@@ -376,7 +377,7 @@ def extractive_data_answer(tool_result: ToolResult, sources: Sources, question: 
         worst = min(sources.data, key=lambda d: d["row"]["revenue"])
         lines.append(f"营业额最高的是 {best['row']['date']}（{best['row']['weekday']}）¥{best['row']['revenue']:,.2f} [{best['ref']}]，"
                      f"最低的是 {worst['row']['date']}（{worst['row']['weekday']}）¥{worst['row']['revenue']:,.2f} [{worst['ref']}]。")
-    if tool_result.tool == "product_sales" and len(sources.data) > 1 and WHICH_STORE.search(question) \
+    if tool_result.tool == "product_sales" and len(sources.data) > 1 and vocab.WHICH_STORE.search(question) \
             and any(d["row"]["qty"] for d in sources.data):
         # 「上周哪家店科罗娜卖得最多」: the store that sold most, not only the list in store order
         best = max(sources.data, key=lambda d: d["row"]["qty"])
@@ -392,15 +393,15 @@ def extractive_data_answer(tool_result: ToolResult, sources: Sources, question: 
         lines.append("合计" + tool_result.summary.rsplit("；", 1)[-1])
     if tool_result.tool in ("store_sales", "product_sales") and len(tool_result.rows) > 1 and "：" in tool_result.summary:
         lines.append(tool_result.summary.split("：", 1)[-1].replace("（只计已支付订单）", "（合计，只计已支付订单）"))
-    if tool_result.tool in ("store_sales", "product_sales") and len(tool_result.rows) == 1 \
-            and (ALL_STORES_ASKED.search(question) or WHICH_STORE.search(question)):
+    # Only when no store was named: asked for every store, the one row is all the asker may see
+    # (「天河店上周卖了多少，占全公司多少」 from head office named one store on purpose).
+    if tool_result.tool in ("store_sales", "product_sales") and len(tool_result.rows) == 1 and not store_named \
+            and (vocab.ALL_STORES_ASKED.search(question) or vocab.WHICH_STORE.search(question)):
         # 「四家店上周各卖了多少」 from a one-store manager showed that store alone, as if the chain had one.
         lines.append(f"你能查看的门店只有{tool_result.rows[0]['store']}；其他门店的数据请找总部。")
     return "\n".join(lines)
 
 
-WHICH_STORE = re.compile(r"哪(家|个|间)(门)?店|哪家")
-ALL_STORES_ASKED = re.compile(r"各店|各门店|各家|每家|[两三四五六七八九几]家店|所有(门)?店|全部(门)?店|全部门店|每个店|全公司|整个公司|全品牌|全国|总共几家")
 
 
 def proposals_status_answer(user, items: list, total: int, *, awaiting_me: bool) -> str:

@@ -539,7 +539,8 @@ def compose_answer(state: AgentState) -> None:
                 detail["degraded"] = f"LLM 不可用，已降级为抽取式回答：{str(exc)[:120]}"
         if not used_llm:
             if state.tool_result is not None:
-                parts.append(compose.extractive_data_answer(state.tool_result, state.sources, state.question))
+                parts.append(compose.extractive_data_answer(state.tool_result, state.sources, state.question,
+                                                            store_named=bool(state.plan and state.plan.params.get("store"))))
             elif state.tool_error:
                 parts.append(state.tool_error)
                 state.clarify = True

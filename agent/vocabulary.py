@@ -41,6 +41,9 @@ ACROSS_STORES = re.compile(r"各店|各门店|各家|哪(家|间|个门店|个�
 # 「上周哪天最忙」 asks for a day (daily trend), 「几点最忙」 for an hour: the day wins a tie.
 TOOL_PRIORITY = (MEMBER_BALANCE, LOW_STOCK, DAILY_TREND, HOURLY_PEAK, COMPARE_STORES, TOP_PRODUCTS, STORE_SALES)
 N = r"[0-9一二两三四五六七八九十]+"
+# A question about every store, or about which one: a one-store asker is told what they can see.
+WHICH_STORE = re.compile(r"哪(家|个|间)(门)?店|哪家")
+ALL_STORES_ASKED = re.compile(r"各店|各门店|各家|每家|[两三四五六七八九几]家店|所有(门)?店|全部(门)?店|全部门店|每个店|全公司|整个公司|全品牌|全国|总共几家")
 # After 「前 N」: a unit of time makes it a period (「前一周」「前10天」「前十五天」), not a top-N ranking.
 # The lookahead also refuses a further digit, so 「前10天」 cannot match as 「前1」.
 NOT_A_PERIOD = r"(?![0-9一二两三四五六七八九十百]|\s*个?(?:周|星期|礼拜|天|日|月|年|季度|小时))"

@@ -884,6 +884,9 @@ def test_a_one_store_manager_asking_for_every_store_is_told_what_they_can_see():
     hq = make_user("agent_hq_all", role="hq", stores=[])
     every, _, _ = chat_ask(user=hq, query="所有门店上周营业额")
     assert len(every.data) > 1 and "你能查看的门店只有" not in every.answer
+    # One store named on purpose by someone who sees them all: no scope note.
+    one, _, _ = chat_ask(user=hq, query="天河店上周卖了多少，占全公司多少")
+    assert one.data and "你能查看的门店只有" not in one.answer
 
 
 def test_a_product_the_bar_sells_is_the_stores_world(staff):
