@@ -113,7 +113,7 @@ SIGNALS: tuple[Signal, ...] = (
     # With a product named, data_guard asks product_sales instead of the store's revenue.
     Signal(COUNTED_SALES, DATA, rf"卖(了|出了?|掉了?|出去了?)\s*(多少|几|{N})\s*(瓶|杯|份|箱|桶|扎|支|罐|打)|卖(出|掉)(去)?了?多少", 2, STORE_SALES),
     # 「单子」 is also a work order, a handover sheet, a receipt: an order count only with a quantity.
-    Signal("订单指标", DATA, r"客单价|订单数|(?<!免)多少单|(?<!免)几单|单量|单子[^，。？！]{0,3}(最?多(?!久)|少|几|爆|量|怎么样|咋样|如何|情况)|成交|客流|来客数?|进店人数", 2, STORE_SALES),
+    Signal("订单指标", DATA, r"客单价|订单数|(?<!免)多少单|(?<!免)几单|单量|单子[^，。？！太]{0,3}(最?多(?!久)|少|几|爆|量|怎么样|咋样|如何|情况)|成交|客流|来客数?|进店人数", 2, STORE_SALES),
     Signal("商品排行", DATA, rf"排行|热[销消卖]|畅销|好卖|人气最高|最火|前\s*{N}{NOT_A_PERIOD}\s*(名|个|款|样|位)?|top\s*\d+|榜|第一名?的是", 2, TOP_PRODUCTS),
     Signal("卖得最好", DATA, r"(卖|销量)[得的]?最(好|多|火)|(卖|销|销量)[得的]?好的?|什么卖得|啥卖得|卖了?哪些[^，。？！]{0,4}最多|哪些[^，。？！]{0,4}卖得?最多", 2, TOP_PRODUCTS),
     Signal("哪家店", DATA, r"哪(家|间|个门店|个店|个分店)|那(家|间)店?[^，。？！]{0,6}最(好|多|高)|谁卖得|谁的?(营业额|业绩|生意)|比谁|谁(卖得)?(多|高)|"
@@ -140,9 +140,6 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("能不能", POLICY, r"能[^，。？！]{0,12}[吗嘛么]|可以[^，。？！]{0,12}[吗嘛么]|能不能|可不可以|行不行|会不会|(就|才)?行吗|允许|要不要|"
            r"(可以|行|能|成)不(?=[，。？！?!\s]|$)|(可以|能)[^，。？！不]{1,12}不(?=[，。？！?!\s]|$)|(就|才)?(行|可以)了?吧|(?P<verb>[接收给用卖送开退换让带放拿办签补做报管算记写查发刷打])不(?P=verb)", 2, frame=True),
     Signal("怎么办", POLICY, r"怎么(?!样)|咋(办|处理|整|弄)|如何(?!\s*$)|怎样", 2, frame=True),
-    # 「外卖单子太多做不过来要超时了」: a situation to handle (it was read as an order count and
-    # answered 「请问要查哪段时间」).
-    Signal("应付不过来", POLICY, r"[做忙顾]不过来|做不完|来不及|要超时|超时了", 2, frame=True),
     Signal("规定", POLICY, r"规定|规则|流程|制度|标准|要求|政策|条款|须知|注意事项|口径|考核", 2),
     Signal("谁来做", POLICY, r"谁(来)?(批|审批|同意|签字|负责|处理|说)|(跟|找|告诉|通知|报给|问)谁|要谁|要报|上报|报上去|报备|做哪些准备|要准备|提前几天", 2),
     Signal("算不算", POLICY, r"多少.{0,4}算|算(是)?(低|高|缺|哪|谁|在)|怎么算", 2),
