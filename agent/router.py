@@ -24,9 +24,6 @@ _ASKS = re.compile(r"多少|几|怎么样|如何|咋样|怎样|怎么|哪|谁|�
 # Doing something with a figure (print it, send it, show it) rather than asking for it.
 _HANDLES = re.compile(r"打出来|打印|打小票|打给|发给|发到|发(个|条|他|她)?(朋友圈|微信)|截图|截个图|截屏|拍照|拍(一)?下|拍下来|"
                       r"给(他|她|客人|顾客)看|告诉(他|她|客人|顾客)")
-# 「百威」「那百威呢」「科罗娜怎么样」: nothing but a product's name. Which figure, or which rule, is
-# open; the answer asks instead of refusing it as a gap in the SOPs.
-_BARE_NAME = re.compile(r"^(那么?|那个|还有)?\s*(?P<what>.+?)\s*(呢|怎么样|咋样|如何)?[\s？?。！!]*$")
 _MEMBER_KEY = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)|(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
 
 
@@ -190,7 +187,7 @@ def route_by_rules(question: str, today: date | None = None) -> Route:
         return Route(DATA, f"数据问题 — {why(DATA)}", scores)
     if r.is_policy:
         return Route(POLICY, f"规则问题 — {why(POLICY)}", scores)
-    if (m := _BARE_NAME.fullmatch(text.strip())) and _is_a_product_name(m.group("what")):
+    if (m := vocab.BARE_NAME.fullmatch(text.strip())) and _is_a_product_name(m.group("what")):
         # Undecided: it may fill a pending restock's product (「补货」 → 「科罗娜」), and an LLM may read it.
         return Route(DATA, f"只说了商品名「{m.group('what')}」：问它的哪项数据", scores, decided=False)
     return Route(POLICY, "规则未能判定，按规则问题检索（由可答性评分决定是否拒答）" + (f" — {why(POLICY, DATA)}" if scores[POLICY] or scores[DATA] else ""), scores, decided=False)

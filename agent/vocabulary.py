@@ -41,6 +41,10 @@ ACROSS_STORES = re.compile(r"各店|各门店|各家|哪(家|间|个门店|个�
 # 「上周哪天最忙」 asks for a day (daily trend), 「几点最忙」 for an hour: the day wins a tie.
 TOOL_PRIORITY = (MEMBER_BALANCE, LOW_STOCK, DAILY_TREND, HOURLY_PEAK, COMPARE_STORES, TOP_PRODUCTS, STORE_SALES)
 N = r"[0-9一二两三四五六七八九十]+"
+# 「百威」「那百威呢」「科罗娜怎么样」: nothing but a product's name. Which figure, or which rule, is
+# open; the answer asks instead of refusing it as a gap in the SOPs (or answering 「科罗娜怎么样」
+# from the 沽清 rule, the closest section).
+BARE_NAME = re.compile(r"^(那么?|那个|还有)?\s*(?P<what>.+?)\s*(呢|怎么样|咋样|如何)?[\s？?。！!]*$")
 # A question about every store, or about which one: a one-store asker is told what they can see.
 WHICH_STORE = re.compile(r"哪(家|个|间)(门)?店|哪家")
 ALL_STORES_ASKED = re.compile(r"各店|各门店|各家|每家|[两三四五六七八九几]家店|所有(门)?店|全部(门)?店|全部门店|每个店|全公司|整个公司|全品牌|全国|总共几家")
