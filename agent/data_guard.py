@@ -107,6 +107,18 @@ def top_n(question: str) -> int:
     return 1 if _FIRST.search(question) else 5
 
 
+SHORT_FOLLOW_UP = 12  # characters: a question this short right after a data answer keeps its period and store
+
+
+def compared_store(question: str) -> str | None:
+    """「跟福田比」「和福田店比呢」: a short follow-up that sets one named store beside the last answer's
+    (the words it was named with). The router and the planner both ask this."""
+    if len(question.strip()) > SHORT_FOLLOW_UP or not vocab.STORES_COMPARED.search(question):
+        return None
+    named = find_stores_in_text(question)
+    return named[0][0] if len(named) == 1 else None
+
+
 def plan_data(question: str, *, today: date, previous: dict | None = None) -> DataPlan:
     """Choose the tool and its parameters; inherit from the previous turn for follow-ups
     such as 「那福田店呢」 (same tool and period, another store). A period before the first
@@ -120,18 +132,18 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
     inherited = False
     prev_params = previous.get("params") or {}
     compared_with: list[str] | None = None
-    if tool is None and previous.get("tool") in (STORE_SALES, COMPARE_STORES, PERIOD_COMPARE) and vocab.STORES_COMPARED.search(question) \
-            and len(named_stores := find_stores_in_text(question)) == 1:
+    other_store = compared_store(question) if tool is None and previous.get("tool") else None
+    if other_store and previous["tool"] in (STORE_SALES, COMPARE_STORES, PERIOD_COMPARE):
         # 「上周卖了多少」 → 「跟福田比」 (answered from the membership rules): the store just asked
         # about against the one named now; every store in scope when the last answer covered them all.
-        tool, reason = COMPARE_STORES, f"追问，上一轮的门店与「{named_stores[0][0]}」对比"
+        tool, reason = COMPARE_STORES, f"追问，上一轮的门店与「{other_store}」对比"
         if prev_params.get("store"):
-            compared_with = [prev_params["store"], named_stores[0][0]]
+            compared_with = [prev_params["store"], other_store]
     if tool is None and previous.get("tool"):
         tool, reason, inherited = previous["tool"], f"追问，沿用上一轮的工具 {previous['tool']}", True
     # 「上周卖了多少」 → 「外卖占多少」: a short question right after a data answer that names another
     # figure but no period or store keeps the previous turn's (it asked for the period again).
-    carried = inherited or (bool(previous.get("tool")) and len(question.strip()) <= 12)
+    carried = inherited or (bool(previous.get("tool")) and len(question.strip()) <= SHORT_FOLLOW_UP)
     if tool is None and (named := find_product_in_text(question)):
         product = named[1]
         return DataPlan(None, clarify=f"想查{product}的哪一项？可以问「{named[0]}还剩多少」（库存）、「{named[0]}上周卖了多少」（销量）；"
@@ -295,6 +307,12 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
 
         note = (f"{TOOLS[tool].title}不能把两段时间放在一起比：上面是{params['period']['label']}的，{asked['label']}的在上一条回答里。"
                 f"营业额和订单数可以直接比，比如「{asked['label']}跟{params['period']['label']}比」。")
+    elif inherited and other_store and prev_params.get("store") and params.get("store") != prev_params["store"]:
+        # 「哪个时段最忙」 → 「跟福田比」 answered for 福田 alone, as if that were the comparison.
+        from ops.tools import TOOLS
+
+        note = (f"{TOOLS[tool].title}不能把两家店放在一起比：上面是{store_words or other_store}的，{prev_params['store']}的在上一条回答里。"
+                f"营业额和订单数可以直接比，比如「{prev_params['store']}跟{other_store}比」。")
     if tool == TOP_PRODUCTS:
         params["n"] = top_n(question)
         for category in Product.Category.values:

@@ -42,7 +42,7 @@ from ops.tools import ToolResult, local_today, run_tool
 
 from . import compose
 from . import vocabulary as vocab
-from .data_guard import DataPlan, plan_data
+from .data_guard import DataPlan, compared_store, plan_data
 from .llm import LLMUnavailable, get_llm, llm_budget, trim_history
 from .router import ACTION, BOTH, DATA, OUT_OF_SCOPE, POLICY, Route, route
 
@@ -215,8 +215,7 @@ def route_node(state: AgentState) -> None:
             decision = Route(DATA, f"追问，沿用上一轮的数据意图（{prev_intent}）", decision.scores)
         elif not decision.decided and prev_intent == POLICY and state.resolved_query != state.question:
             decision = Route(POLICY, "追问，沿用上一轮的规则意图", decision.scores)
-        elif not decision.decided and prev_intent in (DATA, BOTH) and vocab.STORES_COMPARED.search(state.question) \
-                and len(state.question) <= 12 and len(find_stores_in_text(state.question)) == 1:
+        elif not decision.decided and prev_intent in (DATA, BOTH) and compared_store(state.question):
             decision = Route(DATA, "追问，和另一家门店相比", decision.scores)  # 「上周卖了多少」 → 「跟福田比」
         elif not decision.decided and vocab.STORES_COMPARED.search(state.question) and len(find_stores_in_text(state.question)) >= 2:
             decision = Route(DATA, "两家以上门店相比", decision.scores)  # 「天河跟福田比」 names no figure

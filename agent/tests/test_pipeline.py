@@ -1028,3 +1028,12 @@ def test_a_period_of_days_is_not_a_top_n(question, n):
 
     plan = plan_data(question, today=local_today())
     assert plan.tool == "top_products" and plan.params["n"] == n, plan
+
+
+def test_comparing_busy_hours_with_another_store_says_it_shows_one_store():
+    # 「上周天河店哪个时段最忙」 → 「跟福田比」 answered for 福田 alone, as if that were the comparison.
+    hq = make_user("agent_hq_hours_store", role="hq", stores=[])
+    _, conv, _ = chat_ask(user=hq, query="上周天河店哪个时段最忙")
+    second, _, _ = chat_ask(user=hq, query="跟福田比", thread_id=conv.thread_id)
+    assert second.data[0]["tool"] == "hourly_peak" and second.data[0]["params"]["store"] == "深圳福田店"
+    assert "不能把两家店放在一起比" in second.answer and "「广州天河店跟福田比」" in second.answer
