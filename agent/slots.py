@@ -280,7 +280,7 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
         messages = [m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms]
         return Step("提案内容有误：" + "；".join(messages), pending)
     how = ("（没说数量，按建议量：安全库存 + 近7天销量 − 在库；数量不对可以请店长拒绝后重新说「补X箱」）" if suggested else "")
-    return Step(f"已为{proposal.store.name}生成补货提案 #{proposal.pk}：{said}{how}。店长确认之前不会下单，进度见下面的提案卡片。",
+    return Step(f"已为{proposal.store.name}生成补货提案 #{proposal.pk}：{said}{how}。店长确认之前不会下单。",
                 None, proposal, detail={"proposal_id": proposal.pk, "created": created, "suggested_qty": suggested})
 
 
