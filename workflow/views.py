@@ -4,7 +4,6 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from core.errors import Conflict, NotFound
@@ -75,11 +74,9 @@ def decide(request, pk: int, action: str):
         return redirect("workflow:proposals") if not error else render(request, "htmx/error.html", {"error": error}, status=status)
     if current is None:
         return render(request, "htmx/error.html", {"error": error})  # 200 so htmx swaps the message in
-    # The audit list beside the cards exists on /proposals/ only: sent to the chat page too, htmx
-    # reported a missing #audit-list target there.
-    from urllib.parse import urlparse
-
-    on_list = urlparse(request.htmx.current_url or "").path == reverse("workflow:proposals")
+    # The audit list beside the cards exists on /proposals/ only, whose cards ask for it: sent to the
+    # chat page too, htmx reported a missing #audit-list target there.
+    with_audit = request.POST.get("with_audit") == "1"
     return render(request, "htmx/proposal_decided.html",
-                  {"p": proposal_dict(current, request.user), "card_error": error, "audit": _audit(request.user) if on_list else None,
-                   "oob": True})
+                  {"p": proposal_dict(current, request.user), "card_error": error, "audit": _audit(request.user) if with_audit else None,
+                   "oob": True, "with_audit": with_audit})
