@@ -113,8 +113,7 @@ def _chunked_body(request):
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     raw = request.META["wsgi.input"].read(limit + 1 if limit is not None else -1)
     if limit is not None and len(raw) > limit:
-        advice = "；订单请分成更小的批次发送" if request.path.startswith("/api/v1/orders") else ""
-        return json_error_response(request, 413, f"请求体超过 {limit:,} 字节（约 {limit / 1_048_576:.1f} MB）的上限{advice}。")
+        return _over_the_limit(request, limit, None)
     request.META["CONTENT_LENGTH"] = str(len(raw))
     request._stream = LimitedStream(io.BytesIO(raw), len(raw))
     return None
@@ -131,8 +130,14 @@ def _too_big(request):
         return None
     if limit is None or length <= limit:
         return None
+    return _over_the_limit(request, limit, length)
+
+
+def _over_the_limit(request, limit: int, length: int | None):
+    """The 413, with the size when the client declared it and what to do about it."""
     advice = "；订单请分成更小的批次发送" if request.path.startswith("/api/v1/orders") else ""
-    return json_error_response(request, 413, f"请求体 {length:,} 字节，超过 {limit:,} 字节（约 {limit / 1_048_576:.1f} MB）的上限{advice}。")
+    size = f" {length:,} 字节，" if length is not None else ""
+    return json_error_response(request, 413, f"请求体{size}超过 {limit:,} 字节（约 {limit / 1_048_576:.1f} MB）的上限{advice}。")
 
 
 def _field_error(field: str, problem: str):
