@@ -10,6 +10,9 @@ register = template.Library()
 _REF = re.compile(r"\[(D?\d+)\]")
 
 
+FOLD_ROWS = 8  # a data table longer than this is folded
+
+
 @register.filter
 def cite_links(answer: str, message_id) -> str:
     """[1] → link to source card 1, [D1] → link to data row D1 (escaped text otherwise)."""
@@ -232,6 +235,9 @@ def data_view(m) -> dict | None:
         "headers": [{"key": k, "label": column(k).label, "kind": column(k).kind} for k in keys], "rows": rows,
         "start": period.get("start", "") if isinstance(period, dict) else "", "end": period.get("end", "") if isinstance(period, dict) else "",
         "chart": "",
+        # A long table repeats the answer's lines (「上个月每天卖了多少」: 30 lines, the chart, then 30
+        # rows): folded under them, opened by a [D…] link.
+        "folded": len(rows) > FOLD_ROWS,
     }
     if spec and spec.chart and len(m.data) >= 2:
         from agent.charts import bar_chart
