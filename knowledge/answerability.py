@@ -44,7 +44,7 @@ class Verdict:
     enough: bool
     threshold: float
     signals: dict
-    missing_terms: list[str] = field(default_factory=list)  # salient words found nowhere in the corpus
+    missing_terms: list[str] = field(default_factory=list)  # the question's nouns found nowhere in the corpus (nor meant by a synonym)
 
     def as_dict(self) -> dict:
         return {"score": round(self.score, 4), "threshold": round(self.threshold, 4), "enough": self.enough,

@@ -91,19 +91,22 @@ def query_terms(query: str) -> list[str]:
     """Tokens of a question plus the corpus terms its colloquial words stand for
     (corpus/synonyms.txt): 「喝多了」 also searches 醉酒. Lexical channel only."""
     terms = tokenize(query)
-    text = (query or "").lower()
-    for canonical, variants in _load_synonyms():
-        if any(v in text for v in variants):
-            terms.extend(t for term in canonical for t in tokenize(term) if t not in terms)
+    for canonical in dict.fromkeys(tuple(c) for _, c in _synonyms_in(query)):
+        terms.extend(t for term in canonical for t in tokenize(term) if t not in terms)
     return terms
+
+
+def _synonyms_in(query: str) -> list[tuple[str, list[str]]]:
+    """(variant, corpus terms) for every colloquial variant the question contains."""
+    text = (query or "").lower()
+    return [(v, canonical) for canonical, variants in _load_synonyms() for v in variants if v in text]
 
 
 def synonym_meanings(query: str, words) -> dict[str, list[str]]:
     """For each of `words` that is (part of) a colloquial variant found in the question, the
     corpus tokens it stands for: 「锁门」 → 闭店. The answerability signals count such a word as
     known, and as present where its corpus term is."""
-    text = (query or "").lower()
-    found = [(v, canonical) for canonical, variants in _load_synonyms() for v in variants if v in text]
+    found = _synonyms_in(query)
     out: dict[str, list[str]] = {}
     for w in words:
         for v, canonical in found:
