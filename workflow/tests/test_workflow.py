@@ -442,3 +442,25 @@ def test_a_ticket_is_found_in_the_admin_by_the_number_chat_gave_it(people, clien
     assert f"#{proposal.pk}" in listing
     found = client.get("/admin/workflow/ticket/", {"q": f"#{proposal.pk}"}).content.decode()
     assert f"#{proposal.pk}" in found and "0 个" not in found
+
+
+def test_the_admin_offers_decisions_only_to_those_who_may_make_them(people, client):
+    # Head office was offered 「确认所选提案」/「拒绝所选提案」 in the admin list, only to be refused.
+    from core.models import AuditLog
+
+    hq = make_user("wf_hq_admin", role="hq", stores=[], is_staff=True)
+    store = Store.objects.get(code="GZ-TH")
+    proposal, _ = proposal_create(user=people["staff"], kind="restock", store=store, source="api",
+                                  payload={"lines": [{"sku": "B003", "quantity": 1, "unit": "箱"}]})
+    client.force_login(hq)
+    page = client.get("/admin/workflow/proposal/").content.decode()
+    assert 'value="confirm_selected"' not in page and 'value="reject_selected"' not in page
+    # Posted anyway, the decision still goes to the services: refused there, and audited.
+    denied_before = AuditLog.objects.filter(action=AuditLog.Action.PERMISSION_DENIED, actor=hq).count()
+    r = client.post("/admin/workflow/proposal/", {"action": "confirm_selected", "_selected_action": [proposal.pk], "index": 0}, follow=True)
+    assert any("没有处理提案的权限" in str(m) for m in r.context["messages"])
+    assert AuditLog.objects.filter(action=AuditLog.Action.PERMISSION_DENIED, actor=hq).count() == denied_before + 1
+    proposal.refresh_from_db()
+    assert proposal.status == "pending"
+    client.force_login(people["manager"])
+    assert 'value="confirm_selected"' in client.get("/admin/workflow/proposal/").content.decode()
