@@ -22,18 +22,20 @@ from ops.models import Product, Store
 from ops.periods import cn_number
 from ops.selectors import UnknownStore, find_store_in_text, known_products_text, resolve_store_for
 
+from . import vocabulary as vocab
+
 RESTOCK, TICKET = "restock", "ticket"
 _QTY = re.compile(r"(\d+|[零〇一二两三四五六七八九十百千万]+)\s*(箱|瓶|杯|份|件|桶|个)")
 _CANCEL = re.compile(r"^(算了|不用了|不要了|取消|撤销|不补了|别补了|先不补|先不用|先不要|不建了|先不建)|算了[吧啊]?[。！!]?$|(取消|撤销)(这个|这次)?(申请|补货|工单|提案)")
 _YES = re.compile(r"^(好|好的|行|可以|嗯|对|是|是的|要|ok|okay|就这样|没问题|改吧|那就)", re.IGNORECASE)
-_TICKET_WORDS = re.compile(r"工单|投诉单|客诉单|(登记|建|开|提|提交)(一?个|一?张|一下)?(客诉|投诉)")  # 「帮我登记个投诉」
+_TICKET_WORDS = re.compile(r"工单|投诉单|客诉单|" + vocab.TICKET_REQUEST)  # 「帮我登记个投诉」「登记客人的投诉」
 # The request's own words, taken out of a ticket's description (「客人投诉酒有怪味 帮我建个投诉单」 lost 「怪味」
 # to a 「four characters before 建」 prefix).
 # A bare 「工单」 and the store it is for (「帮天河店建工单」) are request words too: descriptions read
 # 「…肚子不舒服，工单」 and 「帮天河店，客人说服务差」.
 _REQUEST_WORDS = re.compile(r"(帮我|给我|请|麻烦|替我)?(建|开|提|创建|登记|提交)(一?个|一?张|一下)?(投诉工单|客诉工单|工单|投诉单|客诉单)|"
                             r"(?:^|(?<=[，,。\s店]))(帮我|给我|请|麻烦|替我)?(工单|投诉单|客诉单)(?=[，,。：:\s]|$)|"
-                            r"(帮我|给我|请|麻烦|替我)?(建|开|提|创建|登记|提交)(一?个|一?张|一下)?(客诉|投诉)|"
+                            r"(帮我|给我|请|麻烦|替我)?(建|开|提|创建|登记|提交)(一?个|一?张|一下)?(客人|顾客|这桌|那桌)?的?(客诉|投诉)|"
                             r"(?:^|(?<=[，,。\s]))(帮|给|替)[\u4e00-\u9fff]{1,6}?店(?=[，,。：:\s]|$|(建|开|提|创建|登记|提交)?(一?个|一?张|一下)?(工单|投诉单|客诉单))|"
                             r"帮我|麻烦|请")
 _DESCRIPTION_EDGES = " ，,。：:；;、"

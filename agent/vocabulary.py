@@ -45,6 +45,10 @@ N = r"[0-9一二两三四五六七八九十]+"
 # open; the answer asks instead of refusing it as a gap in the SOPs (or answering 「科罗娜怎么样」
 # from the 沽清 rule, the closest section).
 BARE_NAME = re.compile(r"^(那么?|那个|还有)?\s*(?P<what>.+?)\s*(呢|怎么样|咋样|如何)?[\s？?。！!]*$")
+# 「帮我登记一下客人的投诉」「开个工单」: the router's ticket request, and the slots' choice of a ticket
+# over a restock (「登记客人的投诉」 was asked 「要补哪个商品？」: the two patterns differed). 「登记了」 is done.
+TICKET_REQUEST = (r"(帮我|给我|请|麻烦)?[^，。？！]{0,4}(建|开|提|创建|登记|提交)(?![了过完好])(一?个|一?张|一下)?[^，。？！]{0,4}"
+                  r"(工单|投诉单|客诉单|(客诉|投诉)(?!怎|要|流程|规定|电话))")
 # A question about every store, or about which one: a one-store asker is told what they can see.
 WHICH_STORE = re.compile(r"哪(家|个|间)(门)?店|哪家")
 ALL_STORES_ASKED = re.compile(r"各店|各门店|各家|每家|[两三四五六七八九几]家店|所有(门)?店|全部(门)?店|全部门店|每个店|全公司|整个公司|全品牌|全国|总共几家")
@@ -98,7 +102,7 @@ SIGNALS: tuple[Signal, ...] = (
     # The whole message asks for a restock and names nothing yet (「我要补货」「申请补货」): the conversation
     # asks for the product and the quantity. (「补科罗娜」: the router checks the name against the product list.)
     Signal("要补货", ACTION, r"^\s*(我要|我想|要|想|帮忙)?(申请)?补货\s*[。！!]?\s*$", 3),
-    Signal("请求建工单", ACTION, r"(帮我|给我|请|麻烦)?[^，。？！]{0,4}(建|开|提|创建|登记|提交)(一?个|一?张|一下)?[^，。？！]{0,4}(工单|投诉单|客诉单|(客诉|投诉)(?!怎|要|流程|规定|电话))", 3),
+    Signal("请求建工单", ACTION, TICKET_REQUEST, 3),
 
     # --- data: each points to the tool that answers it ------------------------------------------
     Signal("营业额", DATA, r"卖了多少|卖得?多少钱|买了多少|卖[得的]?(怎么样|如何|咋样|好不好|还行吗)|生意(怎么样|如何|咋样|好不好|好吗)|营业额|销售额|营收|流水|业绩|"
@@ -132,7 +136,7 @@ SIGNALS: tuple[Signal, ...] = (
     # 「上周每天卖了多少」「这个月每天的营业额」: a figure per day, not one total
     Signal("每日趋势", DATA, r"(每天|每日|逐日|按天|每一天)[^，。？！]{0,8}(卖|营业额|销售额|营收|流水|业绩|订单|单量|多少单|几单|生意)|(营业额|销售额|营收|流水|业绩|订单|单量)[^，。？！]{0,6}(趋势|走势|每天|每日|按天)|"
            r"哪一?天[^，。？！]{0,8}(最|比较)(好|多|忙|旺|火|高|差|少|冷清)", 3, DAILY_TREND),
-    Signal("库存告急", DATA, r"(?<!安全)库存|低于安全|低库存|缺货|缺什么|缺啥|断货|断获|快没了|快没货|没货了|快卖完|卖光|不够卖|不够了|够不够卖|还够吗|还剩多少(?!钱)|剩多少(?!钱)|还?剩下?(几|多少)(瓶|箱|杯|份|桶)|还有(多少|几)(瓶|箱|杯|份|桶|货)|(库存|存货)还有多少|见底|补什么货|该补货|要补货", 2, LOW_STOCK),
+    Signal("库存告急", DATA, r"(?<!安全)库存|低于安全|低库存|缺货|缺什么|缺啥|断货|断获|快没了|快没货|没货了|快卖完|卖光|不够卖|不够了|够不够卖|还够吗|(?<!卡里)还剩多少(?!钱)|(?<!卡里还)(?<!卡里)剩多少(?!钱)|还?剩下?(几|多少)(瓶|箱|杯|份|桶)|还有(多少|几)(瓶|箱|杯|份|桶|货)|(库存|存货)还有多少|见底|补什么货|该补货|要补货", 2, LOW_STOCK),
     # 「把卡里余额打出来给他看」 asks whether staff may (a rule), not what the balance is.
     Signal("会员余额", DATA, r"余额(?![^，。？！]{0,6}(打出来|打印|截图|截屏|拍照|拍下来|发给|给他看|给客人看|给她看))|储值.{0,4}(还有|多少)|卡里.{0,4}(还有|还剩|有)多少|"
            r"(?<![A-Za-z0-9])M\d{5}(?!\d)[^，。？！]{0,8}储值|储值[^，。？！]{0,6}(?<![A-Za-z0-9])M\d{5}(?!\d)|"
@@ -247,6 +251,8 @@ PRICE = re.compile(rf"(一|每|单|整)({_UNITS})[^，。？！]{{0,6}}(卖|收|
 # inside 其他, 一个 not in 一个月.
 THIRD_PARTY_WANTS = re.compile(
     r"(客人|顾客|有人|有个人|一个(?![月星礼])[^，。？！]{0,3}|(?<!其)[他她]|对方|别人)[^，。？！]{0,10}(想|要|让我|叫我|非要)(查|看|知道|打听)|"
+    # 「客人打电话问卡里还剩多少」: what may be told over the phone is the question, not the figure
+    r"(打|来)(个|了)?电话[^，。？！]{0,3}问|电话里[^，。？！]{0,3}问|"
     r"(查|看|问)[他她]的?(弟弟|哥哥|姐姐|妹妹|老公|老婆|丈夫|妻子|男朋友|女朋友|朋友|家人|爸|妈|儿子|女儿|同事)")
 # Posting a figure where the public sees it (the social-media rules), not sending it to someone.
 PUBLISHES = re.compile(r"(发|晒|传)[^，。？！]{0,3}(朋友圈|抖音|小红书|微博|视频号|快手)")

@@ -320,3 +320,14 @@ def test_asking_again_after_a_rejection_is_a_new_proposal_not_the_rejected_one(s
     later, _ = Thread(staff).ask("天河店哪些商品低于安全库存")
     assert later.proposal is not None and later.proposal["id"] != offered.proposal["id"], later.answer
     assert later.proposal["status"] == "pending"
+
+
+def test_a_ticket_request_with_words_between_verb_and_complaint_is_a_ticket(staff):
+    # 「登记客人的投诉」 was asked 「要补哪个商品？」: the router read a ticket request, the slots a restock.
+    first, conv, _ = chat_ask(user=staff, query="登记客人的投诉")
+    assert first.intent == "action" and not first.proposal and "客人投诉的情况" in first.answer and "补哪个商品" not in first.answer
+    second, _, _ = chat_ask(user=staff, query="客人说啤酒有异味，喝了两口就不舒服", thread_id=conv.thread_id)
+    assert second.proposal and second.proposal["kind"] == "ticket"
+    # Done already (「登记了」): the question is what comes next, a rule, not a new ticket.
+    done, _, _ = chat_ask(user=staff, query="登记了客人的投诉 多久内要给人家答复")
+    assert done.intent == "policy" and not done.proposal

@@ -62,6 +62,10 @@ TABLE = [
     ("客人想要张能证明储值余额的东西，我拿手机拍一下POS屏幕发他微信可以不", "policy"),
     # Someone else wants the figure: whether to give it is the question.
     ("一个女的说是客人姐姐，到前台想查她弟弟卡里还有多少钱", "policy"),
+    # A member's balance asked over the phone: whether to tell it (and the spending) is the rule; it was
+    # read as stock left (「还剩多少」) and offered a restock.
+    ("客人打电话问卡里还剩多少 还要每笔花了啥", "policy"),
+    ("登记了客人的投诉 多久内要给人家答复", "policy"),  # done already: 登记了 asks what comes next (was a ticket request)
     ("会员13812345678卡里还有多少钱", "data"),
     # A price is on the drinks list; what was sold is in the figures.
     ("扎啤一杯现在卖多少钱", "policy"), ("炸鸡翅一份现在卖多少钱", "policy"), ("外卖单子的打包费一份收多少", "policy"),
