@@ -278,7 +278,7 @@ def _start_of_enumeration(units: list[SectionUnit], lead: SectionUnit) -> Sectio
 def second_section_lines(units: list[SectionUnit], terms: list[str], *, quantity: tuple[float, str] | None = None) -> list[str]:
     """A second section adds the one unit that answers, with what it cannot stand without: a
     list item with its intro, a clause of a 「；」 run with the run's opening (which names what the
-    run is: 「禁止发布：」), a list's intro with its closest item. One line came out as
+    run is: 「禁止发布：」, 「单次报损金额…」), a list's intro with its closest item. One line came out as
     「会员信息、订单截图、销售数据和后台系统页面；」 without 禁止, or as 「出现以下任一情况…必须立即叫店长：」
     with no list after it."""
     if not units:
@@ -288,7 +288,7 @@ def second_section_lines(units: list[SectionUnit], terms: list[str], *, quantity
         intro = [u for u in units if u.block == lead.block - 1 and u.kind == "sentence" and u.text.rstrip().endswith(("：", ":"))]
         return [u.text.rstrip() for u in [*intro[-1:], lead]]
     opener = _start_of_enumeration(units, lead)
-    if opener is not lead and ("：" in opener.text or ":" in opener.text):
+    if opener is not lead:  # 「300 元至 2000 元由区域经理审批；」 alone lacks the 「单次报损金额」 its run opens with
         return [opener.text.rstrip(), lead.text.rstrip()]
     if lead.text.rstrip().endswith(("：", ":")):
         items = [u for u in units if u.block == lead.block + 1 and u.kind == "item"]

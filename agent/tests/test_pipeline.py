@@ -777,6 +777,10 @@ def test_a_second_sections_line_keeps_what_it_cannot_stand_without():
     assert compose.second_section_lines([intro, *items], []) == [intro.text, items[1].text]  # an item leads: with its intro
     intro.similarity = 0.95  # the intro leads: with the closest item of its list
     assert compose.second_section_lines([intro, *items], []) == [intro.text, items[1].text]
+    # A run whose opening has no colon still opens it: 「300 元至 2000 元由区域经理审批；」 lacked 「单次报损金额」.
+    limits = ["单次报损金额 300 元以内由店长审批；", "300 元至 2000 元由区域经理审批；", "超过 2000 元需运营总监审批。"]
+    units = [SectionUnit("sentence", t, 0, similarity=0.9 if i == 1 else 0.5) for i, t in enumerate(limits)]
+    assert compose.second_section_lines(units, []) == limits[:2]
     alone = [SectionUnit("sentence", "存酒期限 90 天。", 0, similarity=0.9), SectionUnit("sentence", "到期前提醒。", 0, similarity=0.4)]
     assert compose.second_section_lines(alone, []) == ["存酒期限 90 天。"]
 
