@@ -275,6 +275,13 @@ def _start_of_enumeration(units: list[SectionUnit], lead: SectionUnit) -> Sectio
     return units[i]
 
 
+def hedge(sources: Sources) -> str:
+    """The line before an answer that only just passed: what follows is the closest rule found."""
+    first = sources.citations[0]
+    return (f"制度里没有找到完全对应的规定，下面是最接近的《{first['document']}》里的内容，仅供参考；"
+            "情况不一样的话请问值班主管或店长。")
+
+
 def second_section_lines(units: list[SectionUnit], terms: list[str], *, quantity: tuple[float, str] | None = None) -> list[str]:
     """A second section adds the one unit that answers, with what it cannot stand without: a
     list item with its intro, a clause of a 「；」 run with the run's opening (which names what the

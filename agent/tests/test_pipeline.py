@@ -1041,3 +1041,23 @@ def test_comparing_busy_hours_with_another_store_says_it_shows_one_store():
     second, _, _ = chat_ask(user=hq, query="跟福田比", thread_id=conv.thread_id)
     assert second.data[0]["tool"] == "hourly_peak" and second.data[0]["params"]["store"] == "深圳福田店"
     assert "不能把两家店放在一起比" in second.answer and "「广州天河店跟福田比」" in second.answer
+
+
+def test_an_answer_that_only_just_passed_says_it_is_the_closest_rule(staff, settings, fake_http):
+    # 「客人想带狗进来坐行不行」 was answered from 包厢服务标准 as if that were the rule on dogs.
+    meta = coverage_model(threshold=0.5)  # p = sigmoid(10 × coverage − 5): full coverage 0.99, none 0.007
+    confident, _ = answer_question("满减券和折扣券能叠加吗", user=staff)
+    assert not confident.refused and "制度里没有找到完全对应的规定" not in confident.answer
+    meta.answerability["threshold"] = 0.988  # the same question (0.993) now passes by a hair
+    meta.save(update_fields=["answerability"])
+    barely, _ = answer_question("满减券和折扣券能叠加吗", user=staff)
+    assert not barely.refused and barely.answer.startswith("制度里没有找到完全对应的规定，下面是最接近的《")
+    assert "不能叠加" in barely.answer  # the answer itself follows
+    step = next(s for s in barely.trace if s["step"] == "answer")["detail"]
+    assert step["hedged"] is True
+    # With an LLM configured, its judge has decided the grey zone: no hedge.
+    settings.SM_LLM_BACKEND, settings.SM_OPENAI_BASE = "openai", fake_http.url + "/v1"
+    fake_http.routes["/v1/chat/completions"] = lambda body: openai_chat("OK" if "判断参考资料" in body["messages"][0]["content"]
+                                                                       else "满减券和折扣券不能叠加[1]。")(body)
+    judged, _ = answer_question("满减券和折扣券能叠加吗", user=staff)
+    assert "制度里没有找到完全对应的规定" not in judged.answer
