@@ -81,6 +81,9 @@ class UnansweredQuestion(models.Model):
         # Declined as unrelated to the store (「hi」「明天股市会涨吗」): no SOP gap, so hidden from the
         # list a manager works through unless asked for; kept for when the router misjudged one.
         OFF_TOPIC = "off_topic", "与门店无关"
+        # Answered with the closest rule and said so (an answer that only just passed): likely a
+        # gap in the SOPs all the same.
+        CLOSEST = "closest", "只找到相近规定"
 
     question = models.TextField("问题")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, verbose_name="提问人")

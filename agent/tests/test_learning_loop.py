@@ -204,3 +204,26 @@ def test_a_refused_attempt_on_another_stores_question_is_not_read_back_through_t
     client = APIClient()
     client.force_authenticate(manager)
     assert "福田店内部的秘密问题" not in client.get("/api/v1/audit").content.decode()
+
+
+def test_an_answer_given_as_the_closest_rule_lands_on_the_unanswered_list():
+    # Answered with a hedge (「制度里没有找到完全对应的规定…」), the question was not on the list a manager
+    # works through, though it is most likely a gap in the SOPs.
+    from agent.models import UnansweredQuestion
+    from agent.services import chat_ask
+    from knowledge.models import IndexMeta
+    from ops.tests.factories import make_user
+
+    from .test_pipeline import coverage_model
+
+    meta = coverage_model(threshold=0.988)  # full coverage scores 0.993: passes by a hair
+    assert IndexMeta.objects.get().answerability["threshold"] == 0.988
+    staff = make_user("loop_closest", role="staff", stores=["GZ-TH"])
+    result, _, reply = chat_ask(user=staff, query="满减券和折扣券能叠加吗")
+    assert not result.refused and result.answer.startswith("制度里没有找到完全对应的规定")
+    row = UnansweredQuestion.objects.get(question="满减券和折扣券能叠加吗", user=staff)
+    assert row.source == UnansweredQuestion.Source.CLOSEST and row.message_id == reply.pk and "活动核销规则" in row.reason
+    meta.answerability["threshold"] = 0.5
+    meta.save(update_fields=["answerability"])
+    chat_ask(user=staff, query="单品券和满减券能一起用吗")
+    assert not UnansweredQuestion.objects.filter(question="单品券和满减券能一起用吗").exists()
