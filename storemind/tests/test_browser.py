@@ -441,7 +441,13 @@ def test_12_enter_in_a_reason_box_does_what_the_box_is_for(page, live):
     page.click("#logout")
     login(page, live, "browser_manager")
     page.goto(f"{live}/proposals/")
+    # 拒绝 without a reason: the refusal asks for one and the box is where the typing goes (it was a
+    # 170 px sliver after the buttons).
+    page.locator(f"#{proposal_id} form.decide button", has_text="拒绝").click()
+    expect(page.locator(f"#{proposal_id} .error")).to_have_text("拒绝时请写明原因。")
     reason = page.locator(f"#{proposal_id} input[name=reason]")
+    expect(reason).to_be_focused()
+    assert reason.bounding_box()["width"] >= 240
     reason.fill("本周已到货")
     reason.press("Enter")
     expect(page.locator(f"#{proposal_id}")).to_have_attribute("data-status", "rejected")
