@@ -290,7 +290,10 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
             asked = Period(date.fromisoformat(before["start"]), date.fromisoformat(before["end"]), before["label"])
             days = (asked.end - asked.start).days + 1
             unit = step.group(5)
-            if (unit in ("周", "星期", "礼拜") and days == 7) or (unit in ("天", "日") and days == 1) or (unit == "月" and 28 <= days <= 31):
+            # By the period's kind: this week or month so far is shorter than its unit (「本周」 → 「那前一周呢」).
+            weekly = days == 7 or asked.label.startswith(("本周", "这周"))
+            monthly = asked.start.day == 1 and (28 <= days <= 31 or asked.label.startswith(("本月", "这个月", "这月")))
+            if (unit in ("周", "星期", "礼拜") and weekly) or (unit in ("天", "日") and days == 1) or (unit == "月" and monthly):
                 period = previous_period(asked)
         if period is not None:
             params["period"] = {"label": period.label, "start": period.start.isoformat(), "end": period.end.isoformat()}

@@ -135,6 +135,8 @@ def start(question: str, *, user, history: list[tuple[str, str]]) -> tuple[Pendi
     pending = PendingAction(kind=kind, started_with=question[:200])
     if kind == TICKET:
         description = _REQUEST_WORDS.sub("", question).strip(_DESCRIPTION_EDGES)
+        # What is left of 「帮我登记这个投诉」 is still the request (「登记这个投诉」), not a complaint.
+        description = re.sub(vocab.TICKET_REQUEST, "", description).strip(_DESCRIPTION_EDGES)
         if len(description) < 5 and history:
             description = f"{history[-1][0]} {description}".strip()  # 「帮我建个工单」 after the complaint itself
         pending.description = description if len(description) >= 5 else ""

@@ -47,7 +47,7 @@ N = r"[0-9一二两三四五六七八九十]+"
 BARE_NAME = re.compile(r"^(那么?|那个|还有)?\s*(?P<what>.+?)\s*(呢|怎么样|咋样|如何)?[\s？?。！!]*$")
 # 「帮我登记一下客人的投诉」「开个工单」: the router's ticket request, and the slots' choice of a ticket
 # over a restock (「登记客人的投诉」 was asked 「要补哪个商品？」: the two patterns differed). 「登记了」 is done.
-TICKET_REQUEST = (r"(帮我|给我|请|麻烦)?[^，。？！]{0,4}(建|开|提|创建|登记|提交)(?![了过完好])(一?个|一?张|一下)?[^，。？！]{0,4}"
+TICKET_REQUEST = (r"(帮我|给我|请|麻烦)?[^，。？！]{0,4}(创建|登记|提交|建|开|提(?!交))(?![了过完好])(一?个|一?张|一下)?[^，。？！]{0,4}"
                   r"(工单|投诉单|客诉单|(客诉|投诉)(?!怎|要|流程|规定|电话))")
 # A question about every store, or about which one: a one-store asker is told what they can see.
 WHICH_STORE = re.compile(r"哪(家|个|间)(门)?店|哪家")
@@ -136,9 +136,9 @@ SIGNALS: tuple[Signal, ...] = (
     # 「上周每天卖了多少」「这个月每天的营业额」: a figure per day, not one total
     Signal("每日趋势", DATA, r"(每天|每日|逐日|按天|每一天)[^，。？！]{0,8}(卖|营业额|销售额|营收|流水|业绩|订单|单量|多少单|几单|生意)|(营业额|销售额|营收|流水|业绩|订单|单量)[^，。？！]{0,6}(趋势|走势|每天|每日|按天)|"
            r"哪一?天[^，。？！]{0,8}(最|比较)(好|多|忙|旺|火|高|差|少|冷清)", 3, DAILY_TREND),
-    Signal("库存告急", DATA, r"(?<!安全)库存|低于安全|低库存|缺货|缺什么|缺啥|断货|断获|快没了|快没货|没货了|快卖完|卖光|不够卖|不够了|够不够卖|还够吗|(?<!卡里)还剩多少(?!钱)|(?<!卡里还)(?<!卡里)剩多少(?!钱)|还?剩下?(几|多少)(瓶|箱|杯|份|桶)|还有(多少|几)(瓶|箱|杯|份|桶|货)|(库存|存货)还有多少|见底|补什么货|该补货|要补货", 2, LOW_STOCK),
+    Signal("库存告急", DATA, r"(?<!安全)库存|低于安全|低库存|缺货|缺什么|缺啥|断货|断获|快没了|快没货|没货了|快卖完|卖光|不够卖|不够了|够不够卖|还够吗|还剩多少(?!钱)|(?<!还)剩多少(?!钱)|还?剩下?(几|多少)(瓶|箱|杯|份|桶)|还有(多少|几)(瓶|箱|杯|份|桶|货)|(库存|存货)还有多少|见底|补什么货|该补货|要补货", 2, LOW_STOCK),
     # 「把卡里余额打出来给他看」 asks whether staff may (a rule), not what the balance is.
-    Signal("会员余额", DATA, r"余额(?![^，。？！]{0,6}(打出来|打印|截图|截屏|拍照|拍下来|发给|给他看|给客人看|给她看))|储值.{0,4}(还有|多少)|卡里.{0,4}(还有|还剩|有)多少|"
+    Signal("会员余额", DATA, r"余额(?![^，。？！]{0,6}(打出来|打印|截图|截屏|拍照|拍下来|发给|给他看|给客人看|给她看))|储值.{0,4}(还有|多少)|卡[里上内中]?.{0,4}(还有|还剩|剩下?|有)多少|"
            r"(?<![A-Za-z0-9])M\d{5}(?!\d)[^，。？！]{0,8}储值|储值[^，。？！]{0,6}(?<![A-Za-z0-9])M\d{5}(?!\d)|"
            r"((?<![A-Za-z0-9])M\d{5}|(?<!\d)1[3-9]\d{9})(?!\d)[^，。？！]{0,8}(还有|还剩|剩下?|有|能用|可以用|可用|能花)多少钱?", 2, MEMBER_BALANCE),
     Signal("时间范围", DATA, r"今天|今儿|昨天|昨儿|前天|上周|本周|这周|礼拜|星期|上个?月|本月|这个?月|月初|最近\s*\S{1,2}天|近\s*\d+\s*天|这两天|周末|国庆|双十一|\d+月\d+[日号]|\d+\.\d+-\d+\.\d+|到目前为止|截至", 1),
@@ -298,11 +298,17 @@ class Hit:
         return f"{self.signal.name}×{self.count}"
 
 
+# 「卡里还剩多少」「会员卡上还剩多少」: what is left is a card's balance, not stock (the stock
+# signal read 「还剩多少」 there and a restock was offered). Masked for the stock signal only.
+CARD_LEFT = re.compile(r"卡[里上内中]?面?[^，。？！\s]{0,2}?(还剩|剩下?|还有)(多少|几)")
+
+
 def match(text: str) -> list[Hit]:
     """Every table entry the text matches, with how often."""
     hits = []
+    stock_text = CARD_LEFT.sub("、", text or "")
     for signal in SIGNALS:
-        found = signal.regex.findall(text or "")
+        found = signal.regex.findall(stock_text if signal.tool == LOW_STOCK else (text or ""))
         if found:
             hits.append(Hit(signal, len(found)))
     return hits

@@ -328,6 +328,11 @@ def test_a_ticket_request_with_words_between_verb_and_complaint_is_a_ticket(staf
     assert first.intent == "action" and not first.proposal and "客人投诉的情况" in first.answer and "补哪个商品" not in first.answer
     second, _, _ = chat_ask(user=staff, query="客人说啤酒有异味，喝了两口就不舒服", thread_id=conv.thread_id)
     assert second.proposal and second.proposal["kind"] == "ticket"
-    # Done already (「登记了」): the question is what comes next, a rule, not a new ticket.
-    done, _, _ = chat_ask(user=staff, query="登记了客人的投诉 多久内要给人家答复")
-    assert done.intent == "policy" and not done.proposal
+    # Done already (「登记了」「提交过」): the question is what comes next, a rule, not a new ticket.
+    for question in ("登记了客人的投诉 多久内要给人家答复", "我已经提交过投诉了，多久回复"):
+        done, _, _ = chat_ask(user=staff, query=question)
+        assert done.intent == "policy" and not done.proposal, question
+    # What is left of the request words is no complaint: it asks for one (a ticket 「登记这个投诉」 was proposed).
+    for question in ("帮我登记这个投诉", "帮我登记下投诉"):
+        asked, _, _ = chat_ask(user=staff, query=question)
+        assert not asked.proposal and "客人投诉的情况" in asked.answer, question

@@ -1020,6 +1020,10 @@ def test_the_one_before_steps_back_by_the_periods_own_unit():
     other, _, _ = chat_ask(user=manager, query="那前一天呢", thread_id=conv2.thread_id)
     got = other.data[0]["params"]["period"]
     assert got["start"] == got["end"]  # one day, not the month before
+    # This week so far is shorter than a week, and still steps back by one (it fell to the last 7 days).
+    week, conv4, _ = chat_ask(user=manager, query="本周卖了多少")
+    prior, _, _ = chat_ask(user=manager, query="那前一周呢", thread_id=conv4.thread_id)
+    assert prior.data[0]["params"]["period"]["label"] == "上周同期"
     yesterday, conv3, _ = chat_ask(user=manager, query="昨天卖了多少")
     again, _, _ = chat_ask(user=manager, query="那前一天呢", thread_id=conv3.thread_id)
     assert again.data[0]["params"]["period"]["label"] == "前天"

@@ -65,7 +65,8 @@ TABLE = [
     ("一个女的说是客人姐姐，到前台想查她弟弟卡里还有多少钱", "policy"),
     # A member's balance asked over the phone: whether to tell it (and the spending) is the rule; it was
     # read as stock left (「还剩多少」) and offered a restock.
-    ("客人打电话问卡里还剩多少 还要每笔花了啥", "policy"),
+    ("客人打电话问卡里还剩多少 还要每笔花了啥", "policy"), ("客人打电话问卡上还剩多少", "policy"),
+    ("客人打电话问会员卡还剩多少", "policy"), ("客人打电话问卡里面还剩多少", "policy"), ("青岛还剩多少", "data"),
     ("登记了客人的投诉 多久内要给人家答复", "policy"),  # done already: 登记了 asks what comes next (was a ticket request)
     ("会员13812345678卡里还有多少钱", "data"),
     # A price is on the drinks list; what was sold is in the figures.
