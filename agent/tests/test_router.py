@@ -44,7 +44,8 @@ TABLE = [
     # Data words that only tell what happened ask for no figure (no 多少/几/哪/吗 in their clause).
     ("晚上九点多单子爆了，外卖十五分钟肯定做不出来，咋弄", "policy"), ("外卖单子太多做不过来要超时了", "policy"),
     ("科罗娜卖光了 跟客人推啥替代", "policy"), ("推荐一部好看的电影", "out_of_scope"),
-    ("外卖超时了多少单", "data"), ("哪家店单子最多", "data"),  # 单子太多 describes; 多少单 / 单子最多 ask ("科罗娜卖光了，客人还点咋办，推荐啥给他", "policy"),
+    ("科罗娜卖光了，客人还点咋办，推荐啥给他", "policy"),
+    ("外卖超时了多少单", "data"), ("哪家店单子最多", "data"),  # 单子太多 describes; 多少单 / 单子最多 ask
     ("同一个时间段有两桌人都说吃完上吐下泻，症状一模一样，这算大事吧？店长要多久报上去", "policy"),
     # 「两个店长」 are people, not two stores; 「比较严重」 compares nothing.
     ("我们店威士忌快断货了，想从同城另一家店拉一整箱过来，两个店长说好就行吗", "policy"),
