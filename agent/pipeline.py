@@ -391,11 +391,14 @@ HEDGE_LOGITS = 0.85
 
 
 def barely_enough(state: AgentState) -> bool:
-    """Answered, but only just: the chosen round's score is within HEDGE_LOGITS of the threshold.
-    With an LLM configured its judge has decided the grey zone already."""
+    """Answered, but only just: the chosen round's score is within HEDGE_LOGITS of the threshold,
+    or under it in a question that also asked for figures (answered from the rules all the same).
+    Not when an LLM judge decided the round (its layer says so): it has read the section."""
     v = state.chosen.verdict if state.chosen is not None else None
-    if v is None or not v.enough or not 0 < v.threshold < 1 or get_llm().available:
+    if v is None or state.chosen.layer == "llm" or not 0 < v.threshold < 1:
         return False
+    if not v.enough:
+        return state.route.intent == BOTH
     score = min(max(v.score, 1e-9), 1 - 1e-9)
     return math.log(score / (1 - score)) - math.log(v.threshold / (1 - v.threshold)) < HEDGE_LOGITS
 
@@ -553,10 +556,17 @@ def compose_answer(state: AgentState) -> None:
                 used_llm = True
             except LLMUnavailable as exc:
                 detail["degraded"] = f"LLM 不可用，已降级为抽取式回答：{str(exc)[:120]}"
+        # What the figures could not do as asked: right after them, whoever wrote the answer.
+        note = state.plan.note if state.tool_result is not None and state.plan is not None else ""
+        if used_llm and note:
+            parts.append(note)
         if not used_llm:
             if state.tool_result is not None:
+                # Named by the question itself (not carried from the last turn): 「那各店呢」 after 天河店 asks for all.
                 parts.append(compose.extractive_data_answer(state.tool_result, state.sources, state.question,
-                                                            store_named=bool(state.plan and state.plan.params.get("store"))))
+                                                            store_named=bool(state.plan and state.plan.store_words)))
+                if note:
+                    parts.append(note)
             elif state.tool_error:
                 parts.append(state.tool_error)
                 state.clarify = True
@@ -567,8 +577,6 @@ def compose_answer(state: AgentState) -> None:
                 parts.append(compose.extractive_policy_answer(state.question, state.sources, terms))
             elif state.route.intent == BOTH:
                 parts.append("制度文档里没有找到这部分的规定，请咨询店长。")
-        if state.tool_result is not None and state.plan is not None and state.plan.note:
-            parts.append(state.plan.note)  # what the figures could not do as asked, whoever wrote the answer
         draft = "\n".join(p for p in parts if p)
         answer, report = compose.apply_guards(state.question, draft, state.sources, state.tool_result, state.audiences,
                                               mandatory=bool(state.sources.citations))

@@ -1059,9 +1059,34 @@ def test_an_answer_that_only_just_passed_says_it_is_the_closest_rule(staff, sett
     assert "不能叠加" in barely.answer  # the answer itself follows
     step = next(s for s in barely.trace if s["step"] == "answer")["detail"]
     assert step["hedged"] is True
-    # With an LLM configured, its judge has decided the grey zone: no hedge.
+    # An LLM judge that read the section and said OK decided the round: no hedge, even when the
+    # answer itself then falls back to the extractive one (the answer call fails).
     settings.SM_LLM_BACKEND, settings.SM_OPENAI_BASE = "openai", fake_http.url + "/v1"
-    fake_http.routes["/v1/chat/completions"] = lambda body: openai_chat("OK" if "判断参考资料" in body["messages"][0]["content"]
-                                                                       else "满减券和折扣券不能叠加[1]。")(body)
+    fake_http.routes["/v1/chat/completions"] = lambda body: (openai_chat("OK")(body) if "判断参考资料" in body["messages"][0]["content"]
+                                                           else (503, {"error": {"message": "overloaded"}}))
     judged, _ = answer_question("满减券和折扣券能叠加吗", user=staff)
-    assert "制度里没有找到完全对应的规定" not in judged.answer
+    judge_step = next(s for s in judged.trace if s["step"] == "judge")["detail"]
+    answer_step = next(s for s in judged.trace if s["step"] == "answer")["detail"]
+    assert judge_step["layer"] == "llm" and answer_step["mode"] == "extractive" and "degraded" in answer_step
+    assert "不能叠加" in judged.answer and "制度里没有找到完全对应的规定" not in judged.answer
+
+
+def test_a_question_that_also_asks_for_figures_is_hedged_when_its_rule_part_did_not_pass(staff):
+    # Below the threshold, a question that also asked for figures is still answered from the closest
+    # rules (the figures stand either way): that part says it is the closest rule. A round an LLM
+    # judge decided is not hedged.
+    from knowledge.answerability import Verdict
+
+    state = state_for("上周天河店卖了多少，满减券的规则是什么", staff)
+    state.route = pipeline.Route("both", "test")
+    state.chosen = _round([])
+    state.chosen.layer, state.chosen.verdict = "answerability", Verdict(0.3, False, 0.5, {})
+    assert pipeline.barely_enough(state)
+    state.route = pipeline.Route("policy", "test")
+    assert not pipeline.barely_enough(state)  # a rule question below the threshold is refused, not hedged
+    state.chosen.verdict = Verdict(0.6, True, 0.5, {})
+    assert pipeline.barely_enough(state)  # within the band
+    state.chosen.verdict = Verdict(0.95, True, 0.5, {})
+    assert not pipeline.barely_enough(state)
+    state.chosen.layer, state.chosen.verdict = "llm", Verdict(0.6, True, 0.5, {})
+    assert not pipeline.barely_enough(state)
