@@ -77,8 +77,12 @@ class ProposalAdmin(StoreScopedAdmin):
         # refused there, and audited, like the same attempt through the API or chat.
         name = request.POST.get("action") if request.method == "POST" else None
         if name in ("confirm_selected", "reject_selected") and not self._may_decide(request.user):
-            selected = self.get_queryset(request).filter(pk__in=request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME))
-            self._decide(request, selected, "confirm" if name == "confirm_selected" else "reject", "在后台操作")
+            ids = [i for i in request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME) if i.isdigit()]  # 「x」 was a 500
+            selected = list(self.get_queryset(request).filter(pk__in=ids))
+            if selected:
+                self._decide(request, selected, "confirm" if name == "confirm_selected" else "reject", "在后台操作")
+            else:
+                self.message_user(request, "没有选中可以处理的提案。", messages.WARNING)
             return HttpResponseRedirect(request.get_full_path())
         return super().changelist_view(request, extra_context)
 

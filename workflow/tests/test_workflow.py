@@ -462,5 +462,7 @@ def test_the_admin_offers_decisions_only_to_those_who_may_make_them(people, clie
     assert AuditLog.objects.filter(action=AuditLog.Action.PERMISSION_DENIED, actor=hq).count() == denied_before + 1
     proposal.refresh_from_db()
     assert proposal.status == "pending"
+    odd = client.post("/admin/workflow/proposal/", {"action": "confirm_selected", "_selected_action": ["x", ""], "index": 0}, follow=True)
+    assert odd.status_code == 200 and any("没有选中" in str(m) for m in odd.context["messages"])  # was a 500
     client.force_login(people["manager"])
     assert 'value="confirm_selected"' in client.get("/admin/workflow/proposal/").content.decode()
