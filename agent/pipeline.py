@@ -528,7 +528,10 @@ def refusal_text(state: AgentState) -> str:
     """Say what the corpus does not cover, and where the nearest thing it covers is."""
     v = state.chosen.verdict if state.chosen else None
     missing = "、".join(f"「{t}」" for t in (v.missing_terms if v else [])[:3])
-    nearest = state.chosen.hits[0].document if state.chosen and state.chosen.hits else ""
+    # Named only when the question shares a word with that section: 「团建经费有多少」 was pointed at
+    # 《团购与平台券核销》 for the character 团.
+    related = v is None or v.signals.get("section_coverage", 1.0) > 0
+    nearest = state.chosen.hits[0].document if state.chosen and state.chosen.hits and related else ""
     head = f"制度里没有关于{missing}的规定" if missing else "现有的门店制度文档里没有能回答这个问题的内容"
     near = f"；相近的内容在《{nearest}》" if nearest else ""
     return (f"抱歉，{head}{near}，我不能凭空作答。请咨询店长或区域经理；这个问题已记录到\"未解答问题\"，"

@@ -238,6 +238,10 @@ def test_near_domain_refusal_names_what_is_missing_and_lands_on_the_unanswered_l
     assert "制度里没有关于「宠物" in result.answer and "相近的内容在《" in result.answer
     item = UnansweredQuestion.objects.get(message=reply)
     assert item.question == "员工可以带宠物上班吗" and item.reason.startswith("制度里找不到能回答的内容（可答性")
+    # A section that shares no word with the question is no 「相近的内容」: 「团建经费有多少」 was
+    # pointed at 《团购与平台券核销》 for the character 团.
+    unrelated, _, _ = chat_ask(user=staff, query="团建经费有多少")
+    assert unrelated.refused and "「经费」" in unrelated.answer and "相近的内容" not in unrelated.answer
 
 
 # --- the four guards: each fails without it --------------------------------------------------
