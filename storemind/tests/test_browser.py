@@ -522,3 +522,16 @@ def test_16_a_long_table_is_folded_under_the_lines_that_already_list_it(page, li
     short = ask(page, "上周天河店卖了多少")
     expect(short.locator("details.table-more")).to_have_count(0)
     expect(short.locator("figure.data-table table")).to_be_visible()
+
+
+def test_17_a_long_answer_opens_below_the_top_bar(page, live):
+    """On a phone the newest answer was scrolled to the top of the page, under the sticky top bar:
+    its first line (the badge and 「按数据问题处理…」) was hidden."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    login(page, live, "browser_staff")
+    ask(page, "客人说酒有异味怎么办")
+    answer = ask(page, "上个月天河店每天卖了多少")
+    page.wait_for_timeout(300)
+    bar = page.locator(".topbar").bounding_box()
+    head = answer.locator(".answer-head").bounding_box()
+    assert head["y"] >= bar["y"] + bar["height"] - 1, (head, bar)
