@@ -720,8 +720,13 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tupl
         key = str(params["member"]).strip()
         # Exact member number or the full phone number only: nothing to enumerate with.
         member = Member.objects.select_related("account", "home_store").filter(Q(phone=key) | Q(number__iexact=key)).first()
+        # Filed under the store the asker works at (one store: theirs), so that store's manager sees
+        # their staff's lookups (store-less rows were visible to head office only); else the
+        # member's home store.
+        own = store_ids_for(user, spec.perm) if user is not None else None
+        where = Store.objects.filter(pk=own[0]).first() if own and len(own) == 1 else (member.home_store if member else None)
         with transaction.atomic():
-            audit_record(actor=user, action="member_lookup", target=member,
+            audit_record(actor=user, action="member_lookup", target=member, store=where,
                          after={"by": "phone" if key.isdigit() else "number", "found": member is not None})
         if member is None:
             errors["member"] = ["没有找到这个会员（请核对手机号或会员号）。"]

@@ -71,6 +71,17 @@ def test_member_balance_needs_the_exact_number_or_the_whole_phone_and_every_look
     assert found.target_repr == f"{member.number} {member.name[0]}{'*' * (len(member.name) - 1)}" and member.name not in found.target_repr
     with pytest.raises(PermissionDenied):
         run_tool("member_balance", {"member": member.number}, user=make_user("perm_pos3", role="pos", stores=["GZ-TH"]))
+    # Filed under the asker's store, so its manager sees them (store-less rows reached head office only).
+    assert set(lookups.values_list("store__code", flat=True)) == {"FS-ZM"}
+    from rest_framework.test import APIClient
+
+    from ops.services import api_token_issue
+
+    manager = make_user("perm_manager_fs", role="manager", stores=["FS-ZM"])
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_token_issue(user=manager, name='t')[1]}")
+    rows = client.get("/api/v1/audit", {"action": "member_lookup"}).json()
+    assert sum(1 for r in rows if r.get("actor") == "perm_staff_fs" or r.get("actor_username") == "perm_staff_fs") == 4, rows[:2]
 
 
 def test_head_office_lists_members_masked_unless_it_holds_view_member_pii(client):
