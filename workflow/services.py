@@ -27,7 +27,7 @@ from core.models import AuditLog
 from core.roles import require
 from core.scoping import store_ids_for
 from ops.models import Member, Order, Product, Store
-from ops.selectors import UnknownStore, resolve_store_for
+from ops.selectors import UnknownProduct, UnknownStore, resolve_product, resolve_store_for
 from ops.validation import reject_bad_text, reject_unknown
 
 from .models import CONFIRM_PERMS, Proposal, RestockLine, RestockRequest, Ticket
@@ -62,11 +62,14 @@ def _clean_restock(payload: dict) -> dict:
         if extra := sorted(set(map(str, line)) - RESTOCK_LINE_FIELDS):
             errors[p.rstrip(".")] = [f"不认识的字段：{'、'.join(extra)}。"]
             continue
-        key = str(line.get("sku") or line.get("product") or "")
-        product = Product.objects.filter(sku=key).first() or Product.objects.filter(name=key).first()
-        if product is None:
-            errors[p + "sku"] = [f"没有商品「{key}」。"]
-        elif product.id in seen:
+        key = str(line.get("sku") or line.get("product") or "").strip()
+        # A SKU, a name or an alias, exactly, like chat (「科罗娜」 was 「没有商品」 over MCP and REST).
+        try:
+            product = resolve_product(key[:64])
+        except UnknownProduct as exc:
+            product = None
+            errors[p + "sku"] = exc.messages
+        if product is not None and product.id in seen:
             errors[p + "sku"] = [f"{product.name} 重复出现。"]
         qty = line.get("quantity")
         if isinstance(qty, bool) or not isinstance(qty, int) or not 1 <= qty <= MAX_RESTOCK_QTY:

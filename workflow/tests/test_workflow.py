@@ -466,3 +466,17 @@ def test_the_admin_offers_decisions_only_to_those_who_may_make_them(people, clie
     assert odd.status_code == 200 and any("没有选中" in str(m) for m in odd.context["messages"])  # was a 500
     client.force_login(people["manager"])
     assert 'value="confirm_selected"' in client.get("/admin/workflow/proposal/").content.decode()
+
+
+def test_a_restock_line_names_its_product_by_sku_name_or_alias(people):
+    # 「科罗娜」 was 「没有商品「科罗娜」」 over MCP and REST, though chat takes it; a name nobody sells
+    # lists what can be asked for.
+    store = Store.objects.get(code="GZ-TH")
+    by_alias, _ = proposal_create(user=people["staff"], kind="restock", store=store, source="api",
+                                  payload={"lines": [{"sku": "科罗娜", "quantity": 2, "unit": "箱"}]})
+    assert by_alias.payload["lines"][0]["product"] == "科罗娜啤酒" and by_alias.payload["lines"][0]["sku"].startswith("B")
+    with pytest.raises(ValidationError) as exc:
+        proposal_create(user=people["staff"], kind="restock", store=store, source="api",
+                        payload={"lines": [{"sku": "喜力", "quantity": 2, "unit": "箱"}]})
+    message = exc.value.message_dict["payload.lines[0].sku"][0]
+    assert "没有叫「喜力」的商品" in message and "科罗娜啤酒" in message
