@@ -91,6 +91,18 @@ def _list_stores(user, args):
     return "\n".join(f"{r['code']} {r['name']}（{'、'.join(r['aliases'])}）" for r in rows), {"stores": rows}
 
 
+def _ops_params_help() -> str:
+    """Each tool's parameters, from its own schema (a client learned them from errors: that
+    period_compare needs baseline, member_balance takes member)."""
+    parts = []
+    for name, spec in OPS_TOOLS.items():
+        props, required = spec.schema.get("properties", {}), set(spec.schema.get("required") or ())
+        fields = "、".join(f"{k}{'（必填）' if k in required else ''}" for k in props)
+        parts.append(f"{name}：{fields or '无'}")
+    return ("按 tool 传参数。" + "；".join(parts) + "。门店用名称、别名或编码（list_stores）；period 用「上周」「本月」「最近7天」"
+            "「2026-11-01~2026-11-07」等；商品用名称、别名或编码；member 是会员号（M00012）或 11 位手机号。")
+
+
 def _query_ops(user, args):
     from ops.tools import run_tool
 
@@ -172,7 +184,7 @@ TOOLS: list[ToolDef] = [
             f"运行一个白名单经营数据工具（{'、'.join(OPS_TOOLS)}），参数先校验再查询，从不执行自由 SQL。返回数据行、一句话摘要和实际使用的参数。",
             {"type": "object", "properties": {
                 "tool": {"type": "string", "enum": list(OPS_TOOLS)},
-                "params": {"type": "object", "description": "如 {\"store\": \"天河店\", \"period\": \"上周\"}；product_sales 另需 {\"product\": \"科罗娜\"}"}},
+                "params": {"type": "object", "description": _ops_params_help()}},
              "required": ["tool"], "additionalProperties": False}, _query_ops),
     ToolDef("propose_restock",
             "为一家门店提交补货提案（只是提案，不会下单）。需要店长确认后才会生成补货单；同一个 idempotency_key 重复提交返回同一个提案。",

@@ -352,3 +352,17 @@ def test_schema_errors_are_chinese_and_short_and_integers_are_read_at_any_depth(
     except jsonschema.ValidationError as exc:
         text = schema_error_text(exc)
     assert text.startswith("不认识的参数 kkkk") and len(text) < 40, text
+
+
+def test_query_ops_tells_a_client_every_tools_parameters():
+    # 「params」 was one example: a client learned from errors that period_compare needs baseline and
+    # member_balance takes member.
+    from mcpserver.server import TOOLS as MCP_TOOLS
+    from ops.tools import TOOLS
+
+    schema = next(t for t in MCP_TOOLS if t.name == "query_ops").schema
+    help_text = schema["properties"]["params"]["description"]
+    for name, spec in TOOLS.items():
+        assert f"{name}：" in help_text
+        for field in spec.schema.get("required") or ():
+            assert f"{field}（必填）" in help_text.split(f"{name}：", 1)[1].split("；", 1)[0], (name, field)
