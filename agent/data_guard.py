@@ -110,6 +110,13 @@ def top_n(question: str) -> int:
 SHORT_FOLLOW_UP = 12  # characters: a question this short right after a data answer keeps its period and store
 
 
+def _cannot_compare(tool: str, what: str, shown: str, before: str, now: str) -> str:
+    from ops.tools import TOOLS
+
+    return (f"{TOOLS[tool].title}不能把{what}放在一起比：上面是{shown}的，{before}的在上一条回答里。"
+            f"营业额和订单数可以直接比，比如「{before}跟{now}比」。")
+
+
 def compared_store(question: str) -> str | None:
     """「跟福田比」「和福田店比呢」: a short follow-up that sets one named store beside the last answer's
     (the words it was named with). The router and the planner both ask this."""
@@ -302,20 +309,14 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
         else:
             return DataPlan(tool, params, clarify="请问要查哪段时间？比如 昨天、上周、本月、最近7天。", reason=reason)
 
+    # 「哪个时段最忙」 → 「跟上上周比呢」 / 「跟福田比」 showed the other period's or store's figures as if
+    # they were the comparison: say what is shown and which comparison can be asked.
     note = ""
     if inherited and tool in ("hourly_peak", TOP_PRODUCTS, "daily_trend", PRODUCT_SALES) and vocab.STORES_COMPARED.search(question) \
             and (asked := prev_params.get("period")) and params.get("period") and params["period"] != asked:
-        # 「哪个时段最忙」 → 「跟上上周比呢」 showed 上上周's hours as if they were the comparison.
-        from ops.tools import TOOLS
-
-        note = (f"{TOOLS[tool].title}不能把两段时间放在一起比：上面是{params['period']['label']}的，{asked['label']}的在上一条回答里。"
-                f"营业额和订单数可以直接比，比如「{asked['label']}跟{params['period']['label']}比」。")
+        note = _cannot_compare(tool, "两段时间", params["period"]["label"], asked["label"], params["period"]["label"])
     elif inherited and other_store and prev_params.get("store") and params.get("store") != prev_params["store"]:
-        # 「哪个时段最忙」 → 「跟福田比」 answered for 福田 alone, as if that were the comparison.
-        from ops.tools import TOOLS
-
-        note = (f"{TOOLS[tool].title}不能把两家店放在一起比：上面是{store_words or other_store}的，{prev_params['store']}的在上一条回答里。"
-                f"营业额和订单数可以直接比，比如「{prev_params['store']}跟{other_store}比」。")
+        note = _cannot_compare(tool, "两家店", store_words or other_store, prev_params["store"], other_store)
     if tool == TOP_PRODUCTS:
         params["n"] = top_n(question)
         for category in Product.Category.values:

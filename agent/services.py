@@ -132,8 +132,8 @@ def chat_ask(*, user, query, thread_id: str | None = None, on_step=None) -> tupl
                 proposal=result.proposal, trace=result.trace, context=result.context,
             ),
         ])
+        top = max(((s["detail"].get("answerability") or {}).get("score", 0) for s in result.trace if s["step"] == "judge"), default=None)
         if result.refused and state.refusal_layer:  # router or answerability; not a system error
-            top = max(((s["detail"].get("answerability") or {}).get("score", 0) for s in result.trace if s["step"] == "judge"), default=None)
             # An off-topic one (「hi」「帮我写一首诗」) is no SOP gap: filed apart, so it does not bury the real ones.
             source = UnansweredQuestion.Source.OFF_TOPIC if result.intent == OUT_OF_SCOPE else UnansweredQuestion.Source.REFUSAL
             unanswered_record(
@@ -145,7 +145,6 @@ def chat_ask(*, user, query, thread_id: str | None = None, on_step=None) -> tupl
         elif any(s["step"] == "answer" and s["detail"].get("hedged") for s in result.trace):
             # 「客人想带狗进来坐行不行」: answered with the closest rule, and told so; the manager still
             # sees it as a question the SOPs may not cover.
-            top = max(((s["detail"].get("answerability") or {}).get("score", 0) for s in result.trace if s["step"] == "judge"), default=None)
             closest = result.citations[0]["document"] if result.citations else ""
             unanswered_record(question=query, user=user, message=reply, source=UnansweredQuestion.Source.CLOSEST,
                               reason=f"只找到相近的规定《{closest}》，已作答并提示仅供参考"[:255], top_score=top)
