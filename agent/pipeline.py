@@ -317,6 +317,11 @@ def judge(state: AgentState, rnd: Round) -> None:
         rnd.reason = (f"可答性 {v.score:.2f} {'≥' if v.enough else '<'} 阈值 {v.threshold:.2f}" if top is not None
                       else "没有检索到任何片段")
         detail.update(answerability=v.as_dict())
+        if v.uncovered:  # the SOPs leave this topic to someone else: no rewrite or LLM changes that
+            rnd.layer = "uncovered"
+            rnd.reason = f"问的是制度不管的话题（{v.uncovered['topic']}：{'、'.join(v.uncovered['words'])}），应问{v.uncovered['ask']}"
+            detail.update(enough=False, layer=rnd.layer, reason=rnd.reason)
+            return
         llm = get_llm()
         if top is not None and llm.available and abs(v.score - v.threshold) < GREY_ZONE:
             try:
@@ -407,6 +412,8 @@ def hopeless(rnd: Round) -> bool:
     """Is the first round's evidence too thin for a rewrite to find any? Never under `eval
     calibrate`'s never-enough model (threshold above 1): it collects every round there is."""
     v = rnd.verdict
+    if rnd.layer == "uncovered":
+        return True
     return v is not None and rnd.layer == "answerability" and 0 < v.threshold <= 1 and v.score < REWRITE_FLOOR * v.threshold
 
 
@@ -527,14 +534,16 @@ def far_from_domain(state: AgentState) -> bool:
 def refusal_text(state: AgentState) -> str:
     """Say what the corpus does not cover, and where the nearest thing it covers is."""
     v = state.chosen.verdict if state.chosen else None
-    missing = "、".join(f"「{t}」" for t in (v.missing_terms if v else [])[:3])
+    uncovered = v.uncovered if v else None
+    missing = "、".join(f"「{t}」" for t in (uncovered["words"] if uncovered else v.missing_terms if v else [])[:3])
     # Named only when the question shares a word with that section: 「团建经费有多少」 was pointed at
     # 《团购与平台券核销》 for the character 团.
     related = v is None or v.signals.get("section_coverage", 1.0) > 0
     nearest = state.chosen.hits[0].document if state.chosen and state.chosen.hits and related else ""
     head = f"制度里没有关于{missing}的规定" if missing else "现有的门店制度文档里没有能回答这个问题的内容"
     near = f"；相近的内容在《{nearest}》" if nearest else ""
-    return (f"抱歉，{head}{near}，我不能凭空作答。请咨询店长或区域经理；这个问题已记录到\"未解答问题\"，"
+    ask = f"{uncovered['topic']}方面的问题请问{uncovered['ask']}" if uncovered else "请咨询店长或区域经理"
+    return (f"抱歉，{head}{near}，我不能凭空作答。{ask}；这个问题已记录到\"未解答问题\"，"
             "管理人员会据此补充制度。")
 
 
@@ -543,7 +552,9 @@ def compose_answer(state: AgentState) -> None:
         policy_hits = []
         qvec = state.first.qvec if state.first is not None else None
         units: dict = {}  # each candidate section read once for selection and numbering
-        if state.chosen is not None and (state.chosen.enough or state.route.intent == BOTH):
+        # A question with figures keeps the closest rules (hedged), unless it asks about a topic
+        # the SOPs leave to someone else.
+        if state.chosen is not None and (state.chosen.enough or (state.route.intent == BOTH and state.chosen.layer != "uncovered")):
             policy_hits = compose.select_citation_hits(state.chosen.hits, qvec=qvec, units=units)
         state.sources = compose.number_sources(policy_hits, state.tool_result, qvec=qvec, units=units)
         terms = query_terms(state.rules_query)
@@ -579,7 +590,9 @@ def compose_answer(state: AgentState) -> None:
                     parts.append(compose.hedge(state.sources))
                 parts.append(compose.extractive_policy_answer(state.question, state.sources, terms))
             elif state.route.intent == BOTH:
-                parts.append("制度文档里没有找到这部分的规定，请咨询店长。")
+                uncovered = state.chosen.verdict.uncovered if state.chosen and state.chosen.verdict else None
+                parts.append(f"制度文档里没有关于「{'」「'.join(uncovered['words'])}」的规定，{uncovered['topic']}方面的问题请问{uncovered['ask']}。"
+                             if uncovered else "制度文档里没有找到这部分的规定，请咨询店长。")
         draft = "\n".join(p for p in parts if p)
         answer, report = compose.apply_guards(state.question, draft, state.sources, state.tool_result, state.audiences,
                                               mandatory=bool(state.sources.citations))

@@ -6,6 +6,7 @@ import logging
 import re
 import threading
 from collections import Counter
+from dataclasses import dataclass
 from functools import lru_cache
 
 from django.conf import settings
@@ -85,6 +86,33 @@ def _load_synonyms() -> list[tuple[list[str], list[str]]]:
                     rules.append((left.split(), right.split()))
         _synonyms = rules
     return _synonyms
+
+
+@dataclass(frozen=True)
+class UncoveredTopic:
+    """A topic the SOPs leave to someone else (corpus/uncovered.txt): 人事与薪酬 → 店长或公司人事部门."""
+
+    topic: str
+    ask: str
+    words: tuple[str, ...]
+
+
+_uncovered: list[UncoveredTopic] | None = None
+
+
+def uncovered_topics() -> list[UncoveredTopic]:
+    """corpus/uncovered.txt, read once per process: 「话题 | 去问谁 | words」 per line."""
+    global _uncovered
+    if _uncovered is None:
+        topics = []
+        path = settings.SM_CORPUS_DIR / "uncovered.txt"
+        if path.exists():
+            for line in path.read_text("utf-8").splitlines():
+                parts = [p.strip() for p in line.split("#", 1)[0].split("|")]
+                if len(parts) == 3 and all(parts):
+                    topics.append(UncoveredTopic(parts[0], parts[1], tuple(w.lower() for w in parts[2].split())))
+        _uncovered = topics
+    return _uncovered
 
 
 def query_terms(query: str) -> list[str]:

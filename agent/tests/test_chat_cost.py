@@ -92,9 +92,9 @@ def test_every_round_of_a_question_shares_one_read_of_the_index_and_of_its_words
     meta.answerability = {"signature": meta.signature, "features": list(FEATURES), "mean": [0.0] * len(FEATURES),
                           "std": [1.0] * len(FEATURES), "coef": [0.0] * len(FEATURES), "bias": 0.0, "threshold": 0.9}
     meta.save(update_fields=["answerability"])
-    answer_question("店里能不能带宠物狗进来", user=staff)  # the section snapshots are built on first use
+    answer_question("店里能不能带盆栽进来", user=staff)  # the section snapshots are built on first use
     with CaptureQueriesContext(connection) as ctx:
-        result, state = answer_question("店里能不能带宠物狗进来", user=staff)
+        result, state = answer_question("店里能不能带盆栽进来", user=staff)
     assert result.refused and len(state.rounds) == 3, "the question should be judged three times"
     sqls = [q["sql"] for q in ctx.captured_queries]
     assert sum('FROM "knowledge_indexmeta"' in s or "FROM knowledge_indexmeta" in s for s in sqls) == 1, sqls

@@ -130,3 +130,40 @@ def test_topic_words_are_tagged_once_per_question(monkeypatch):
     assert topic_words(question) == first and len(calls) == 1, "the judge's second round tags the question again"
     first.append("changed by a caller")
     assert "changed by a caller" not in topic_words(question)
+
+
+def test_a_topic_the_sops_leave_to_others_is_named_with_who_answers_it():
+    # 「我想辞职要提前多久说」 was answered from 请假 (「如需休息要提前 2 周申请」): the corpus has
+    # no rule on resigning, and e5 similarities cannot tell that from a colloquial question.
+    named = answerability.uncovered_named("我想辞职，要提前多久跟店长说")
+    assert named == {"topic": "人事与薪酬", "ask": "店长或公司人事部门", "words": ["辞职"]}
+    assert answerability.uncovered_named("满减券和折扣券能叠加吗") is None
+    assert answerability.uncovered_named("热狗多少钱") is None  # 狗 alone is not listed: 热狗 is no pet
+
+
+def test_an_uncovered_word_the_corpus_uses_never_counts(monkeypatch):
+    from knowledge import text
+
+    # Once a section is written about it, the topic is answered with no change to the list.
+    monkeypatch.setattr(text, "_uncovered", [text.UncoveredTopic("发票", "财务", ("发票", "发票抬头税号", "飞碟"))])
+    assert answerability.uncovered_named("开发票要多久") is None
+    assert answerability.uncovered_named("客人要飞碟发票") == {"topic": "发票", "ask": "财务", "words": ["飞碟"]}
+
+
+def test_naming_an_uncovered_topic_refuses_unless_the_evidence_is_overwhelming():
+    meta = IndexMeta.objects.get()
+    question = "我想辞职，要提前多久跟店长说"
+    result = search(question, audiences=["staff"], k=5)
+    n = len(answerability.FEATURES)
+    model = {"signature": meta.signature, "features": list(answerability.FEATURES), "mean": [0.0] * n, "std": [1.0] * n,
+             "coef": [0.0] * n, "threshold": 0.1}
+    with answerability.scoring_with(model | {"bias": 0.0}):  # 0.5: enough on the score alone (2.2 log-odds above)
+        v = answerability.verdict(question, result.qvec, result, result.top, meta)
+        assert v.score == pytest.approx(0.5) and not v.enough
+        assert v.as_dict()["uncovered"] == {"topic": "人事与薪酬", "ask": "店长或公司人事部门", "words": ["辞职"]}
+        other = answerability.verdict("满减券和折扣券能叠加吗", result.qvec, result, result.top, meta)
+        assert other.enough and other.uncovered is None and "uncovered" not in other.as_dict()
+    # Far above the threshold the word was said in passing (「公司团建 6 个人，要开 6 张发票」).
+    with answerability.scoring_with(model | {"bias": 10.0}):
+        v = answerability.verdict(question, result.qvec, result, result.top, meta)
+        assert v.enough and v.uncovered is None
