@@ -84,6 +84,9 @@ class UnansweredQuestion(models.Model):
         # Answered with the closest rule and said so (an answer that only just passed): likely a
         # gap in the SOPs all the same.
         CLOSEST = "closest", "只找到相近规定"
+        # A topic the SOPs leave to someone else (corpus/uncovered.txt: 工资, 宠物 …): refused and
+        # sent to its owner; a manager may still decide the chain's rules should cover it.
+        UNCOVERED = "uncovered", "制度不管的话题"
 
     question = models.TextField("问题")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, verbose_name="提问人")

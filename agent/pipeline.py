@@ -11,7 +11,6 @@ proposals that a person confirms (workflow app).
 """
 from __future__ import annotations
 
-import math
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -319,7 +318,7 @@ def judge(state: AgentState, rnd: Round) -> None:
         detail.update(answerability=v.as_dict())
         if v.uncovered:  # the SOPs leave this topic to someone else: no rewrite or LLM changes that
             rnd.layer = "uncovered"
-            rnd.reason = f"问的是制度不管的话题（{v.uncovered['topic']}：{'、'.join(v.uncovered['words'])}），应问{v.uncovered['ask']}"
+            rnd.reason = f"{v.uncovered['topic']}：{'、'.join(v.uncovered['words'])}，应问{v.uncovered['ask']}"
             detail.update(enough=False, layer=rnd.layer, reason=rnd.reason)
             return
         llm = get_llm()
@@ -404,16 +403,13 @@ def barely_enough(state: AgentState) -> bool:
         return False
     if not v.enough:
         return state.route.intent == BOTH
-    score = min(max(v.score, 1e-9), 1 - 1e-9)
-    return math.log(score / (1 - score)) - math.log(v.threshold / (1 - v.threshold)) < HEDGE_LOGITS
+    return answerability.logit(v.score) - answerability.logit(v.threshold) < HEDGE_LOGITS
 
 
 def hopeless(rnd: Round) -> bool:
     """Is the first round's evidence too thin for a rewrite to find any? Never under `eval
     calibrate`'s never-enough model (threshold above 1): it collects every round there is."""
     v = rnd.verdict
-    if rnd.layer == "uncovered":
-        return True
     return v is not None and rnd.layer == "answerability" and 0 < v.threshold <= 1 and v.score < REWRITE_FLOOR * v.threshold
 
 
@@ -424,9 +420,12 @@ def agent_loop(state: AgentState, first: SearchResult) -> None:
     state.rounds.append(rnd)
     judge(state, rnd)
     # Measured without an LLM; with one, its rewrite (its own search terms) still gets its rounds.
-    if not rnd.enough and rnd.attempt < state.max_attempts and hopeless(rnd) and not get_llm().available:
+    # A topic the SOPs leave to someone else stays that whatever the search terms.
+    uncovered = rnd.layer == "uncovered"
+    if not rnd.enough and rnd.attempt < state.max_attempts and (uncovered or hopeless(rnd) and not get_llm().available):
         with state.trace.step("rewrite", attempt=1) as detail:
-            detail.update(skipped=True, reason=f"可答性 {rnd.score:.3f} 远低于阈值，改写重试也找不到依据")
+            detail.update(skipped=True, reason="问的是制度不管的话题，改写重试也不会有依据" if uncovered
+                          else f"可答性 {rnd.score:.3f} 远低于阈值，改写重试也找不到依据")
         rnd = None
     while rnd is not None and not rnd.enough and rnd.attempt < state.max_attempts:
         query, vector = rewrite(state, rnd)
@@ -442,7 +441,7 @@ def agent_loop(state: AgentState, first: SearchResult) -> None:
 
 def refuse(state: AgentState, layer: str, reason: str) -> None:
     state.refused, state.refusal_layer = True, layer
-    state.answer = refusal_text(state) if layer == "answerability" else REFUSAL_TEXT
+    state.answer = refusal_text(state) if layer in ("answerability", "uncovered") else REFUSAL_TEXT
     with state.trace.step("refuse", layer=layer, reason=reason):
         pass
 
@@ -527,24 +526,37 @@ def far_from_domain(state: AgentState) -> bool:
     world: 店, 客人, 酒, 上班 …) is out of scope, not a gap in the rules, and its intent says
     so. How close the nearest section scores says little here: 「红烧肉怎么做」 lands near the
     recipes, 「店里WiFi密码多久换」 near nothing."""
-    # A product the bar sells is the store's world too (「那百威呢」 was declined as unrelated).
+    # A product the bar sells is the store's world too (「那百威呢」 was declined as unrelated), and so
+    # is a topic the SOPs leave to someone else (「在职证明找谁开」 is the job's, and its owner is named).
+    if state.chosen is not None and state.chosen.layer == "uncovered":
+        return False
     return not vocab.about_the_store(state.question) and find_product_in_text(state.question) is None
 
 
 def refusal_text(state: AgentState) -> str:
-    """Say what the corpus does not cover, and where the nearest thing it covers is."""
+    """Say what the corpus does not cover, and where the nearest thing it covers is; for a topic
+    the SOPs leave to someone else, who answers it instead."""
     v = state.chosen.verdict if state.chosen else None
-    uncovered = v.uncovered if v else None
-    missing = "、".join(f"「{t}」" for t in (uncovered["words"] if uncovered else v.missing_terms if v else [])[:3])
+    if v is not None and v.uncovered:
+        return (f"抱歉，门店制度不涉及{uncovered_words(v.uncovered)}，我不能凭空作答。{uncovered_owner(v.uncovered)}；"
+                "这个问题已记录到\"未解答问题\"。")
+    missing = "、".join(f"「{t}」" for t in (v.missing_terms if v else [])[:3])
     # Named only when the question shares a word with that section: 「团建经费有多少」 was pointed at
     # 《团购与平台券核销》 for the character 团.
     related = v is None or v.signals.get("section_coverage", 1.0) > 0
     nearest = state.chosen.hits[0].document if state.chosen and state.chosen.hits and related else ""
     head = f"制度里没有关于{missing}的规定" if missing else "现有的门店制度文档里没有能回答这个问题的内容"
     near = f"；相近的内容在《{nearest}》" if nearest else ""
-    ask = f"{uncovered['topic']}方面的问题请问{uncovered['ask']}" if uncovered else "请咨询店长或区域经理"
-    return (f"抱歉，{head}{near}，我不能凭空作答。{ask}；这个问题已记录到\"未解答问题\"，"
+    return (f"抱歉，{head}{near}，我不能凭空作答。请咨询店长或区域经理；这个问题已记录到\"未解答问题\"，"
             "管理人员会据此补充制度。")
+
+
+def uncovered_words(uncovered: dict) -> str:
+    return "、".join(f"「{w}」" for w in uncovered["words"][:3])
+
+
+def uncovered_owner(uncovered: dict) -> str:
+    return f"{uncovered['topic']}方面的问题请问{uncovered['ask']}"
 
 
 def compose_answer(state: AgentState) -> None:
@@ -570,10 +582,13 @@ def compose_answer(state: AgentState) -> None:
                 used_llm = True
             except LLMUnavailable as exc:
                 detail["degraded"] = f"LLM 不可用，已降级为抽取式回答：{str(exc)[:120]}"
-        # What the figures could not do as asked: right after them, whoever wrote the answer.
+        # What the figures could not do as asked: right after them, whoever wrote the answer. The rules
+        # half of a question on a topic the SOPs leave to someone else: who answers it.
         note = state.plan.note if state.tool_result is not None and state.plan is not None else ""
-        if used_llm and note:
-            parts.append(note)
+        uncovered = state.chosen.verdict.uncovered if state.chosen and state.chosen.verdict and not state.chosen.enough else None
+        owner = f"制度文档里没有关于{uncovered_words(uncovered)}的规定，{uncovered_owner(uncovered)}。" if uncovered else ""
+        if used_llm:
+            parts += [note, owner]
         if not used_llm:
             if state.tool_result is not None:
                 # Named by the question itself (not carried from the last turn): 「那各店呢」 after 天河店 asks for all.
@@ -590,9 +605,7 @@ def compose_answer(state: AgentState) -> None:
                     parts.append(compose.hedge(state.sources))
                 parts.append(compose.extractive_policy_answer(state.question, state.sources, terms))
             elif state.route.intent == BOTH:
-                uncovered = state.chosen.verdict.uncovered if state.chosen and state.chosen.verdict else None
-                parts.append(f"制度文档里没有关于「{'」「'.join(uncovered['words'])}」的规定，{uncovered['topic']}方面的问题请问{uncovered['ask']}。"
-                             if uncovered else "制度文档里没有找到这部分的规定，请咨询店长。")
+                parts.append(owner or "制度文档里没有找到这部分的规定，请咨询店长。")
         draft = "\n".join(p for p in parts if p)
         answer, report = compose.apply_guards(state.question, draft, state.sources, state.tool_result, state.audiences,
                                               mandatory=bool(state.sources.citations))
@@ -667,7 +680,7 @@ def run(state: AgentState) -> AgentState:
         if far:
             state.route = Route(OUT_OF_SCOPE, f"与门店制度无关：{state.route.reason}", state.route.scores, state.route.layer,
                                 decline=vocab.DECLINE["与门店无关"])
-        refuse(state, "answerability", state.chosen.reason)
+        refuse(state, "uncovered" if state.chosen.layer == "uncovered" else "answerability", state.chosen.reason)
         if far:  # declined in one line like the router's out-of-scope: no "nearest SOP" for the weather
             state.answer = state.route.decline
         return state

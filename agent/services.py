@@ -100,7 +100,7 @@ def _history(conv: Conversation) -> tuple[dict, list[tuple[str, str]]]:
 
 
 # Who refused, as a manager reads it on the unanswered list.
-REFUSAL_LAYERS = {"router": "不属于门店问题", "answerability": "制度里找不到能回答的内容"}
+REFUSAL_LAYERS = {"router": "不属于门店问题", "answerability": "制度里找不到能回答的内容", "uncovered": "制度不管的话题"}
 
 
 def chat_ask(*, user, query, thread_id: str | None = None, on_step=None) -> tuple[AgentResult, Conversation, Message]:
@@ -135,13 +135,18 @@ def chat_ask(*, user, query, thread_id: str | None = None, on_step=None) -> tupl
         top = max(((s["detail"].get("answerability") or {}).get("score", 0) for s in result.trace if s["step"] == "judge"), default=None)
         if result.refused and state.refusal_layer:  # router or answerability; not a system error
             # An off-topic one (「hi」「帮我写一首诗」) is no SOP gap: filed apart, so it does not bury the real ones.
-            source = UnansweredQuestion.Source.OFF_TOPIC if result.intent == OUT_OF_SCOPE else UnansweredQuestion.Source.REFUSAL
+            source = (UnansweredQuestion.Source.OFF_TOPIC if result.intent == OUT_OF_SCOPE else
+                      UnansweredQuestion.Source.UNCOVERED if state.refusal_layer == "uncovered" else UnansweredQuestion.Source.REFUSAL)
             unanswered_record(
                 question=query, user=user, message=reply, source=source,
                 reason=f"{REFUSAL_LAYERS.get(state.refusal_layer, state.refusal_layer)}"
                        f"（{next((s['detail'].get('reason', '') for s in result.trace if s['step'] == 'refuse'), '')}）"[:255],
                 top_score=top,
             )
+        elif state.chosen is not None and state.chosen.layer == "uncovered":
+            # Figures given, and the rules half of the question sent to whoever answers it.
+            unanswered_record(question=query, user=user, message=reply, source=UnansweredQuestion.Source.UNCOVERED,
+                              reason=f"{REFUSAL_LAYERS['uncovered']}（{state.chosen.reason}）"[:255], top_score=top)
         elif any(s["step"] == "answer" and s["detail"].get("hedged") for s in result.trace):
             # 「客人想带狗进来坐行不行」: answered with the closest rule, and told so; the manager still
             # sees it as a question the SOPs may not cover.

@@ -115,6 +115,27 @@ def uncovered_topics() -> list[UncoveredTopic]:
     return _uncovered
 
 
+def contains_word(text: str, word: str) -> bool:
+    """Does `text` say `word` as a word: each occurrence must start and end where jieba cuts the
+    text, or lie inside one of its words. 「数字人民币」 (数字|人民币) and 「月工资」 (one word) say 工资
+    and 数字人民币; 「这个税号」 (这个|税号) does not say 个税, nor 「中奖金额」 (中奖|金额) 奖金."""
+    text, word = (text or "").lower(), word.lower()
+    if word not in text:
+        return False
+    _ensure_jieba()
+    import jieba
+
+    spans = [(start, end) for _, start, end in jieba.tokenize(text)]
+    cuts = {b for span in spans for b in span}
+    at = text.find(word)
+    while at >= 0:
+        end = at + len(word)
+        if (at in cuts and end in cuts) or any(s <= at and end <= e for s, e in spans):
+            return True
+        at = text.find(word, at + 1)
+    return False
+
+
 def query_terms(query: str) -> list[str]:
     """Tokens of a question plus the corpus terms its colloquial words stand for
     (corpus/synonyms.txt): 「喝多了」 also searches 醉酒. Lexical channel only."""
