@@ -70,21 +70,22 @@ def _tokens_uncached(text: str) -> tuple[str, ...]:
     return tuple(tokens)
 
 
+def _corpus_list(name: str) -> list[str]:
+    """The lines of a list kept beside the documents (corpus/synonyms.txt, uncovered.txt), with
+    comments (# …) and blank lines dropped."""
+    path = settings.SM_CORPUS_DIR / name
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text("utf-8").splitlines()) if path.exists() else ()
+    return [line for line in lines if line]
+
+
 _synonyms: list[tuple[list[str], list[str]]] | None = None
 
 
 def _load_synonyms() -> list[tuple[list[str], list[str]]]:
     global _synonyms
     if _synonyms is None:
-        rules = []
-        path = settings.SM_CORPUS_DIR / "synonyms.txt"
-        if path.exists():
-            for line in path.read_text("utf-8").splitlines():
-                line = line.split("#", 1)[0].strip()
-                if "<=" in line:
-                    left, right = line.split("<=", 1)
-                    rules.append((left.split(), right.split()))
-        _synonyms = rules
+        pairs = [line.split("<=", 1) for line in _corpus_list("synonyms.txt") if "<=" in line]
+        _synonyms = [(left.split(), right.split()) for left, right in pairs]
     return _synonyms
 
 
@@ -101,17 +102,11 @@ _uncovered: list[UncoveredTopic] | None = None
 
 
 def uncovered_topics() -> list[UncoveredTopic]:
-    """corpus/uncovered.txt, read once per process: 「话题 | 去问谁 | words」 per line."""
+    """corpus/uncovered.txt, read once per process (like the synonyms): 「话题 | 去问谁 | words」 per line."""
     global _uncovered
     if _uncovered is None:
-        topics = []
-        path = settings.SM_CORPUS_DIR / "uncovered.txt"
-        if path.exists():
-            for line in path.read_text("utf-8").splitlines():
-                parts = [p.strip() for p in line.split("#", 1)[0].split("|")]
-                if len(parts) == 3 and all(parts):
-                    topics.append(UncoveredTopic(parts[0], parts[1], tuple(w.lower() for w in parts[2].split())))
-        _uncovered = topics
+        rows = [[p.strip() for p in line.split("|")] for line in _corpus_list("uncovered.txt")]
+        _uncovered = [UncoveredTopic(r[0], r[1], tuple(w.lower() for w in r[2].split())) for r in rows if len(r) == 3 and all(r)]
     return _uncovered
 
 
