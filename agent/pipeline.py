@@ -15,7 +15,7 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
@@ -29,6 +29,7 @@ from knowledge import answerability
 from knowledge.selectors import (
     IndexNotReady,
     SearchResult,
+    corpus_states_a_price_of,
     current_index,
     index_read_once,
     nearest_section_titles,
@@ -37,7 +38,7 @@ from knowledge.selectors import (
     visible_audiences,
 )
 from knowledge.text import query_terms, tokenize
-from ops.selectors import find_product_in_text, find_stores_in_text, store_list_read_once
+from ops.selectors import find_product_in_text, find_stores_in_text, product_candidates, store_list_read_once
 from ops.tools import ToolResult, local_today, run_tool
 
 from . import compose
@@ -300,6 +301,23 @@ def _hits_detail(result: SearchResult) -> list[dict]:
     ]
 
 
+def unpriced(state: AgentState, v: answerability.Verdict) -> answerability.Verdict:
+    """A question about what a product sells for, when no line of the SOPs gives that product a
+    price (「百威一瓶卖多少」 was answered from 员工消费, 「红酒多少钱一瓶」 from 无酒精饮品推荐): the price
+    is the POS's, and the question is refused like a topic the SOPs leave to someone else, under
+    the same guard (evidence 4 log-odds above the threshold keeps its answer)."""
+    if v.uncovered or not 0 < v.threshold < 1 or not vocab.PRICE_ASKED.search(state.question):
+        return v
+    named = find_product_in_text(state.question)
+    if named is None or answerability.logit(v.score) - answerability.logit(v.threshold) >= answerability.UNCOVERED_GUARD_LOGITS:
+        return v
+    said, product = named
+    words = [w for w, name in product_candidates() if name == product]
+    if corpus_states_a_price_of(words):
+        return v
+    return replace(v, enough=False, uncovered={"topic": "商品售价", "ask": "值班主管，价格以 POS 里的为准", "words": [f"{said}的售价"]})
+
+
 def judge(state: AgentState, rnd: Round) -> None:
     """Is this round's evidence enough? One calibrated answerability score over several
     signals (knowledge.answerability); with an LLM configured, the LLM decides the grey zone.
@@ -310,7 +328,8 @@ def judge(state: AgentState, rnd: Round) -> None:
             rnd.enough, rnd.layer, rnd.reason, rnd.score = True, "taught", "管理员已把这个问题关联到这一节", 2.0
             detail.update(enough=True, layer="taught", reason=rnd.reason)
             return
-        v = answerability.verdict(state.rules_query, state.first.qvec, rnd.result, top, state.index, global_result=state.first)
+        v = unpriced(state, answerability.verdict(state.rules_query, state.first.qvec, rnd.result, top, state.index,
+                                                  global_result=state.first))
         rnd.verdict, rnd.score, rnd.enough = v, v.score, v.enough
         rnd.layer = "answerability"
         rnd.reason = (f"可答性 {v.score:.2f} {'≥' if v.enough else '<'} 阈值 {v.threshold:.2f}" if top is not None

@@ -49,6 +49,9 @@ BARE_NAME = re.compile(r"^(那么?|那个|还有)?\s*(?P<what>.+?)\s*(呢|怎么
 # over a restock (「登记客人的投诉」 was asked 「要补哪个商品？」: the two patterns differed). 「登记了」 is done.
 TICKET_REQUEST = (r"(帮我|给我|请|麻烦)?[^，。？！]{0,4}(创建|登记|提交|建|开|提(?!交))(?![了过完好])(一?个|一?张|一下)?[^，。？！]{0,4}"
                   r"(工单|投诉单|客诉单|(客诉|投诉)(?!怎|要|流程|规定|电话))")
+# Asking what something sells for (「百威一瓶卖多少」「红酒多少钱一瓶」). With a product named it is a
+# question about that product's price (a balance or a refund names none).
+PRICE_ASKED = re.compile(r"多少钱|什么价|啥价|价格|价钱|卖多少|几块钱|售价")
 # A question about every store, or about which one: a one-store asker is told what they can see.
 WHICH_STORE = re.compile(r"哪(家|个|间)(门)?店|哪家")
 ALL_STORES_ASKED = re.compile(r"各店|各门店|各家|每家|[两三四五六七八九几]家店|所有(门)?店|全部(门)?店|全部门店|每个店|全公司|整个公司|全品牌|全国|总共几家")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextvars
 import copy
 import math
+import re
 import threading
 import time
 from contextlib import contextmanager
@@ -711,6 +712,22 @@ def index_cached(key, build):
         if _SNAPSHOT_VERSION[0] == version:
             _SNAPSHOTS[key] = value
     return value
+
+
+_PRICE = re.compile(r"\d+(\.\d+)?\s*元")
+
+
+def corpus_states_a_price_of(words: list[str]) -> bool:
+    """Does any line of the corpus (a sentence run or a table row) give a price in 元 next to one
+    of `words` (a product's name and aliases, upper-cased)? Kept per process until the next ingest."""
+    def build():
+        from .models import Chunk
+
+        lines = (line for text in Chunk.objects.values_list("text", flat=True) for line in text.split("\n"))
+        return tuple(line.upper() for line in lines if _PRICE.search(line))
+
+    priced = index_cached(("priced_lines",), build)
+    return any(w in line for line in priced for w in words)
 
 
 def section_snapshot(document_id: int, section_path: str) -> SectionSnapshot:

@@ -308,6 +308,22 @@ def test_figures_are_given_and_the_uncovered_half_is_sent_to_its_owner(staff, se
         result, _ = answer_question("上周天河店卖了多少，卖酒提成怎么算", user=staff)
     assert result.answer.startswith("上周天河店营业额见[D1]。") and owner in result.answer
 
+
+def test_a_products_price_the_sops_never_give_is_sent_to_the_pos(staff):
+    # 「百威一瓶卖多少」 was answered from 员工消费 and 「红酒多少钱一瓶」 from 无酒精饮品推荐: no line of
+    # the SOPs gives either a price.
+    with _answers_everything():
+        result, conv, reply = chat_ask(user=staff, query="百威一瓶卖多少？客人嫌贵问我")
+        assert result.refused and result.intent == "policy" and not result.citations
+        assert result.answer.startswith("抱歉，门店制度不涉及「百威的售价」") and "价格以 POS 里的为准" in result.answer
+        assert UnansweredQuestion.objects.get(message=reply).source == UnansweredQuestion.Source.UNCOVERED
+        # A price the SOPs do give is answered: 芝华士 12 年 整瓶 458 元.
+        answered, _ = answer_question("客人要整瓶芝华士 多少钱来着", user=staff)
+        assert not answered.refused and "458 元" in answered.answer
+        # Asking about 百威 without asking its price is no price question.
+        other, _ = answer_question("百威卖光了，系统里怎么弄", user=staff)
+        assert not other.refused
+
 # --- the four guards: each fails without it --------------------------------------------------
 
 
