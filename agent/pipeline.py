@@ -306,7 +306,8 @@ def unpriced(state: AgentState, v: answerability.Verdict) -> answerability.Verdi
     price (「百威一瓶卖多少」 was answered from 员工消费, 「红酒多少钱一瓶」 from 无酒精饮品推荐): the price
     is the POS's, and the question is refused like a topic the SOPs leave to someone else, under
     the same guard (evidence 4 log-odds above the threshold keeps its answer)."""
-    if v.uncovered or not 0 < v.threshold < 1 or not vocab.PRICE_ASKED.search(state.question):
+    # Only a rules question: in one that also asks for figures, 「卖了多少钱」 is the figures' half.
+    if v.uncovered or not 0 < v.threshold < 1 or state.route.intent != POLICY or not vocab.PRICE_ASKED.search(state.question):
         return v
     named = find_product_in_text(state.question)
     if named is None or answerability.logit(v.score) - answerability.logit(v.threshold) >= answerability.UNCOVERED_GUARD_LOGITS:
@@ -315,7 +316,7 @@ def unpriced(state: AgentState, v: answerability.Verdict) -> answerability.Verdi
     words = [w for w, name in product_candidates() if name == product]
     if corpus_states_a_price_of(words):
         return v
-    return replace(v, enough=False, uncovered={"topic": "商品售价", "ask": "值班主管，价格以 POS 里的为准", "words": [f"{said}的售价"]})
+    return replace(v, enough=False, uncovered={**vocab.UNPRICED, "words": [f"{said}的售价"]})
 
 
 def judge(state: AgentState, rnd: Round) -> None:

@@ -49,9 +49,6 @@ BARE_NAME = re.compile(r"^(那么?|那个|还有)?\s*(?P<what>.+?)\s*(呢|怎么
 # over a restock (「登记客人的投诉」 was asked 「要补哪个商品？」: the two patterns differed). 「登记了」 is done.
 TICKET_REQUEST = (r"(帮我|给我|请|麻烦)?[^，。？！]{0,4}(创建|登记|提交|建|开|提(?!交))(?![了过完好])(一?个|一?张|一下)?[^，。？！]{0,4}"
                   r"(工单|投诉单|客诉单|(客诉|投诉)(?!怎|要|流程|规定|电话))")
-# Asking what something sells for (「百威一瓶卖多少」「红酒多少钱一瓶」). With a product named it is a
-# question about that product's price (a balance or a refund names none).
-PRICE_ASKED = re.compile(r"多少钱|什么价|啥价|价格|价钱|卖多少|几块钱|售价")
 # A question about every store, or about which one: a one-store asker is told what they can see.
 WHICH_STORE = re.compile(r"哪(家|个|间)(门)?店|哪家")
 ALL_STORES_ASKED = re.compile(r"各店|各门店|各家|每家|[两三四五六七八九几]家店|所有(门)?店|全部(门)?店|全部门店|每个店|全公司|整个公司|全品牌|全国|总共几家")
@@ -127,8 +124,10 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("订单指标", DATA, r"客单价|订单数|(?<!免)多少单|(?<!免)几单|单量|单子[^，。？！太]{0,3}(最?多(?!久)|少|几|爆|量|怎么样|咋样|如何|情况)|成交|客流|来客数?|进店人数", 2, STORE_SALES),
     Signal("商品排行", DATA, rf"排行|热[销消卖]|畅销|好卖|人气最高|最火|前\s*{N}{NOT_A_PERIOD}\s*(名|个|款|样|位)?|top\s*\d+|榜|第一名?的是", 2, TOP_PRODUCTS),
     Signal("卖得最好", DATA, r"(卖|销量)[得的]?最(好|多|火)|(卖|销|销量)[得的]?好的?|什么卖得|啥卖得|卖了?哪些[^，。？！]{0,4}最多|哪些[^，。？！]{0,4}卖得?最多", 2, TOP_PRODUCTS),
-    # 「找哪家做」「哪家买」 asks for a vendor (a cake shop, a supplier), not for one of our stores.
-    Signal("哪家店", DATA, r"哪(家|间)(?!做|买|订|定|修|供|医院|公司|厂|银行|快递)|哪(个门店|个店|个分店)|那(家|间)店?[^，。？！]{0,6}最(好|多|高)|谁卖得|谁的?(营业额|业绩|生意)|比谁|谁(卖得)?(多|高)|"
+    # 「找哪家做」「哪家买」「附近哪家诊所」 ask for a vendor or a place, not for one of our stores
+    # (「哪家做得最好」「哪家订单最多」「哪家定的包厢最多」 still compare stores).
+    Signal("哪家店", DATA, r"(?<![找用近])哪(家|间)(?!做(?!得)|买|订(?!单|的)|定(?!的)|来修|修|装|供|医院|诊所|公司|厂|银行|快递|的快递|蛋糕)|"
+           r"哪(个门店|个店|个分店)|那(家|间)店?[^，。？！]{0,6}最(好|多|高)|谁卖得|谁的?(营业额|业绩|生意)|比谁|谁(卖得)?(多|高)|"
            r"谁的?(客单价|订单数?|单量|客流)[^，。？！]{0,3}(最|高|多|低|少)", 3, COMPARE_STORES),
     Signal("门店排名", DATA, r"排第几|排在第几|排名(?!前)|排个名|(门店|各店|店)[^，。？！]{0,6}(排行|排名)(?!前)|(营业额|业绩|流水|销售额|订单数|单量)(排行|排名)", 3, COMPARE_STORES),
     # 「比较」 compares only with something to compare to; 「比较严重的投诉」 is an adverb.
@@ -253,6 +252,11 @@ STORE_CONTEXT = re.compile(
 # A price is on the drinks list: 「扎啤一杯现在卖多少钱」「多少钱一瓶」「单价」 (not 客单价).
 _UNITS = "杯|份|瓶|扎|个|打|桶|支|罐|位|例|盘|碟|听"
 PRICE = re.compile(rf"(一|每|单|整)({_UNITS})[^，。？！]{{0,6}}(卖|收|要|是)?多少钱?|多少钱一({_UNITS})|(?<!客)单价|售价|定价|价格|什么价|啥价")
+# Asking what something costs (「百威一瓶卖多少」「红酒多少钱一瓶」), not a price merely mentioned
+# (「客人嫌百威价格贵，能打折吗」 asks about a discount): with a catalog product named and no price for
+# it in the SOPs, the question goes to the POS (pipeline.unpriced).
+PRICE_ASKED = re.compile(rf"多少钱|什么价|啥价|(价格|价钱|售价|单价|定价)[是为]?(多少|几)|卖多少|几块钱|多少一({_UNITS})")
+UNPRICED = {"topic": "商品售价", "ask": "值班主管，价格以 POS 里的为准"}
 # Someone other than the asker wants to look something up (「客人姐姐…想查她弟弟卡里…」). 他/她 not
 # inside 其他, 一个 not in 一个月.
 THIRD_PARTY_WANTS = re.compile(

@@ -320,9 +320,13 @@ def test_a_products_price_the_sops_never_give_is_sent_to_the_pos(staff):
         # A price the SOPs do give is answered: 芝华士 12 年 整瓶 458 元.
         answered, _ = answer_question("客人要整瓶芝华士 多少钱来着", user=staff)
         assert not answered.refused and "458 元" in answered.answer
-        # Asking about 百威 without asking its price is no price question.
-        other, _ = answer_question("百威卖光了，系统里怎么弄", user=staff)
-        assert not other.refused
+        # Asking about 百威 without asking its price is no price question, nor is a price mentioned.
+        for question in ("百威卖光了，系统里怎么弄", "客人嫌百威价格贵，我能给打个折吗"):
+            other, state = answer_question(question, user=staff)
+            assert not any(s["detail"].get("layer") == "uncovered" for s in other.trace if s["step"] == "judge"), question
+        # In a question that also asks for figures, 「卖了多少钱」 is the figures' half.
+        both, state = answer_question("天河店这个月百威卖了多少钱，客人嫌贵我能打折吗", user=staff)
+        assert state.route.intent == "both" and "百威的售价" not in both.answer
 
 # --- the four guards: each fails without it --------------------------------------------------
 

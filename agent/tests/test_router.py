@@ -74,7 +74,8 @@ TABLE = [
     ("扎啤一杯现在卖多少钱", "policy"), ("炸鸡翅一份现在卖多少钱", "policy"), ("外卖单子的打包费一份收多少", "policy"),
     ("天河店上周卖了多少钱", "data"), ("这个月哪家店客单价最高", "data"),
     # 「找哪家做」 asks for a vendor, not which of our stores (was asked 「请问要查哪段时间？」).
-    ("客人让我们帮订个六寸生日蛋糕，大概多少钱，找哪家做", "policy"), ("哪家店做得最好", "data"),
+    ("客人让我们帮订个六寸生日蛋糕，大概多少钱，找哪家做", "policy"), ("空调坏了找哪家来修", "policy"),
+    ("上个月哪家做得最好", "data"), ("哪家订单最多", "data"), ("上周哪间订单最多", "data"),
     # Pay rules are about the job (a gap in the rules if unanswered); someone's salary is declined.
     ("我还在试用期，试用期一般多久能转正，工资会涨多少", "policy"),
     ("小王工资扣了多少", "out_of_scope"), ("店长工资涨到多少了", "out_of_scope"),
