@@ -12,6 +12,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("path", nargs="?", help="corpus folder (default: SM_CORPUS_DIR)")
         parser.add_argument("--rebuild", action="store_true")
+        parser.add_argument("--export-vectors", action="store_true",
+                            help="after ingesting, write the corpus's vectors to knowledge/bundled_vectors.npz "
+                                 "(what a fresh clone's first ingest reads instead of embedding)")
 
     def handle(self, *args, **opts):
         root = Path(opts["path"]).resolve() if opts["path"] else None
@@ -26,3 +29,9 @@ class Command(BaseCommand):
         if report.warning:
             self.stderr.write(self.style.WARNING(report.warning))
         self.stdout.write(report.line())
+        if opts["export_vectors"]:
+            from knowledge.embedders import get_embedder
+            from knowledge.services import BUNDLED_VECTORS, export_bundled_vectors
+
+            n = export_bundled_vectors(get_embedder())
+            self.stdout.write(f"{n} vectors written to {BUNDLED_VECTORS.name} ({BUNDLED_VECTORS.stat().st_size / 1e6:.1f} MB)")
