@@ -307,10 +307,11 @@ def unpriced(state: AgentState, v: answerability.Verdict) -> answerability.Verdi
     is the POS's, and the question is refused like a topic the SOPs leave to someone else, under
     the same guard (evidence 4 log-odds above the threshold keeps its answer)."""
     # Only a rules question: in one that also asks for figures, 「卖了多少钱」 is the figures' half.
-    if v.uncovered or not 0 < v.threshold < 1 or state.route.intent != POLICY or not vocab.PRICE_ASKED.search(state.question):
+    if (v.uncovered or not answerability.refusable_as_uncovered(v.score, v.threshold) or state.route.intent != POLICY
+            or not vocab.PRICE_ASKED.search(state.question)):
         return v
     named = find_product_in_text(state.question)
-    if named is None or answerability.logit(v.score) - answerability.logit(v.threshold) >= answerability.UNCOVERED_GUARD_LOGITS:
+    if named is None:
         return v
     said, product = named
     words = [w for w, name in product_candidates() if name == product]

@@ -240,9 +240,16 @@ def verdict(question: str, qvec, result: SearchResult, top: Hit | None, meta: In
     t = model["threshold"] if threshold is None else threshold
     p = probability(model, sig)
     named = uncovered_named(question)
-    if named and 0 < t < 1 and logit(p) - logit(t) < UNCOVERED_GUARD_LOGITS:
+    if named and refusable_as_uncovered(p, t):
         return Verdict(p, False, t, sig, missing, uncovered=named)
     return Verdict(p, top is not None and p >= t, t, sig, missing)
+
+
+def refusable_as_uncovered(score: float, threshold: float) -> bool:
+    """May a question naming something the SOPs leave to others (a listed topic, a price they
+    never give) be refused for it? Only on a calibrated score not far enough above the threshold
+    for the word to have been said in passing (UNCOVERED_GUARD_LOGITS)."""
+    return 0 < threshold < 1 and logit(score) - logit(threshold) < UNCOVERED_GUARD_LOGITS
 
 
 def logit(p: float) -> float:
