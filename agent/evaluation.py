@@ -22,7 +22,7 @@ from django.contrib.auth.models import Group
 from tqdm import tqdm
 
 from core.bench import percentile
-from knowledge.evaluation import load_golden, load_sets, retrieval_figures, retrieval_items
+from knowledge.evaluation import load_golden, load_sets, retrieval_figures, retrieval_items, same_heading
 from knowledge.models import IndexMeta
 from ops.models import Store
 from ops.periods import parse_period
@@ -95,8 +95,8 @@ def _run_item(item, users, today, max_attempts):
 
 
 def _top1(result, turn) -> bool:
-    top = _section_of(result)
-    return top == f"{turn['expect_doc']} > {turn['expect_section']}" if top else False
+    c = result.citations[0] if result.citations else None
+    return bool(c) and c["document"] == turn["expect_doc"] and same_heading(c["section_path"].split(" > ")[-1], turn["expect_section"])
 
 
 ANSWER_KEYS = ("key_fact_hit", "answer_top1", "near_refusal", "far_refusal", "false_refusals")
@@ -389,23 +389,62 @@ def _answerability_rows(items: list[dict], users) -> tuple[list[dict], list[list
     loop would run (called under a never-enough model, answerability.scoring_with, so every
     rewrite round runs). Questions the router answers or declines itself are left out."""
     rows, rounds, labels, kept = [], [], [], []
-    for item in items:
-        if item["kind"] == "policy" and item.get("expect_section"):
-            label = 1
-        elif item["kind"] == "refuse":
-            label = 0
-        else:
-            continue
-        user = users["manager" if item.get("as_role") == "manager" else "staff"]
-        result, _ = answer_question(item["query"], user=user, today=local_today())
-        judged = [s["detail"]["answerability"]["signals"] for s in result.trace if s["step"] == "judge"]
-        if not judged:
-            continue
-        rows.append(judged[0])
-        rounds.append(judged)
-        labels.append(label)
+    for item, judged in _judged_rounds(items, users):
+        rows.append(judged[0]["signals"])
+        rounds.append([r["signals"] for r in judged])
+        labels.append(_label(item))
         kept.append(item)
     return rows, rounds, labels, kept
+
+
+def _label(item: dict) -> int | None:
+    """1 for an answerable rule question, 0 for one that must be refused, None otherwise."""
+    if item["kind"] == "policy" and item.get("expect_section"):
+        return 1
+    return 0 if item["kind"] == "refuse" else None
+
+
+def _judged_rounds(items, users):
+    """(item, [{"signals", "top", "correct"} per judged round]) for every labelled item the
+    judge saw (under whatever model is in force)."""
+    for item in items:
+        label = _label(item)
+        if label is None:
+            continue
+        user = users["manager" if item.get("as_role") == "manager" else "staff"]
+        _, state = answer_question(item["query"], user=user, today=local_today())
+        judged = []
+        for rnd in state.rounds:
+            if rnd.verdict is None:
+                continue
+            top = rnd.hits[0] if rnd.hits else None
+            judged.append({"signals": rnd.verdict.signals, "top": top.section_path if top else None,
+                           "correct": bool(top and label and top.document == item["expect_doc"]
+                                           and same_heading(top.heading, item["expect_section"]))})
+        if judged:
+            yield item, judged
+
+
+def eval_signals(cmd, opts) -> dict:
+    """The judge's signals of every round for each labelled question of both sets, under a model
+    that never says "enough" (every rewrite round runs): what `eval fit` fits across corpora."""
+    from knowledge import answerability
+    from knowledge.calibration import applicable_negatives
+
+    users = eval_users()
+    out = []
+    # The shipped bank's questions this corpus does not cover by its words, as a third set.
+    bank = [{"id": f"bank{i}", "kind": "refuse", "scope": b.scope, "query": b.q} for i, b in enumerate(applicable_negatives())]
+    try:
+        with answerability.scoring_with(answerability.never_enough_model()):
+            for set_name, items in [*load_sets().items(), ("bank", bank)]:
+                for item, judged in _judged_rounds(tqdm(items, desc=f"signals {set_name}", file=cmd.stderr), users):
+                    out.append({"id": item["id"], "set": set_name, "label": _label(item), "scope": item.get("scope"),
+                                "query": item["query"], "rounds": judged})
+    finally:
+        clean_up_after(users)
+    cmd.stdout.write(f"signals · corpus {settings.SM_EVAL_CORPUS} · {len(out)} questions")
+    return {"corpus": settings.SM_EVAL_CORPUS, "rows": out}
 
 
 def eval_calibrate(cmd, opts) -> dict:

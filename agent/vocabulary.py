@@ -168,7 +168,11 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("代写与作业", OUT_OF_SCOPE, r"等于几|解方程|写(一首|首|一篇|篇)?[^，。？！]{0,8}(诗|歌词|小说|绝句|律诗|对联)|写(一篇|篇)?作文|作文|翻译|讲个?笑话|作业|数学题", 3),
     # 「外卖收入多少」 is the store's revenue: 收入 is pay only of a person.
     Signal("薪资", OUT_OF_SCOPE, r"(工资|薪水|薪资|月薪|年薪|奖金|(员工|店员|店长|服务员|调酒师|经理|主管|我|你|他|她)的?收入)[^，。？！]{0,4}(是|有|拿)?(多少|几千|几万)", 3),
-    Signal("他人隐私", OUT_OF_SCOPE, r"(员工|店员|店长|同事|经理|老板|主管|小[王李张刘陈杨黄赵]|[张王李赵刘陈][三四五])[^，。？！]{0,6}(手机号|电话|身份证|住址|家住|住在|住哪|微信号?)|(家住|住在)(在)?哪", 3),
+    # Asking *for* someone's number, ID or address; a phone call said in passing (「店长打电话说晚点到」,
+    # 「经理来电话让我先开门」) asks for nothing of the kind.
+    Signal("他人隐私", OUT_OF_SCOPE, r"(员工|店员|店长|同事|经理|老板|主管|小[王李张刘陈杨黄赵]|[张王李赵刘陈][三四五])[^，。？！]{0,6}"
+           r"(?<![打接来回通])(手机号码?|电话号码?|电话|联系方式|身份证号?|家庭住址|住址|微信号?)(?!(说|打|通知|来|过来|叫|让|讲|问))"
+           r"[^，。？！]{0,6}(是多少|多少|给我|发我|告诉我|查一?下|是啥|是什么|在哪|[？?]|$)|(家住|住在)(在)?哪", 3),
 )
 
 # Deciding a proposal in chat (「确认提案7」「驳回 #12」): done on the proposal card, never by the assistant.
@@ -281,8 +285,21 @@ def as_rule_words(text: str) -> str:
     return _PHONE.sub("手机号", _MEMBER_NUMBER.sub("会员", text or ""))
 
 
+# Lexicon words that are everyday life as much as the job (「推荐几本小说」「孩子不爱写作业」): they
+# alone do not put a question in the store's world.
+LIFE_WORDS = frozenset("推荐 孩子 小孩 宝宝 存款 训练 入库 出水 炸锅 上班族 减肥 旅游".split())
+
+
 def about_the_store(text: str) -> bool:
-    return bool(STORE_CONTEXT.search(text or ""))
+    """A word of the store's or the job's world: this table's, or a word of the shipped domain
+    lexicon (restaurant staff's everyday words: 砧板, 菜谱, 买单 …) said as a word, whatever the corpus."""
+    from knowledge.lexicon import concepts_in
+    from knowledge.text import contains_word
+
+    text = text or ""
+    if STORE_CONTEXT.search(text):
+        return True
+    return any(w not in LIFE_WORDS and contains_word(text, w) for w, _ in concepts_in(text))
 
 
 DECLINE = {

@@ -11,19 +11,22 @@ from django.core.management import call_command
 from django.db import connection
 
 
-def bench_database_name(base: str, target: str) -> str:
+def bench_database_name(base: str, target: str, kind: str = "bench") -> str:
     """`<name>_bench_<target>`: every bench owns its database, so one bench's rows (a
-    workflow bench's proposals) can never stop another's reset (`bench ops` re-seeding)."""
-    base = re.sub(r"_bench(_[a-z0-9]+)?$", "", base)
-    return f"{base}_bench_{target}"
+    workflow bench's proposals) can never stop another's reset (`bench ops` re-seeding).
+    `<name>_eval_<corpus>`: every evaluation corpus owns one too (kind "eval")."""
+    base = re.sub(r"_(bench|eval)(_[a-z0-9_]+)?$", "", base)
+    return f"{base}_{kind}_{re.sub(r'[^a-z0-9]+', '_', target.lower())}"
 
 
-def use_bench_database(target: str) -> str:
-    """Point the default connection at this bench's own database, created and migrated on demand.
+def use_bench_database(target: str, kind: str = "bench") -> str:
+    """Point the default connection at this bench's (or evaluation corpus's) own database,
+    created and migrated on demand.
 
-    Benchmarks load hundreds of thousands of rows; they never touch the real database.
+    Benchmarks load hundreds of thousands of rows, and an evaluation corpus is an index of its
+    own; neither ever touches the real database.
     """
-    name = bench_database_name(connection.settings_dict["NAME"], target)
+    name = bench_database_name(connection.settings_dict["NAME"], target, kind)
     with connection._nodb_cursor() as cur:
         cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
         if not cur.fetchone():

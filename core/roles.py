@@ -27,7 +27,7 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
         "ops.change_inventory", "ops.add_inventoryadjustment", "ops.view_inventoryadjustment", "ops.view_apitoken",
         "agent.view_unansweredquestion", "agent.change_unansweredquestion", "agent.view_trace",
         "knowledge.view_document", "knowledge.view_chunk", "knowledge.view_manager_document",
-        "knowledge.view_sectionalias", "knowledge.add_sectionalias",
+        "knowledge.view_sectionalias", "knowledge.add_sectionalias", "knowledge.manage_document",
     ),
     # Region / head office: reads every store, lists members, confirms nothing.
     "hq": (
@@ -37,6 +37,7 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
         "ops.view_member_balance", "ops.view_storedvalueaccount", "ops.view_storedvaluetxn",
         "workflow.view_proposal", "workflow.view_restockrequest", "workflow.view_ticket", "core.view_auditlog",
         "knowledge.view_document", "knowledge.view_chunk", "knowledge.view_manager_document",
+        "knowledge.view_sectionalias", "knowledge.manage_document",
     ),
     # A POS device: writes orders and inventory adjustments for its one store, reads nothing analytic.
     "pos": ("ops.add_order", "ops.add_inventoryadjustment"),

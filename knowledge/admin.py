@@ -70,13 +70,34 @@ class OrphanFilter(admin.SimpleListFilter):
 
 @admin.register(SectionAlias)
 class SectionAliasAdmin(ReadOnlyAdmin):
-    """Question aliases (常见问法): from the corpus, or taught from an unanswered question.
-    An admin alias whose section disappeared in a re-ingest is an orphan: listed here and by
-    `manage.py export_aliases`, so the corpus owners can point it somewhere again."""
+    """Question aliases (常见问法): from the corpus, taught from an unanswered question, or written
+    by the product at ingest (自动生成的问法, kept apart by the 来源 filter; a knowledge owner can
+    delete them, and a deleted one is not written again). An admin alias whose section
+    disappeared in a re-ingest is an orphan: listed here and by `manage.py export_aliases`, so
+    the corpus owners can point it somewhere again."""
 
-    list_display = ["question", "section_path", "document_path", "source", "created_by", "created_at", "section_status"]
-    list_filter = [OrphanFilter, "source"]
+    list_display = ["question", "section_path", "document_path", "source", "active", "created_by", "created_at", "section_status"]
+    list_filter = ["source", OrphanFilter, "active"]
     search_fields = ["question", "section_path", "document_path"]
+    actions = ["delete_generated"]
+
+    @admin.action(description="删除所选的自动生成问法（不影响手写的问法）")
+    def delete_generated(self, request, queryset):
+        from django.core.exceptions import PermissionDenied, ValidationError
+
+        from .services import generated_alias_delete
+
+        done = 0
+        try:
+            for alias in queryset.filter(source=SectionAlias.Source.GENERATED, active=True):
+                generated_alias_delete(alias=alias, user=request.user)
+                done += 1
+        except (PermissionDenied, ValidationError) as exc:
+            self.message_user(request, " ".join(getattr(exc, "messages", [str(exc)])), messages.ERROR)
+            return
+        skipped = queryset.count() - done
+        self.message_user(request, f"已删除 {done} 条自动生成的问法" + (f"；{skipped} 条不是启用中的自动生成问法，未改动" if skipped else "") + "。",
+                          messages.SUCCESS if done else messages.WARNING)
 
     @admin.display(description="章节")
     def section_status(self, obj):

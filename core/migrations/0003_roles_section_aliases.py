@@ -11,7 +11,7 @@ def grant(apps, schema_editor):
         app_config.models_module = True
         create_permissions(app_config, apps=apps, verbosity=0)
         app_config.models_module = None
-    sync_roles(apps)
+    sync_roles(apps, missing_ok=True)  # permissions of later migrations: granted by the later ones (0006)
 
 
 class Migration(migrations.Migration):

@@ -17,6 +17,9 @@ class Command(BaseCommand):
                                  "(what a fresh clone's first ingest reads instead of embedding)")
 
     def handle(self, *args, **opts):
+        from knowledge.embedders import use_every_core_for_a_batch
+
+        use_every_core_for_a_batch()
         root = Path(opts["path"]).resolve() if opts["path"] else None
         from django.conf import settings
 
