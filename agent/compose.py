@@ -63,6 +63,7 @@ def number_sources(hits: list[Hit], tool_result: ToolResult | None, *, qvec=None
             "ref": ref, "document": hit.document, "section_path": hit.section_path, "score": round(hit.score, 4),
             "vector_score": round(hit.vector_score, 4) if hit.vector_score is not None else None,
             "text": section_text(section) or hit.text, "chunk_id": hit.chunk_id, "document_id": hit.document_id,
+            "version": hit.version, "page": hit.page,
         })
     if tool_result is not None:
         columns = list(tool_result.columns) + [k for k in (tool_result.rows[0] if tool_result.rows else {}) if k not in tool_result.columns]
@@ -497,19 +498,24 @@ def guard_all_rows(answer: str, tool_result: ToolResult | None, sources: Sources
     return answer, [m.split(" [")[0].lstrip("- ") for m in missing]
 
 
-def mandatory_rules(audiences: list[str]) -> list[dict]:
-    """The corpus's conditional clauses (front matter `mandatory`), read once per ingest."""
+def mandatory_rules(audiences) -> list[dict]:
+    """The conditional clauses (front matter `mandatory`) of the documents the reader may see,
+    read once per ingest."""
+    from knowledge.selectors import as_visibility
+
+    vis = as_visibility(audiences)
+
     def read() -> list[dict]:
         rules = []
-        for doc in Document.objects.filter(audience__in=audiences).exclude(meta__mandatory=None).only("title", "meta"):
+        for doc in Document.objects.visible_to(vis).exclude(meta__mandatory=None).only("title", "meta"):
             for rule in doc.meta.get("mandatory") or []:
                 rules.append({**rule, "document": doc.title, "document_id": doc.id})
         return rules
 
-    return index_cached(("mandatory", tuple(sorted(audiences))), read)
+    return index_cached(("mandatory", vis), read)
 
 
-def guard_mandatory_clauses(question: str, answer: str, sources: Sources, audiences: list[str]) -> tuple[str, list[str]]:
+def guard_mandatory_clauses(question: str, answer: str, sources: Sources, audiences) -> tuple[str, list[str]]:
     """Guard 4: when the question matches a scenario, its conditional clause is always there."""
     added = []
     cited_documents = {c.get("document_id") for c in sources.citations}
@@ -549,7 +555,7 @@ def _citation_for_section(sources: Sources, document_id: int, heading: str) -> s
     return ref
 
 
-def apply_guards(question: str, answer: str, sources: Sources, tool_result: ToolResult | None, audiences: list[str],
+def apply_guards(question: str, answer: str, sources: Sources, tool_result: ToolResult | None, audiences,
                  *, mandatory: bool = True) -> tuple[str, dict]:
     report = {}
     answer, report["rows_appended"] = guard_all_rows(answer, tool_result, sources)

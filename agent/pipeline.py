@@ -35,7 +35,7 @@ from knowledge.selectors import (
     nearest_section_titles,
     query_vector_with,
     search,
-    visible_audiences,
+    visibility_for,
 )
 from knowledge.text import query_terms, tokenize
 from ops.selectors import find_product_in_text, find_stores_in_text, product_candidates, store_list_read_once
@@ -118,7 +118,7 @@ class AgentState:
     pending_action: dict | None = None  # an action still waiting for slots (agent/slots.py)
     decided_on: str | None = None  # the proposal a 「确认提案…」 turn was about
     clarify: bool = False
-    audiences: list[str] = field(default_factory=list)
+    audiences: Any = None  # who is reading (knowledge.selectors.Visibility): resolved once, in __post_init__
     first: SearchResult | None = None  # the question's own retrieval: what every round is judged against
     verdict: Any = None  # the chosen round's answerability verdict
 
@@ -132,7 +132,7 @@ class AgentState:
     def __post_init__(self):
         # Resolved once per question, here: the guard threads use their own connections and
         # must not look the user's role up again; the judge runs up to three times.
-        self.audiences = self.audiences or visible_audiences(self.user)
+        self.audiences = self.audiences or visibility_for(self.user)
 
     @property
     def index(self):
@@ -376,7 +376,7 @@ def rewrite(state: AgentState, previous_round: Round) -> tuple[str, np.ndarray |
         vector = None
         if not terms:
             # No LLM, or it proposed nothing: the nearest section titles by embedding.
-            terms = nearest_section_titles(state.rules_query, user=state.user, n=2, exclude=tried)
+            terms = nearest_section_titles(state.rules_query, audiences=state.audiences, n=2, exclude=tried)
             detail["source"] = "nearest_section_titles"
             vector = _title_vector(state, terms)
         query = f"{' '.join(terms)} {state.rules_query}".strip()

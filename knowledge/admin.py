@@ -1,32 +1,59 @@
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path
 
-from core.admin_base import ReadOnlyAdmin, ReadOnlyInline
+from core.admin_base import ReadOnlyAdmin
+from core.errors import NotFound
 
-from .models import Chunk, Document, IndexMeta, SectionAlias
+from .models import Chunk, Document, DocumentVersion, IndexMeta, SectionAlias
 from .tasks import ingest_corpus_task
-
-
-class ChunkInline(ReadOnlyInline):
-    model = Chunk
-    fields = ["ordinal", "section_path", "text", "n_terms"]
 
 
 @admin.register(Document)
 class DocumentAdmin(ReadOnlyAdmin):
-    list_display = ["title", "path", "doc_type", "audience", "version", "updated", "chunk_count", "ingested_at"]
-    list_filter = ["doc_type", "audience"]
+    """知识库 › 文档: the knowledge owner's desk. Upload (several files, or a ZIP), preview the
+    split and correct it, set who it reaches, publish (a Celery task with a progress bar), see
+    every version with its diff, roll back, download the original. Every button goes through
+    knowledge.documents, the service REST uses too."""
+
+    list_display = ["title", "status_label", "version_label", "audience", "scope_label", "source", "chunk_count", "ingested_at"]
+    list_filter = ["source", "audience", "doc_type"]
     search_fields = ["title", "path", "body"]
-    inlines = [ChunkInline]
-    actions = ["reindex"]
+    actions = ["reindex", "publish_drafts"]
+    change_list_template = "admin/knowledge/document/change_list.html"
+
+    def get_queryset(self, request):
+        from .selectors import documents_for
+
+        ids = documents_for(request.user).values_list("pk", flat=True)
+        return super().get_queryset(request).filter(pk__in=ids).select_related("current_version").prefetch_related("scope_stores")
+
+    @admin.display(description="状态")
+    def status_label(self, obj):
+        from .selectors import _status_of
+
+        return DocumentVersion.Status(_status_of(obj)).label
+
+    @admin.display(description="在用版本")
+    def version_label(self, obj):
+        return f"v{obj.current_version.number}" if obj.current_version else "—"
+
+    @admin.display(description="适用门店")
+    def scope_label(self, obj):
+        parts = [*obj.scope_cities, *(s.name for s in obj.scope_stores.all())]
+        return "、".join(parts) if parts else "全部门店"
 
     @admin.display(description="切片数")
     def chunk_count(self, obj):
         return obj.chunks.count()
 
-    @admin.action(description="重新索引语料（增量，按内容哈希）")
+    @admin.action(description="重新索引语料目录（增量，按内容哈希）")
     def reindex(self, request, queryset):
-        if not request.user.is_superuser and not request.user.groups.filter(name="manager").exists():
-            self.message_user(request, "只有店长可以重新索引。", messages.ERROR)
+        if not request.user.has_perm("knowledge.manage_document"):
+            self.message_user(request, "只有店长或总部可以重新索引。", messages.ERROR)
             return
         result = ingest_corpus_task.delay(actor_id=request.user.pk)
         try:
@@ -34,8 +61,160 @@ class DocumentAdmin(ReadOnlyAdmin):
         except Exception as exc:  # the worker reports; the page must not 500
             self.message_user(request, f"已提交重新索引任务 {result.id}（{type(exc).__name__}）。", messages.INFO)
 
+    @admin.action(description="发布所选文档的最新草稿")
+    def publish_drafts(self, request, queryset):
+        from .documents import document_publish
+
+        done = 0
+        for doc in queryset:
+            draft = doc.versions.filter(status__in=["draft", "failed"]).order_by("-number").first()
+            if draft is None:
+                continue
+            try:
+                document_publish(version=draft, user=request.user)
+                done += 1
+            except (PermissionDenied, ValidationError) as exc:
+                self.message_user(request, f"《{doc.title}》：{_messages(exc)}", messages.ERROR)
+        self.message_user(request, f"已提交发布 {done} 篇文档的草稿，索引完成前旧版本继续回答。", messages.SUCCESS if done else messages.WARNING)
+
     def has_view_permission(self, request, obj=None):
         return request.user.is_active and request.user.is_staff
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [path("upload/", view(self.upload_view), name="knowledge_document_upload"),
+                path("version/<int:pk>/", view(self.version_view), name="knowledge_documentversion_preview"),
+                path("version/<int:pk>/file/", view(self.file_view), name="knowledge_documentversion_file"),
+                *super().get_urls()]
+
+    def _context(self, request, **extra):
+        return {**self.admin_site.each_context(request), "opts": self.model._meta, **extra}
+
+    def _scope_choices(self, request):
+        from ops.models import Store
+
+        from .documents import managed_store_ids
+
+        ids = managed_store_ids(request.user)
+        stores = Store.objects.all() if ids is None else Store.objects.filter(pk__in=ids or [])
+        return {"stores": list(stores.order_by("code")), "cities": sorted({s.city for s in stores}), "all_stores": ids is None}
+
+    def upload_view(self, request):
+        """Several files or a ZIP at once: each becomes a draft; one draft opens its preview."""
+        from .documents import document_upload
+        from .parsing import FileRejected, files_in
+
+        if not request.user.has_perm("knowledge.manage_document"):
+            raise PermissionDenied
+        results, errors = [], []
+        if request.method == "POST":
+            files = request.FILES.getlist("files")
+            if not files:
+                errors.append(("", "请选择要上传的文件（可以多选，也可以是一个 ZIP）。"))
+            target = None
+            if request.POST.get("document"):
+                target = self.get_queryset(request).filter(pk=request.POST["document"]).first()
+            for upload in files:
+                try:
+                    members = files_in(upload.name, upload.read())
+                except FileRejected as exc:
+                    errors.append((upload.name, exc.message))
+                    continue
+                for name, data in members:
+                    try:
+                        results.append(document_upload(
+                            user=request.user, name=name, data=data, title=request.POST.get("title", "") if len(files) == 1 and len(members) == 1 else "",
+                            audience=request.POST.get("audience") or None, cities=request.POST.getlist("cities") or None,
+                            stores=request.POST.getlist("stores") or None, document=target if len(members) == 1 else None))
+                    except (PermissionDenied, ValidationError) as exc:
+                        errors.append((name, _messages(exc)))
+            if results and not errors and len(results) == 1:
+                return redirect("admin:knowledge_documentversion_preview", results[0].pk)
+        context = self._context(request, title="上传文档", results=results, errors=errors, targets=self.get_queryset(request),
+                                **self._scope_choices(request))
+        return TemplateResponse(request, "admin/knowledge/document/upload.html", context, status=400 if errors and not results else 200)
+
+    def version_view(self, request, pk):
+        """The preview of a version: its outline and sections, corrections (HTMX: the section
+        comes back in place), audience and scope, publish; while it is indexed, a progress bar."""
+        from .chunking import chunk_sections
+        from .documents import document_publish, document_rollback, version_discard, version_edit, version_for
+        from .parsing import Section
+
+        try:
+            version = version_for(request.user, pk)
+        except NotFound:
+            raise Http404("没有这个文档版本。") from None
+        error = ""
+        if request.method == "POST":
+            action = request.POST.get("action")
+            try:
+                if action == "section":
+                    index = int(request.POST.get("index", "-1"))
+                    version = version_edit(version=version, user=request.user, section=index, heading=request.POST.get("heading"),
+                                           text=request.POST.get("text"), enabled=request.POST.get("enabled") == "on")
+                    if request.htmx:
+                        return TemplateResponse(request, "admin/knowledge/document/_section.html",
+                                                {"version": version, "s": {"index": index, **version.sections[index]}, "saved": True})
+                elif action == "scope":
+                    version = version_edit(version=version, user=request.user, title=request.POST.get("title"),
+                                           audience=request.POST.get("audience"), cities=request.POST.getlist("cities"),
+                                           stores=request.POST.getlist("stores"))
+                elif action == "publish":
+                    version = document_publish(version=version, user=request.user)
+                elif action == "rollback":
+                    version = document_rollback(document=version.document, user=request.user, number=version.number)
+                elif action == "discard":
+                    version = version_discard(version=version, user=request.user)
+                return redirect("admin:knowledge_documentversion_preview", version.pk)
+            except (PermissionDenied, ValidationError, ValueError) as exc:
+                error = _messages(exc)
+                if request.htmx and action == "section":
+                    index = int(request.POST.get("index", "-1"))
+                    s = version.sections[index] if 0 <= index < len(version.sections) else {}
+                    return TemplateResponse(request, "admin/knowledge/document/_section.html",
+                                            {"version": version, "s": {"index": index, **s}, "error": error}, status=400)
+        if request.htmx and request.GET.get("part") == "status":
+            return TemplateResponse(request, "admin/knowledge/document/_status.html", {"version": version})
+        sections = [{"index": i, **s} for i, s in enumerate(version.sections)]
+        chunks = len(chunk_sections(version.title, [Section.from_dict(s) for s in version.sections]))
+        scope = (version.meta or {}).get("scope") or {}
+        context = self._context(request, title=f"《{version.title}》v{version.number}", version=version, document=version.document,
+                                sections=sections, chunk_estimate=chunks, error=error, scope=scope,
+                                versions=version.document.versions.order_by("-number"), **self._scope_choices(request))
+        return TemplateResponse(request, "admin/knowledge/document/preview.html", context, status=400 if error else 200)
+
+    def file_view(self, request, pk):
+        from urllib.parse import quote
+
+        from .selectors import document_file_for
+
+        version = DocumentVersion.objects.filter(pk=pk).first()
+        if version is None:
+            raise Http404
+        try:
+            version, data = document_file_for(request.user, version.document_id, version.number)
+        except NotFound:
+            raise Http404("没有这个文件。") from None
+        response = HttpResponse(data, content_type="application/octet-stream")
+        response["Content-Disposition"] = f"attachment; filename*=UTF-8''{quote(version.original_name.rsplit('/', 1)[-1])}"
+        return response
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        """A document's page, for its owner: its latest version's preview (versions, diff, rollback)."""
+        from .documents import may_manage
+
+        document = self.get_queryset(request).filter(pk=object_id).first()
+        version = document.versions.order_by("-number").first() if document is not None else None
+        if version is not None and may_manage(request.user, document):
+            return self.version_view(request, version.pk)
+        return super().change_view(request, object_id, form_url, extra_context)
+
+
+def _messages(exc) -> str:
+    if isinstance(exc, ValidationError):
+        return "；".join(m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms)
+    return str(exc) or "没有权限。"
 
 
 @admin.register(Chunk)
@@ -49,7 +228,18 @@ class ChunkAdmin(ReadOnlyAdmin):
 
 @admin.register(IndexMeta)
 class IndexMetaAdmin(ReadOnlyAdmin):
-    list_display = ["signature", "n_chunks", "avg_terms", "refusal_threshold", "judge_threshold", "updated_at"]
+    list_display = ["signature", "n_chunks", "avg_terms", "threshold_label", "refusal_threshold", "judge_threshold", "updated_at"]
+
+    @admin.display(description="拒答阈值（可答性）及其来历")
+    def threshold_label(self, obj):
+        from .answerability import stored_model
+
+        model = stored_model(obj)
+        if not model:
+            return "没有为这个嵌入器拟合的模型：不按分数拒答"
+        corpora = "、".join(f"{k}（{v} 题）" for k, v in (model.get("fitted_on") or {}).items()) if isinstance(model.get("fitted_on"), dict) \
+            else f"{model.get('fitted_on')} 题"
+        return f"{model['threshold']:.3f}：{model.get('threshold_rule', '调参集误拒 2%')}；拟合于 {corpora}"
 
 
 class OrphanFilter(admin.SimpleListFilter):

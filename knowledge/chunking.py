@@ -39,6 +39,7 @@ class ChunkDraft:
     section_path: str
     text: str
     aliases: list[str] = field(default_factory=list)  # on the first chunk of a section only
+    page: int | None = None  # where the section starts (PDF, slides)
 
     @property
     def embed_text(self) -> str:
@@ -147,12 +148,32 @@ def sentence_units(text: str) -> list[str]:
     return [u for u in units if len(u.strip()) > 3]
 
 
-def _section_units(lines: list[str]) -> list[tuple[str, bool, bool]]:
-    """(text, is_table, starts_a_new_line) units: sentences, list items, whole tables."""
+def split_table(table: str, max_chars: int = MAX_CHARS) -> list[str]:
+    """A table longer than a chunk as several tables of whole rows, each with the header row (and
+    its separator) repeated: a 300-row price list is searchable row by row, and no row loses
+    the names of its columns."""
+    rows = table.split("\n")
+    if len(table) <= max_chars or len(rows) <= 3:
+        return [table]
+    head = rows[:2] if re.match(r"^\|?\s*:?-{2,}", rows[1].strip()) else rows[:1]
+    parts, current = [], []
+    for row in rows[len(head):]:
+        if current and len("\n".join(head + current + [row])) > max_chars:
+            parts.append("\n".join(head + current))
+            current = []
+        current.append(row)
+    if current:
+        parts.append("\n".join(head + current))
+    return parts
+
+
+def _section_units(lines: list[str], max_chars: int = MAX_CHARS) -> list[tuple[str, bool, bool]]:
+    """(text, is_table, starts_a_new_line) units: sentences, list items, whole tables (a long
+    one in parts of whole rows)."""
     units: list[tuple[str, bool, bool]] = []
     for kind, text in _blocks(lines):
         if kind == "table":
-            units.append((text, True, True))
+            units.extend((part, True, True) for part in split_table(text, max_chars))
         elif kind == "list":
             units.extend((item, False, True) for item in text.split("\n"))
         else:
@@ -160,47 +181,33 @@ def _section_units(lines: list[str]) -> list[tuple[str, bool, bool]]:
     return units
 
 
-def parse_markdown(source: str, *, fallback_title: str = "", max_chars: int = MAX_CHARS, overlap_chars: int = OVERLAP_CHARS) -> ParsedDocument:
-    meta, body = split_front_matter(source)
-    lines = body.split("\n")
-    headings = [(_HEADING.match(line), i) for i, line in enumerate(lines)]
-    headings = [(m, i) for m, i in headings if m]
-    title = str(meta.get("title") or (headings[0][0].group(2) if headings and headings[0][0].group(1) == "#" else fallback_title))
-    doc = ParsedDocument(title=title, meta=meta, body=body)
-
-    sections: list[tuple[str, list[str]]] = []
-    if not headings:
-        # No structure to follow: paragraph windows under the document title.
-        sections.append((title, lines))
-    else:
-        stack: list[tuple[int, str]] = []
-        current_lines: list[str] = []
-        current_path = title
-        preface = lines[: headings[0][1]]
-        if any(line.strip() for line in preface):
-            sections.append((title, preface))
-        for idx, (m, line_no) in enumerate(headings):
-            if idx:
-                sections.append((current_path, current_lines))
-            level, text = len(m.group(1)), m.group(2).strip()
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            stack.append((level, text))
-            names = [t for _, t in stack]
-            if names[0] != title:
-                names.insert(0, title)
-            current_path = PATH_SEP.join(names)
-            end = headings[idx + 1][1] if idx + 1 < len(headings) else len(lines)
-            current_lines = lines[line_no + 1 : end]
-        sections.append((current_path, current_lines))
-
-    ordinal = 0
-    for path, section_lines in sections:
-        section_lines, aliases = split_aliases(section_lines)
-        units = _section_units(section_lines)
+def chunk_sections(title: str, sections, *, max_chars: int = MAX_CHARS, overlap_chars: int = OVERLAP_CHARS) -> list[ChunkDraft]:
+    """Chunks of a parsed file's enabled sections (knowledge.parsing.Section: heading path below
+    the title, Markdown lines, page, aliases), the section path led by the document title."""
+    drafts: list[ChunkDraft] = []
+    for section in sections:
+        if not getattr(section, "enabled", True):
+            continue
+        path = PATH_SEP.join([title, *section.path]) if section.path else title
+        lines, aliases = split_aliases(section.lines)
+        aliases = list(dict.fromkeys([*section.aliases, *aliases]))
+        units = _section_units(lines, max_chars)
         if not units:
             continue
         for i, text in enumerate(_windows(units, max_chars, overlap_chars)):
-            doc.chunks.append(ChunkDraft(ordinal=ordinal, section_path=path, text=text, aliases=aliases if i == 0 else []))
-            ordinal += 1
+            drafts.append(ChunkDraft(ordinal=len(drafts), section_path=path, text=text, aliases=aliases if i == 0 else [],
+                                     page=section.page))
+    return drafts
+
+
+def parse_markdown(source: str, *, fallback_title: str = "", max_chars: int = MAX_CHARS, overlap_chars: int = OVERLAP_CHARS) -> ParsedDocument:
+    """A Markdown document's title, front matter and chunks (knowledge.parsing reads it, as it
+    reads every uploaded format; then the same chunking)."""
+    from .parsing.text import markdown_sections
+
+    parsed = markdown_sections(source)
+    meta, body = split_front_matter(source)
+    title = parsed.title or fallback_title
+    doc = ParsedDocument(title=title, meta=meta, body=body)
+    doc.chunks = chunk_sections(title, parsed.sections, max_chars=max_chars, overlap_chars=overlap_chars)
     return doc

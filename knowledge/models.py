@@ -6,11 +6,30 @@ vector of any other size: vectors of different embedders can never be mixed.
 """
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from pgvector.django import VectorField
 
 
+class DocumentQuerySet(models.QuerySet):
+    def visible_to(self, viewer):
+        """The documents `viewer` may read: a user (their role's audiences, their stores'
+        scope), a knowledge.selectors.Visibility, or None, which fails closed (staff documents
+        for every store only)."""
+        from .selectors import as_visibility
+
+        vis = as_visibility(viewer)
+        qs = self.filter(audience__in=vis.audiences, archived_at__isnull=True)
+        if vis.scope is None:
+            return qs
+        return qs.filter(models.Q(scope=[]) | models.Q(scope__overlap=list(vis.scope)))
+
+
 class Document(models.Model):
+    class Source(models.TextChoices):
+        CORPUS = "corpus", "制度文档目录"
+        UPLOAD = "upload", "后台上传"
+
     class DocType(models.TextChoices):
         SOP = "sop", "SOP"
         RULE = "rule", "规则"
@@ -31,6 +50,17 @@ class Document(models.Model):
     body = models.TextField("正文")
     meta = models.JSONField("元数据", default=dict, blank=True, help_text="front matter，含强制条款 mandatory")
     ingested_at = models.DateTimeField("入库时间", auto_now=True)
+    source = models.CharField("来源", max_length=16, choices=Source.choices, default=Source.CORPUS)
+    # Who it reaches: every store (both empty), the stores of some cities (today's and
+    # tomorrow's), or named stores. `scope` is what retrieval matches ('city:深圳', 'store:3').
+    scope_cities = models.JSONField("适用城市", default=list, blank=True)
+    scope_stores = models.ManyToManyField("ops.Store", blank=True, related_name="+", verbose_name="适用门店")
+    scope = ArrayField(models.CharField(max_length=64), default=list, blank=True, verbose_name="适用范围（检索用）")
+    current_version = models.ForeignKey("DocumentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                                        verbose_name="当前版本")
+    archived_at = models.DateTimeField("删除时间", null=True, blank=True)
+
+    objects = DocumentQuerySet.as_manager()
 
     class Meta:
         ordering = ["path"]
@@ -50,6 +80,9 @@ class Chunk(models.Model):
     audience = models.CharField("可见范围", max_length=16, choices=Document.Audience.choices, default=Document.Audience.STAFF, db_index=True)
     embedding = VectorField("向量")
     n_terms = models.PositiveIntegerField("词数", default=0)
+    version = models.PositiveIntegerField("版本号", default=1, db_default=1)
+    page = models.PositiveIntegerField("页码", null=True, blank=True)
+    scope = ArrayField(models.CharField(max_length=64), default=list, blank=True, db_default=[], verbose_name="适用范围")
 
     class Meta:
         ordering = ["document", "ordinal"]
@@ -114,6 +147,7 @@ class Sentence(models.Model):
     generated = models.BooleanField("自动生成", default=False)
     text = models.TextField("内容")
     audience = models.CharField("可见范围", max_length=16, choices=Document.Audience.choices, default=Document.Audience.STAFF, db_index=True)
+    scope = ArrayField(models.CharField(max_length=64), default=list, blank=True, db_default=[], verbose_name="适用范围")
     embedding = VectorField("向量")
 
     class Meta:
@@ -225,3 +259,61 @@ class IndexMeta(models.Model):
 
     def __str__(self) -> str:
         return self.signature
+
+
+class DocumentVersion(models.Model):
+    """One version of a document: what was uploaded (or read from the corpus folder), the sections
+    it parsed into (corrected in the preview before publishing), and where it stands. The index
+    holds the chunks of one version per document, the published one; older versions stay here,
+    readable, so an old answer's citation still shows what it quoted, and can be published again
+    (rollback)."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "草稿（待发布）"
+        INDEXING = "indexing", "索引中"
+        PUBLISHED = "published", "已发布（正在使用）"
+        SUPERSEDED = "superseded", "历史版本"
+        FAILED = "failed", "发布失败"
+        DISCARDED = "discarded", "已放弃"
+
+    document = models.ForeignKey("Document", on_delete=models.CASCADE, related_name="versions", verbose_name="文档")
+    number = models.PositiveIntegerField("版本号")
+    status = models.CharField("状态", max_length=16, choices=Status.choices, default=Status.DRAFT, db_index=True)
+    kind = models.CharField("文件类型", max_length=8, help_text="docx pdf xlsx csv pptx md txt html")
+    original_name = models.CharField("原文件名", max_length=255)
+    size = models.PositiveIntegerField("文件大小（字节）", default=0)
+    content_hash = models.CharField("内容哈希", max_length=64)
+    title = models.CharField("标题", max_length=128)
+    sections = models.JSONField("章节", default=list, help_text="[{path, text, page, aliases, enabled}]，预览里可改")
+    warnings = models.JSONField("解析提示", default=list, blank=True)
+    diff = models.JSONField("与上一版的差异", default=dict, blank=True, help_text="{added, changed, removed}: 章节路径")
+    meta = models.JSONField("元数据", default=dict, blank=True, help_text="Markdown front matter（mandatory 等）")
+    progress = models.PositiveSmallIntegerField("发布进度", default=0)
+    error = models.TextField("失败原因", blank=True)
+    chunks = models.PositiveIntegerField("切片数", default=0)
+    created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", verbose_name="上传人")
+    created_at = models.DateTimeField("上传时间", auto_now_add=True)
+    published_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", verbose_name="发布人")
+    published_at = models.DateTimeField("发布时间", null=True, blank=True)
+
+    class Meta:
+        ordering = ["document", "-number"]
+        verbose_name = verbose_name_plural = "文档版本"
+        constraints = [models.UniqueConstraint(fields=["document", "number"], name="document_version_number")]
+
+    def __str__(self) -> str:
+        return f"{self.title} v{self.number}"
+
+
+class DocumentFile(models.Model):
+    """The original bytes of a version, in the database: every web and worker replica reads the
+    same file, and an upload is written in the same transaction as its version or not at all."""
+
+    version = models.OneToOneField(DocumentVersion, on_delete=models.CASCADE, related_name="file", verbose_name="版本")
+    data = models.BinaryField("内容")
+
+    class Meta:
+        verbose_name = verbose_name_plural = "原始文件"
+
+    def __str__(self) -> str:
+        return f"{self.version}（{len(self.data or b'')} 字节）"

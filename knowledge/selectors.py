@@ -57,6 +57,8 @@ class Hit:
     section_path: str
     text: str
     audience: str
+    version: int = 1
+    page: int | None = None
     score: float = 0.0
     vector_rank: int | None = None
     vector_score: float | None = None
@@ -103,6 +105,50 @@ class SearchResult:
     @property
     def top(self) -> Hit | None:
         return self.hits[0] if self.hits else None
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """Who is reading: the audiences they may see, and the scope tokens of their stores
+    ('store:3', 'city:深圳'; None: every document whatever its scope). Every channel filters by it
+    inside its query, before any candidate is cut."""
+
+    audiences: tuple[str, ...]
+    scope: tuple[str, ...] | None
+
+    @classmethod
+    def everything(cls) -> Visibility:
+        """An operator at the command line, an evaluation: every document."""
+        return cls(tuple(Document.Audience.values), None)
+
+    def params(self) -> list:
+        return [list(self.audiences), self.scope is None, list(self.scope or ())]
+
+
+def visibility_for(user) -> Visibility:
+    """A user's view: their role's audiences and their stores' scope (head office: every store).
+    No user fails closed: staff documents that reach every store, nothing scoped."""
+    if user is None:
+        return Visibility(("staff",), ())
+    from core.scoping import ALL, store_ids_for
+    from ops.models import Store
+
+    audiences = tuple(visible_audiences(user))
+    ids = store_ids_for(user, "ops.view_store")
+    if ids is ALL:
+        return Visibility(audiences, None)
+    stores = Store.objects.filter(pk__in=ids).values_list("pk", "city")
+    return Visibility(audiences, tuple([f"store:{pk}" for pk, _ in stores] + sorted({f"city:{city}" for _, city in stores})))
+
+
+def as_visibility(viewer) -> Visibility:
+    """A Visibility, a user, None (fails closed) or a list of audiences (an operator's search:
+    those audiences, every scope)."""
+    if isinstance(viewer, Visibility):
+        return viewer
+    if isinstance(viewer, (list, tuple)):
+        return Visibility(tuple(viewer), None)
+    return visibility_for(viewer)
 
 
 def visible_audiences(user) -> list[str]:
@@ -194,11 +240,15 @@ def _set_ef_search(value: int) -> None:
 
 
 def _row_hit(row) -> Hit:
-    chunk_id, doc_id, title, path, section_path, text, audience = row[:7]
-    return Hit(chunk_id, doc_id, title, path, section_path, text, audience)
+    chunk_id, doc_id, title, path, section_path, text, audience, version, page = row[:_N_HIT_COLUMNS]
+    return Hit(chunk_id, doc_id, title, path, section_path, text, audience, version, page)
 
 
-_HIT_COLUMNS = "c.id, d.id, d.title, d.path, c.section_path, c.text, c.audience"
+_HIT_COLUMNS = "c.id, d.id, d.title, d.path, c.section_path, c.text, c.audience, c.version, c.page"
+_N_HIT_COLUMNS = 9
+# Who may read a row: its audience, and its scope (empty: every store) against the reader's
+# stores; params Visibility.params() (audiences, every-scope flag, the reader's scope tokens).
+_VISIBLE = "{t}.audience = ANY(%s) AND (%s OR {t}.scope = '{{}}' OR {t}.scope && %s::varchar[])"
 
 
 def _ranked(rows, channel: str) -> list[Hit]:
@@ -207,19 +257,19 @@ def _ranked(rows, channel: str) -> list[Hit]:
     for rank, row in enumerate(rows, start=1):
         hit = _row_hit(row)
         setattr(hit, f"{channel}_rank", rank)
-        setattr(hit, f"{channel}_score", float(row[7]))
+        setattr(hit, f"{channel}_score", float(row[_N_HIT_COLUMNS]))
         hits.append(hit)
     return hits
 
 
-def vector_channel(qvec, audiences: list[str], limit: int) -> list[Hit]:
+def vector_channel(qvec, audiences, limit: int) -> list[Hit]:
     literal = _vector_literal(qvec)
     _set_ef_search(max(40, limit * 2))
     rows = _fetch_prepared(
         f"SELECT {_HIT_COLUMNS}, 1 - (c.embedding <=> %s::vector) AS sim FROM knowledge_chunk c "
-        "JOIN knowledge_document d ON d.id = c.document_id WHERE c.audience = ANY(%s) "
+        f"JOIN knowledge_document d ON d.id = c.document_id WHERE {_VISIBLE.format(t='c')} "
         "ORDER BY c.embedding <=> %s::vector LIMIT %s",
-        [literal, audiences, literal, limit],
+        [literal, *as_visibility(audiences).params(), literal, limit],
     )
     return _ranked(rows, "vector")
 
@@ -229,7 +279,7 @@ def vector_channel(qvec, audiences: list[str], limit: int) -> list[Hit]:
 # chunk can come back; the best per chunk is kept.
 _NEAREST_SENTENCES_SQL = """
 SELECT {columns}, 1 - (s.embedding <=> %s::vector) AS sim, s.text
-FROM (SELECT chunk_id, text, embedding FROM knowledge_sentence WHERE kind = '{kind}' AND audience = ANY(%s)
+FROM (SELECT chunk_id, text, embedding FROM knowledge_sentence s WHERE kind = '{kind}' AND {visible}
       ORDER BY embedding <=> %s::vector LIMIT %s) s
 JOIN knowledge_chunk c ON c.id = s.chunk_id JOIN knowledge_document d ON d.id = c.document_id
 ORDER BY sim DESC, c.id
@@ -238,7 +288,7 @@ ORDER BY sim DESC, c.id
 _BEST_SENTENCE_OF_SQL = """
 SELECT DISTINCT ON (s.chunk_id) {columns}, 1 - (s.embedding <=> %s::vector) AS sim, s.text
 FROM knowledge_sentence s JOIN knowledge_chunk c ON c.id = s.chunk_id JOIN knowledge_document d ON d.id = c.document_id
-WHERE s.kind = 'sentence' AND s.chunk_id = ANY(%s) AND s.audience = ANY(%s)
+WHERE s.kind = 'sentence' AND s.chunk_id = ANY(%s) AND {visible}
 ORDER BY s.chunk_id, s.embedding <=> %s::vector
 """
 ROWS_PER_CHUNK = 2  # sentences or aliases fetched per wanted chunk (several of one chunk come back)
@@ -253,30 +303,32 @@ def _per_chunk(rows, channel: str, limit: int) -> list[Hit]:
         seen.add(row[0])
         hit = _row_hit(row)
         setattr(hit, f"{channel}_rank", len(out) + 1)
-        setattr(hit, f"{channel}_score", float(row[7]))
-        setattr(hit, f"{channel}_text", row[8])
+        setattr(hit, f"{channel}_score", float(row[_N_HIT_COLUMNS]))
+        setattr(hit, f"{channel}_text", row[_N_HIT_COLUMNS + 1])
         out.append(hit)
     return out
 
 
-def nearest_sentence_channel(qvec, audiences: list[str], limit: int, *, kind: str) -> list[Hit]:
+def nearest_sentence_channel(qvec, audiences, limit: int, *, kind: str) -> list[Hit]:
     """Chunks ranked by their best sentence (`kind="sentence"`) or question alias (`"alias"`)."""
     if kind not in ("sentence", "alias"):  # formatted into the SQL: only these two
         raise ValueError(f"unknown sentence kind {kind!r}")
     literal = _vector_literal(qvec)
     rows_wanted = limit * ROWS_PER_CHUNK
     _set_ef_search(max(40, rows_wanted))
-    rows = _fetch_prepared(_NEAREST_SENTENCES_SQL.format(columns=_HIT_COLUMNS, kind=kind), [literal, audiences, literal, rows_wanted])
+    rows = _fetch_prepared(_NEAREST_SENTENCES_SQL.format(columns=_HIT_COLUMNS, kind=kind, visible=_VISIBLE.format(t="s")),
+                           [literal, *as_visibility(audiences).params(), literal, rows_wanted])
     return _per_chunk(rows, kind, limit)
 
 
-def best_sentence_of(qvec, chunk_ids: list[int], audiences: list[str], limit: int) -> list[Hit]:
+def best_sentence_of(qvec, chunk_ids: list[int], audiences, limit: int) -> list[Hit]:
     """The sentence channel restricted to `chunk_ids`: each chunk scored by its best sentence."""
     if not chunk_ids:
         return []
     literal = _vector_literal(qvec)
-    rows = sorted(_fetch_prepared(_BEST_SENTENCE_OF_SQL.format(columns=_HIT_COLUMNS), [literal, list(chunk_ids), audiences, literal]),
-                  key=lambda r: (-r[7], r[0]))
+    rows = sorted(_fetch_prepared(_BEST_SENTENCE_OF_SQL.format(columns=_HIT_COLUMNS, visible=_VISIBLE.format(t="s")),
+                                  [literal, list(chunk_ids), *as_visibility(audiences).params(), literal]),
+                  key=lambda r: (-r[_N_HIT_COLUMNS], r[0]))
     return _per_chunk(rows, "sentence", limit)
 
 
@@ -294,9 +346,12 @@ _TF = "t.tf * (%(k1)s::float8 + 1) / (t.tf + %(k1)s::float8 * (1 - %(b)s::float8
 BM25_SQL = """
 WITH w AS (SELECT * FROM unnest(%(w_terms)s::text[], %(w_idf)s::float8[]) AS w(term, idf)),
 partial AS (
+    -- Only chunks the reader may see compete for the pool: a pool cut first and filtered after
+    -- left a staff member with fewer candidates wherever manager-only or scoped chunks led.
     SELECT t.chunk_id, SUM(w.idf * {tf}) AS score
-    FROM w JOIN {table} t ON t.term = w.term
-    WHERE w.term = ANY(%(cand_terms)s)
+    FROM w JOIN {table} t ON t.term = w.term JOIN knowledge_chunk c ON c.id = t.chunk_id
+    WHERE w.term = ANY(%(cand_terms)s) AND c.audience = ANY(%(audiences)s)
+      AND (%(scope_all)s OR c.scope = '{{}}' OR c.scope && %(scope)s::varchar[])
     GROUP BY t.chunk_id ORDER BY score DESC, t.chunk_id LIMIT %(pool)s
 ),
 scored AS (
@@ -309,11 +364,9 @@ scored AS (
         WHERE t.chunk_id = p.chunk_id AND t.term = ANY(%(w_terms)s)
     ) s
 ),
--- The best `limit` visible candidates first; their text and document only then.
+-- The best `limit` candidates first; their text and document only then.
 best AS (
-    SELECT s.chunk_id, s.score FROM scored s JOIN knowledge_chunk c ON c.id = s.chunk_id
-    WHERE c.audience = ANY(%(audiences)s)
-    ORDER BY s.score DESC, s.chunk_id LIMIT %(limit)s
+    SELECT s.chunk_id, s.score FROM scored s ORDER BY s.score DESC, s.chunk_id LIMIT %(limit)s
 )
 SELECT {columns}, b.score FROM best b
 JOIN knowledge_chunk c ON c.id = b.chunk_id JOIN knowledge_document d ON d.id = c.document_id
@@ -321,7 +374,7 @@ ORDER BY b.score DESC, c.id
 """
 
 
-def bm25_scores(terms: list[str], meta: IndexMeta, audiences: list[str], limit: int) -> list[tuple[int, float]]:
+def bm25_scores(terms: list[str], meta: IndexMeta, audiences, limit: int) -> list[tuple[int, float]]:
     """(chunk_id, Okapi BM25 score) over the whole corpus's statistics, best first."""
     return [(h.chunk_id, h.lexical_score) for h in lexical_channel(terms, meta, audiences, limit)]
 
@@ -329,7 +382,7 @@ def bm25_scores(terms: list[str], meta: IndexMeta, audiences: list[str], limit: 
 _LEXICAL_TABLES = {"lexical": ("knowledge_term", "knowledge_termstat"), "gram": ("knowledge_gram", "knowledge_gramstat")}
 
 
-def lexical_channel(terms: list[str], meta: IndexMeta, audiences: list[str], limit: int, *, channel: str = "lexical") -> list[Hit]:
+def lexical_channel(terms: list[str], meta: IndexMeta, audiences, limit: int, *, channel: str = "lexical") -> list[Hit]:
     """Okapi BM25 over jieba words (`lexical`) or character bigrams (`gram`)."""
     if not terms:
         return []
@@ -346,9 +399,11 @@ def lexical_channel(terms: list[str], meta: IndexMeta, audiences: list[str], lim
     max_df = max(MIN_RARE_DF, int(n * RARE_DF_FRACTION))
     rare = [t for t in df if df[t] <= max_df] or sorted(df, key=df.get)[:1]
     weighted = [t for t in terms if t in idf]  # duplicates kept: each query occurrence counts
+    vis = as_visibility(audiences)
     params = {
         "w_terms": weighted, "w_idf": [idf[t] for t in weighted], "cand_terms": rare,
-        "avgdl": float(avgdl or 1.0), "k1": BM25_K1, "b": BM25_B, "audiences": audiences, "limit": limit,
+        "avgdl": float(avgdl or 1.0), "k1": BM25_K1, "b": BM25_B, "audiences": list(vis.audiences), "limit": limit,
+        "scope_all": vis.scope is None, "scope": list(vis.scope or ()),
         "pool": max(CANDIDATE_POOL, limit * 3),
     }
     return _ranked(_fetch_prepared(BM25_SQL.format(columns=_HIT_COLUMNS, table=table, tf=_TF), params), channel)
@@ -447,7 +502,7 @@ def fusion_params(meta: IndexMeta | None = None) -> dict:
     return params
 
 
-def _vector_half(qvec, audiences: list[str], depth: int, sentence_index: bool) -> tuple[dict[str, list[Hit]], float]:
+def _vector_half(qvec, audiences, depth: int, sentence_index: bool) -> tuple[dict[str, list[Hit]], float]:
     t = time.perf_counter()
     rankings = {"vector": vector_channel(qvec, audiences, depth),
                 "alias": nearest_sentence_channel(qvec, audiences, depth, kind="alias")}
@@ -456,14 +511,14 @@ def _vector_half(qvec, audiences: list[str], depth: int, sentence_index: bool) -
     return rankings, (time.perf_counter() - t) * 1000
 
 
-def _lexical_half(query: str, terms: list[str], meta: IndexMeta, audiences: list[str], depth: int) -> tuple[dict[str, list[Hit]], float]:
+def _lexical_half(query: str, terms: list[str], meta: IndexMeta, audiences, depth: int) -> tuple[dict[str, list[Hit]], float]:
     t = time.perf_counter()
     rankings = {"lexical": lexical_channel(terms, meta, audiences, depth),
                 "gram": lexical_channel(grams(query), meta, audiences, depth, channel="gram")}
     return rankings, (time.perf_counter() - t) * 1000
 
 
-def channel_rankings(query: str, terms: list[str], qvec, meta: IndexMeta, audiences: list[str], depth: int,
+def channel_rankings(query: str, terms: list[str], qvec, meta: IndexMeta, audiences, depth: int,
                      timings: dict | None = None, *, sentence_index: bool = True) -> dict[str, list[Hit]]:
     """Every channel's own ranking, `depth` deep (fused afterwards, possibly many ways).
 
@@ -515,13 +570,14 @@ def pin_taught_alias(fused: list[Hit], alias_ranking: list[Hit]) -> list[Hit]:
     return [pinned, *(h for h in fused if h.chunk_id != top.chunk_id)]
 
 
-def search(query: str, *, user=None, audiences: list[str] | None = None, k: int = 5, candidates: int | None = None,
+def search(query: str, *, user=None, audiences=None, k: int = 5, candidates: int | None = None,
            embedder: Embedder | None = None, weights: dict[str, float] | None = None, qvec=None) -> SearchResult:
-    """Hybrid search. `user` decides visibility unless `audiences` is given. `qvec`: the query
-    vector when the caller already has one (no model call); else the query is embedded."""
+    """Hybrid search. `user` decides visibility unless `audiences` (a Visibility, or an operator's
+    list of audiences) is given; neither fails closed. `qvec`: the query vector when the caller
+    already has one (no model call); else the query is embedded."""
     query = (query or "").strip()
     embedder = embedder or get_embedder()
-    audiences = audiences or visible_audiences(user)
+    audiences = as_visibility(audiences if audiences is not None else user)
     timings = {}
     meta = index_meta()
     params = fusion_params(meta)
@@ -542,7 +598,7 @@ def search(query: str, *, user=None, audiences: list[str] | None = None, k: int 
     return SearchResult(query, fused[:k], terms, timings, rankings, qvec)
 
 
-def retrieve(query: str, terms: list[str], qvec, meta: IndexMeta, audiences: list[str], params: dict,
+def retrieve(query: str, terms: list[str], qvec, meta: IndexMeta, audiences, params: dict,
              timings: dict) -> tuple[list[Hit], dict[str, list[Hit]]]:
     """Everything search() does once the question is embedded (bench retrieval times this very
     path): the channels, fusion, the taught-alias pin and, when fusion gives sentences no
@@ -568,7 +624,7 @@ def query_vector_with(qvec, texts: list[str], *, embedder: Embedder | None = Non
     return v / (np.linalg.norm(v) or 1.0)
 
 
-def nearest_section_titles(query: str, *, user=None, n: int = 2, exclude: set[str] | None = None) -> list[str]:
+def nearest_section_titles(query: str, *, user=None, n: int = 2, exclude: set[str] | None = None, audiences=None) -> list[str]:
     """Headings of the sections closest to `query` by embedding (used to rewrite a query
     into the corpus's own words when no LLM is configured)."""
     embedder = get_embedder()
@@ -576,7 +632,7 @@ def nearest_section_titles(query: str, *, user=None, n: int = 2, exclude: set[st
     qvec = embedder.embed_query(query)
     check_signature(meta, embedder, len(qvec))
     titles: list[str] = []
-    for hit in vector_channel(qvec, visible_audiences(user), 20):
+    for hit in vector_channel(qvec, as_visibility(audiences if audiences is not None else user), 20):
         heading = hit.heading
         if heading not in titles and heading not in (exclude or set()):
             titles.append(heading)
@@ -586,7 +642,7 @@ def nearest_section_titles(query: str, *, user=None, n: int = 2, exclude: set[st
 
 
 def documents_visible(user) -> list[Document]:
-    return list(Document.objects.filter(audience__in=visible_audiences(user)).order_by("path"))
+    return list(Document.objects.visible_to(user).order_by("path"))
 
 
 def aliases_with_status(*, include_corpus: bool = False) -> list[dict]:
@@ -814,3 +870,86 @@ def section_units(hit: Hit, qvec=None) -> list[SectionUnit]:
     sims = _cosines(snap.unit_vectors, qvec) if qvec is not None else None
     return [SectionUnit(kind, text, block, float(sims[i]) if sims is not None and snap.has_vector[i] else 0.0)
             for i, (kind, text, block) in enumerate(snap.units)]
+
+
+# --- documents, for the knowledge owner and for readers ---------------------------------------
+
+
+def documents_for(user):
+    """The documents `user` may read (audience and scope), and those they manage (drafts too)."""
+    from .documents import managed_store_ids
+
+    readable = Document.objects.visible_to(user).filter(current_version__isnull=False)
+    ids = managed_store_ids(user) if user is not None else []
+    if ids is None:  # head office: every document
+        managed = Document.objects.filter(archived_at__isnull=True)
+    elif ids:
+        from ops.models import Store
+
+        cities = set(Store.objects.filter(pk__in=ids).values_list("city", flat=True))
+        tokens = [f"store:{i}" for i in ids] + [f"city:{c}" for c in cities]
+        managed = Document.objects.filter(archived_at__isnull=True, scope__overlap=tokens).exclude(scope=[])
+    else:
+        managed = Document.objects.none()
+    return (readable | managed).distinct().select_related("current_version").prefetch_related("scope_stores").order_by("title", "pk")
+
+
+def _status_of(document: Document) -> str:
+    if document.current_version is not None:
+        return document.current_version.status
+    latest = document.versions.order_by("-number").first()
+    return latest.status if latest else "draft"
+
+
+def document_summary(document: Document, user) -> dict:
+    from .documents import may_manage
+
+    return {
+        "id": document.pk, "title": document.title, "status": _status_of(document),
+        "version": document.current_version.number if document.current_version else None,
+        "audience": document.audience, "cities": list(document.scope_cities or []),
+        "stores": [s.code for s in document.scope_stores.all()], "source": document.source,
+        "chunks": document.chunks.count(), "can_manage": bool(user is not None and may_manage(user, document)),
+    }
+
+
+def _version_summary(v) -> dict:
+    return {"version": v.number, "status": v.status, "status_label": v.get_status_display(), "file": v.original_name, "kind": v.kind,
+            "sections": sum(1 for s in v.sections if s.get("enabled", True)), "chunks": v.chunks, "progress": v.progress,
+            "error": v.error, "uploaded_at": v.created_at, "published_at": v.published_at, "diff": v.diff}
+
+
+def document_detail(pk: int, user) -> dict:
+    """A document the user may read or manage (else not found, like one that does not exist)."""
+    from core.errors import NotFound
+
+    from .documents import may_manage
+
+    document = documents_for(user).filter(pk=pk).first()
+    if document is None:
+        raise NotFound("没有这篇文档。")
+    manages = may_manage(user, document)
+    versions = list(document.versions.order_by("-number"))
+    if not manages:
+        versions = [v for v in versions if v.status in ("published", "superseded")]
+    shown = versions[0] if manages and versions else document.current_version
+    return {**document_summary(document, user), "versions": [_version_summary(v) for v in versions],
+            "sections": [{"index": i, **s} for i, s in enumerate(shown.sections)] if shown else []}
+
+
+def document_file_for(user, pk: int, number: int | None):
+    """(version, bytes) of a document's original file, for someone who may read or manage it."""
+    from core.errors import NotFound
+
+    from .documents import may_manage
+
+    document = documents_for(user).filter(pk=pk).first()
+    if document is None:
+        raise NotFound("没有这篇文档。")
+    versions = document.versions.all()
+    if not may_manage(user, document):
+        versions = versions.filter(status__in=("published", "superseded"))
+    version = versions.filter(number=number).first() if number else (document.current_version or versions.order_by("-number").first())
+    if version is None or not hasattr(version, "file"):
+        raise NotFound("没有这个版本的原文件。")
+    return version, bytes(version.file.data)

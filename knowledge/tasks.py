@@ -10,3 +10,17 @@ def ingest_corpus_task(rebuild: bool = False, actor_id: int | None = None) -> st
 
     actor = get_user_model().objects.filter(pk=actor_id).first() if actor_id else None
     return corpus_ingest(rebuild=rebuild, actor=actor).line()
+
+
+@shared_task(name="knowledge.publish_version")
+def publish_version_task(version_id: int, user_id: int | None = None) -> str:
+    """Index a document version and switch it in (knowledge.documents.version_index), telling the
+    admin's progress bar how far it got."""
+    from .documents import version_index
+    from .models import DocumentVersion
+
+    def progress(done: int, total: int) -> None:
+        DocumentVersion.objects.filter(pk=version_id, status=DocumentVersion.Status.INDEXING).update(progress=int(90 * done / max(1, total)))
+
+    version = version_index(version_id, user_id, progress=progress)
+    return f"{version} {version.get_status_display()}" if version else f"version {version_id} not found"

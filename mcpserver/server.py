@@ -68,9 +68,7 @@ def _list_documents(user, args):
     from django.db.models import Count
 
     from knowledge.models import Document
-    from knowledge.selectors import visible_audiences
-
-    docs = Document.objects.filter(audience__in=visible_audiences(user)).annotate(n=Count("chunks")).order_by("path")
+    docs = Document.objects.visible_to(user).annotate(n=Count("chunks")).order_by("path")
     rows = [{"id": d.id, "title": d.title, "path": d.path, "doc_type": d.doc_type, "version": d.version, "chunks": d.n,
              "uri": f"{RESOURCE_PREFIX}{d.id}"} for d in docs]
     return "\n".join(f"{r['id']}. {r['title']}（{r['doc_type']}，{r['chunks']} 段）" for r in rows), {"documents": rows}
@@ -377,9 +375,7 @@ def build_server(*, fixed_user=None) -> Server:
 
         def load():
             from knowledge.models import Document
-            from knowledge.selectors import visible_audiences
-
-            return Document.objects.filter(pk=int(uri[len(RESOURCE_PREFIX):]), audience__in=visible_audiences(user)).first()
+            return Document.objects.visible_to(user).filter(pk=int(uri[len(RESOURCE_PREFIX):])).first()
 
         doc = await _sync(load)
         if doc is None:  # missing and not-allowed look the same: no existence leak

@@ -194,12 +194,16 @@ def relevance(context, citation: dict) -> dict:
 
 @register.filter
 def source_label(citation: dict) -> str:
-    """「文档 › 章节 › 小节」, the document named once (section paths start with its title)."""
+    """「文档（v2）› 章节 › 小节 · 第 3 页」: the document named once (section paths start with its
+    title), the version quoted (an old answer names the version it quoted), the page for a PDF or a slide deck."""
     parts = [p.strip() for p in (citation.get("section_path") or "").split(" > ") if p.strip()]
     document = citation.get("document") or ""
     if parts and (parts[0] == document or document.startswith(parts[0]) or parts[0].startswith(document)):
         parts = parts[1:]
-    return " › ".join([document, *parts]) if document else " › ".join(parts)
+    version = citation.get("version")
+    head = f"{document}（v{version}）" if document and version else document
+    label = " › ".join([head, *parts]) if head else " › ".join(parts)
+    return f"{label} · 第 {citation['page']} 页" if citation.get("page") else label
 
 
 def _describe_params(params: dict) -> str:

@@ -134,7 +134,7 @@ def test_each_sentence_kind_is_searched_through_its_own_partial_index(corpus, em
     import numpy as np
     from django.db import connection
 
-    from knowledge.selectors import _HIT_COLUMNS, _NEAREST_SENTENCES_SQL
+    from knowledge.selectors import _HIT_COLUMNS, _NEAREST_SENTENCES_SQL, _VISIBLE
 
     # Enough rows that walking the graph beats sorting them all, as on a real corpus.
     chunk = Chunk.objects.first()
@@ -147,9 +147,11 @@ def test_each_sentence_kind_is_searched_through_its_own_partial_index(corpus, em
     with connection.cursor() as cur:
         cur.execute("ANALYZE knowledge_sentence")
         for kind in ("sentence", "alias"):
-            cur.execute("EXPLAIN " + _NEAREST_SENTENCES_SQL.format(columns=_HIT_COLUMNS, kind=kind), [literal, ["staff"], literal, 80])
-            plan = "\n".join(r[0] for r in cur.fetchall())
-            assert f"knowledge_sentence_{kind}_hnsw" in plan, plan
+            sql = _NEAREST_SENTENCES_SQL.format(columns=_HIT_COLUMNS, kind=kind, visible=_VISIBLE.format(t="s"))
+            for scope_all, scope in ((True, []), (False, ["store:1", "city:广州"])):  # every store, or a store's staff
+                cur.execute("EXPLAIN " + sql, [literal, ["staff"], scope_all, scope, literal, 80])
+                plan = "\n".join(r[0] for r in cur.fetchall())
+                assert f"knowledge_sentence_{kind}_hnsw" in plan, plan
 
 
 def test_with_no_sentence_weight_the_sentence_ranking_covers_the_other_channels_candidates(corpus, emb):

@@ -38,10 +38,17 @@ def test_section_paths_follow_heading_hierarchy():
 
 
 def test_tables_stay_whole_with_their_header():
-    doc = parse_markdown(DOC, max_chars=20, overlap_chars=10)
+    doc = parse_markdown(DOC, max_chars=80, overlap_chars=10)
     tables = [c.text for c in doc.chunks if "|" in c.text]
     assert len(tables) == 1
     assert tables[0].startswith("| 充值 | 赠送 |") and "| 2000 | 300 |" in tables[0]
+
+
+def test_a_table_longer_than_a_chunk_is_split_into_whole_rows_each_with_the_header():
+    # A 300-row price list was one chunk: a row deep in it was never the closest thing to a question.
+    doc = parse_markdown(DOC, max_chars=20, overlap_chars=10)
+    tables = [c.text for c in doc.chunks if "|" in c.text]
+    assert tables == ["| 充值 | 赠送 |\n| --- | --- |\n| 500 | 30 |", "| 充值 | 赠送 |\n| --- | --- |\n| 2000 | 300 |"]
 
 
 def test_long_sections_split_at_sentences_with_whole_sentence_overlap_inside_the_section():

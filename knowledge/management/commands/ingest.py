@@ -3,11 +3,12 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from knowledge.services import corpus_ingest
+from knowledge.services import corpus_files, corpus_ingest
 
 
 class Command(BaseCommand):
-    help = "Ingest the SOP corpus into the index: incremental by content hash; --rebuild re-embeds everything."
+    help = ("Ingest a folder of SOP documents (Markdown, TXT, DOCX, PDF, XLSX/CSV, PPTX, HTML) into the index: incremental by "
+            "content hash, a changed file becomes its document's next version; --rebuild re-embeds everything.")
 
     def add_arguments(self, parser):
         parser.add_argument("path", nargs="?", help="corpus folder (default: SM_CORPUS_DIR)")
@@ -23,7 +24,8 @@ class Command(BaseCommand):
         root = Path(opts["path"]).resolve() if opts["path"] else None
         from django.conf import settings
 
-        total = len(list((root or settings.SM_CORPUS_DIR).rglob("*.md")))
+        folder = Path(root or settings.SM_CORPUS_DIR)
+        total = len(corpus_files(folder)) if folder.is_dir() else 0
         with tqdm(total=total, desc="ingest", unit="doc", file=self.stderr, disable=opts["verbosity"] == 0) as bar:
             try:
                 report = corpus_ingest(path=root, rebuild=opts["rebuild"], progress=lambda _name: bar.update(1))

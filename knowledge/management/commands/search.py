@@ -1,7 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from knowledge.selectors import IndexNotReady, search
+from knowledge.selectors import IndexNotReady, Visibility, search
 
 
 class Command(BaseCommand):
@@ -20,7 +20,8 @@ class Command(BaseCommand):
             if user is None:
                 raise CommandError(f"no user {opts['as_user']!r}")
         try:
-            result = search(opts["query"], user=user, k=opts["k"])
+            # The operator at the shell sees every document unless searching as someone.
+            result = search(opts["query"], user=user, audiences=None if user else Visibility.everything(), k=opts["k"])
         except IndexNotReady as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(f"query: {result.query}    terms: {' / '.join(result.terms)}")

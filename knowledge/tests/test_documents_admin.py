@@ -1,0 +1,69 @@
+"""知识库 › 文档 in the admin: upload several files or a ZIP, preview, correct a section in
+place (HTMX, the same URL), set the scope, publish with a progress bar, roll back, download."""
+import io
+import zipfile
+
+import pytest
+from django.test import Client, TestCase
+
+from knowledge.models import Chunk, DocumentVersion
+from ops.tests.factories import make_user
+
+from .test_documents import SOP, docx
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def hq():
+    user = make_user("admin_doc_hq", role="hq", stores=[], is_staff=True)
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_upload_preview_correct_publish_in_the_admin(hq):
+    page = hq.get("/admin/knowledge/document/upload/")
+    assert page.status_code == 200 and "上传并预览" in page.content.decode()
+    r = hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(docx("冰块与果汁规范", SOP))], "audience": "staff"})
+    version = DocumentVersion.objects.get(title="冰块与果汁规范")
+    assert r.status_code == 302 and r["Location"].endswith(f"/version/{version.pk}/")
+    preview = hq.get(r["Location"]).content.decode()
+    assert "一、冰块管理" in preview and "预计 2 个切片" in preview and "草稿：发布前不会回答任何问题" in preview
+
+    fixed = hq.post(r["Location"], {"action": "section", "index": "0", "heading": "一、冰块与制冰机", "text": SOP["一、冰块管理"],
+                                    "enabled": "on"}, HTTP_HX_REQUEST="true")
+    assert fixed.status_code == 200 and "已保存" in fixed.content.decode() and "<html" not in fixed.content.decode()
+    version.refresh_from_db()
+    assert version.sections[0]["path"] == ["一、冰块与制冰机"]
+
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        hq.post(r["Location"], {"action": "publish"})
+    version.refresh_from_db()
+    assert version.status == "published"
+    assert set(Chunk.objects.filter(document=version.document).values_list("section_path", flat=True)) == {
+        "冰块与果汁规范 > 一、冰块与制冰机", "冰块与果汁规范 > 二、鲜榨果汁"}
+    status = hq.get(r["Location"] + "?part=status", HTTP_HX_REQUEST="true").content.decode()
+    assert "已发布" in status and "hx-trigger" not in status  # polling stops once it is done
+    assert hq.get(f"/admin/knowledge/document/version/{version.pk}/file/").content.startswith(b"PK")
+    listing = hq.get("/admin/knowledge/document/").content.decode()
+    assert "冰块与果汁规范" in listing and "上传文档" in listing
+
+
+def test_a_zip_of_documents_makes_one_draft_each_and_a_bad_member_is_named(hq):
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        z.writestr("制度/冰块.docx", docx("冰块规范", {"一、冰块": "冰桶 4 小时更换。"}))
+        z.writestr("制度/果汁.md", "# 果汁规范\n\n## 一、橙汁\n\n现点现做。\n")
+        z.writestr("制度/坏.docx", b"not a word file")
+    r = hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(out.getvalue())]})
+    page = r.content.decode()
+    assert r.status_code == 200 and "已生成 2 份草稿" in page and "坏.docx" in page and "内容却是纯文本" in page
+    assert set(DocumentVersion.objects.values_list("title", flat=True)) >= {"冰块规范", "果汁规范"}
+
+
+def test_staff_cannot_open_the_upload_page():
+    staff = make_user("admin_doc_staff", role="staff", stores=["GZ-TH"], is_staff=True)
+    client = Client()
+    client.force_login(staff)
+    assert client.get("/admin/knowledge/document/upload/").status_code == 403
