@@ -183,6 +183,11 @@ def route_by_rules(question: str, today: date | None = None) -> Route:
         if _asks_both(text, r):
             return Route(BOTH, f"既问规则又问数据 — {why(DATA, POLICY)}", scores)
         return Route(POLICY, f"问的是规则（数据词只是话题，没有指明门店或会员）— {why(POLICY, DATA)}", scores)
+    if r.is_data and _core_data_signals(r) <= {"涨跌"} and not _names_its_subject(text) and not vocab.about_the_store(text):
+        # 「今天上证指数涨了还是跌了」: a rise or a fall of something that is not the store's (no figure,
+        # store, member or word of the store's world): no query tool answers it.
+        return Route(OUT_OF_SCOPE, f"与门店运营无关 — 问涨跌，却没有说是门店的哪项数字（{why(DATA)}）", scores,
+                     decline=vocab.DECLINE["与门店无关"])
     if r.is_data:
         return Route(DATA, f"数据问题 — {why(DATA)}", scores)
     if r.is_policy:

@@ -57,19 +57,20 @@ ACTIONS = {
     "list_members": "会员列表", "propose": "为 A 店提补货/工单", "confirm_restock": "确认 A 店补货",
     "confirm_ticket": "确认 A 店工单", "read_audit": "看审计日志", "write_order_a": "写 A 店订单",
     "write_order_b": "写 B 店订单", "adjust_inventory": "调整 A 店库存", "edit_inventory_admin": "后台改 A 店库存",
+    "read_doc_a": "读只适用于 A 店的制度", "upload_doc_a": "为 A 店上传制度文档",
 }
 _A, _D, _H = ALLOW, DENY, HIDDEN
 # columns in ACTIONS order
 MATRIX: dict[str, dict[str, str]] = {
     caller: dict(zip(ACTIONS, row, strict=True))
     for caller, row in {
-        "staff_a":   (_A, _H, _A, _D, _A, _D, _A, _D, _D, _D, _D, _D),
-        "manager_a": (_A, _H, _A, _D, _A, _A, _A, _A, _D, _D, _A, _A),
-        "manager_b": (_H, _A, _A, _D, _H, _H, _H, _A, _D, _D, _H, _H),
-        "hq":        (_A, _A, _A, _A, _D, _D, _D, _A, _D, _D, _D, _D),
-        "pos_a":     (_D, _D, _D, _D, _D, _D, _D, _D, _A, _H, _A, _D),
-        "no_role":   (_D, _D, _D, _D, _D, _D, _D, _D, _D, _D, _D, _D),
-        "anonymous": (_D, _D, _D, _D, _D, _D, _D, _D, _D, _D, _D, _D),
+        "staff_a":   (_A, _H, _A, _D, _A, _D, _A, _D, _D, _D, _D, _D, _A, _D),
+        "manager_a": (_A, _H, _A, _D, _A, _A, _A, _A, _D, _D, _A, _A, _A, _A),
+        "manager_b": (_H, _A, _A, _D, _H, _H, _H, _A, _D, _D, _H, _H, _H, _D),
+        "hq":        (_A, _A, _A, _A, _D, _D, _D, _A, _D, _D, _D, _D, _A, _A),
+        "pos_a":     (_D, _D, _D, _D, _D, _D, _D, _D, _A, _H, _A, _D, _D, _D),
+        "no_role":   (_D, _D, _D, _D, _D, _D, _D, _D, _D, _D, _D, _D, _D, _D),
+        "anonymous": (_D, _D, _D, _D, _D, _D, _D, _D, _D, _D, _D, _D, _D, _D),
     }.items()
 }
 _SYMBOL = {ALLOW: "✓", DENY: "✗ 403", HIDDEN: "✗ 视同不存在"}

@@ -22,7 +22,7 @@ class DocumentAdmin(ReadOnlyAdmin):
     list_display = ["title", "status_label", "version_label", "audience", "scope_label", "source", "chunk_count", "ingested_at"]
     list_filter = ["source", "audience", "doc_type"]
     search_fields = ["title", "path", "body"]
-    actions = ["reindex", "publish_drafts"]
+    actions = ["reindex", "publish_drafts", "delete_documents"]
     change_list_template = "admin/knowledge/document/change_list.html"
 
     def get_queryset(self, request):
@@ -63,19 +63,29 @@ class DocumentAdmin(ReadOnlyAdmin):
 
     @admin.action(description="发布所选文档的最新草稿")
     def publish_drafts(self, request, queryset):
-        from .documents import document_publish
+        from .documents import document_publish_many
+
+        drafts = [d for d in (doc.versions.filter(status__in=["draft", "failed"]).order_by("-number").first() for doc in queryset) if d]
+        try:
+            done = document_publish_many(versions=drafts, user=request.user)
+        except (PermissionDenied, ValidationError) as exc:
+            self.message_user(request, _messages(exc), messages.ERROR)
+            return
+        self.message_user(request, f"已提交发布 {done} 篇文档的草稿（一起索引），完成前旧版本继续回答。", messages.SUCCESS if done else messages.WARNING)
+
+    @admin.action(description="删除所选文档（移出索引，版本留在审计记录里）")
+    def delete_documents(self, request, queryset):
+        from .documents import document_delete
 
         done = 0
         for doc in queryset:
-            draft = doc.versions.filter(status__in=["draft", "failed"]).order_by("-number").first()
-            if draft is None:
-                continue
             try:
-                document_publish(version=draft, user=request.user)
+                document_delete(document=doc, user=request.user)
                 done += 1
-            except (PermissionDenied, ValidationError) as exc:
+            except PermissionDenied as exc:
                 self.message_user(request, f"《{doc.title}》：{_messages(exc)}", messages.ERROR)
-        self.message_user(request, f"已提交发布 {done} 篇文档的草稿，索引完成前旧版本继续回答。", messages.SUCCESS if done else messages.WARNING)
+        if done:
+            self.message_user(request, f"已删除 {done} 篇文档。", messages.SUCCESS)
 
     def has_view_permission(self, request, obj=None):
         return request.user.is_active and request.user.is_staff
@@ -105,6 +115,9 @@ class DocumentAdmin(ReadOnlyAdmin):
         from .parsing import FileRejected, files_in
 
         if not request.user.has_perm("knowledge.manage_document"):
+            from core.audit import audit_denial
+
+            audit_denial(actor=request.user, attempt="document_upload (admin)", reason="missing knowledge.manage_document")
             raise PermissionDenied
         results, errors = [], []
         if request.method == "POST":

@@ -4,7 +4,7 @@
   dictionary and uncovered-topics list), questions eval/golden.jsonl and eval/holdout.jsonl;
 - `bundled-bare`: the same documents with the 常见问法 lines removed and none of the lists
   (what the product does with documents nobody wrote lists for), the same questions;
-- every folder eval/corpora/NAME/ holding `docs/` (the documents) and `tune.jsonl` /
+- every folder eval/corpora/NAME/ (SM_EVAL_CORPORA_DIR) holding `docs/` (the documents) and `tune.jsonl` /
   `holdout.jsonl`: another chain's SOPs, written without sight of corpus/ or the code.
 
 A corpus is evaluated in a database of its own (`eval … --corpus NAME`), in a process of its
@@ -20,7 +20,6 @@ from pathlib import Path
 
 from django.conf import settings
 
-CORPORA_DIR = Path(settings.BASE_DIR) / "eval" / "corpora"
 BARE_DIR = Path(settings.BASE_DIR) / "var" / "eval" / "bundled-bare"
 # The lists a corpus folder may carry beside its documents (optional aids, never required).
 CORPUS_LISTS = ("synonyms.txt", "userdict.txt", "uncovered.txt")
@@ -54,8 +53,9 @@ def _bundled_bare() -> EvalCorpus:
 def eval_corpora() -> dict[str, EvalCorpus]:
     """Every corpus there is to evaluate on, by name (bundled first, then eval/corpora/* by name)."""
     found = {"bundled": _bundled(), "bundled-bare": _bundled_bare()}
-    if CORPORA_DIR.is_dir():
-        for folder in sorted(p for p in CORPORA_DIR.iterdir() if (p / "docs").is_dir()):
+    corpora_dir = Path(settings.SM_EVAL_CORPORA_DIR)
+    if corpora_dir.is_dir():
+        for folder in sorted(p for p in corpora_dir.iterdir() if (p / "docs").is_dir()):
             found[folder.name] = EvalCorpus(folder.name, folder / "docs", folder / "tune.jsonl", folder / "holdout.jsonl")
     return found
 

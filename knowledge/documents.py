@@ -123,7 +123,10 @@ def clean_scope(user, *, audience=None, cities=None, stores=None, default: Scope
     if allowed is not ALL:
         reach = set(store_ids) | set(Store.objects.filter(city__in=city_list).values_list("pk", flat=True))
         if not reach or not reach <= set(allowed):
-            raise ValidationError({"stores": ["店长上传的文档只能适用于自己的门店：请在「适用门店」里选你的门店（全部门店或其他城市的文档由总部上传）。"]})
+            from core.audit import audit_denial
+
+            audit_denial(actor=user, attempt="document_scope", reason="scope outside the user's stores")
+            raise PermissionDenied("店长上传的文档只能适用于自己的门店：请在「适用门店」里选你的门店（全部门店或其他城市的文档由总部上传）。")
     return Scope(audience, tuple(dict.fromkeys(city_list)), tuple(dict.fromkeys(store_ids)))
 
 
@@ -168,14 +171,9 @@ def document_upload(*, user, name: str, data: bytes, title: str = "", audience=N
                     document: Document | None = None) -> DocumentVersion:
     """A file becomes a draft version: of `document` when given, else of the document with the
     same title, else of a new document. Re-uploading the same bytes returns the version that
-    already has them (a double submit makes nothing twice). A refusal is audited outside the
-    upload's transaction, so its row survives it."""
+    already has them (a double submit makes nothing twice). Who may upload, and for whom, is
+    settled before the upload's transaction, so a refusal's audit row survives it."""
     _require_manage(user, document, "document_upload")
-    return _upload(user=user, name=name, data=data, title=title, audience=audience, cities=cities, stores=stores, document=document)
-
-
-@transaction.atomic
-def _upload(*, user, name, data, title, audience, cities, stores, document) -> DocumentVersion:
     try:
         parsed = parse_file(name, data)
     except FileRejected as exc:
@@ -185,15 +183,20 @@ def _upload(*, user, name, data, title, audience, cities, stores, document) -> D
         document = Document.objects.filter(title=title, archived_at__isnull=True).order_by("pk").first()
         if document is not None and not may_manage(user, document):
             raise PermissionDenied("已经有一篇同名文档，它适用于全部门店或其他门店，只有总部可以上传它的新版本；请换一个标题。")
+    default = document_scope(document) if document is not None else Scope(str(parsed.meta.get("audience") or "staff"))
+    scope = clean_scope(user, audience=audience, cities=cities, stores=stores, default=default)
+    return _upload(user=user, name=name, data=data, parsed=parsed, title=title, scope=scope, document=document)
+
+
+@transaction.atomic
+def _upload(*, user, name: str, data: bytes, parsed, title: str, scope: Scope, document: Document | None) -> DocumentVersion:
     digest = hashlib.sha256(data).hexdigest()
     if document is not None:
         document = Document.objects.select_for_update().get(pk=document.pk)
         same = document.versions.filter(content_hash=digest).exclude(status=DocumentVersion.Status.DISCARDED).order_by("-number").first()
         if same is not None:
             return same
-    default = document_scope(document) if document is not None else Scope(str(parsed.meta.get("audience") or "staff"))
-    scope = clean_scope(user, audience=audience, cities=cities, stores=stores, default=default)
-    if document is None:
+    else:
         document = Document.objects.create(
             path=f"uploads/{uuid.uuid4().hex[:12]}/{_safe_name(name)}", title=title, doc_type=Document.DocType.SOP,
             audience=scope.audience, content_hash=digest, body="", meta={}, source=Document.Source.UPLOAD,
@@ -311,6 +314,42 @@ def document_publish(*, version: DocumentVersion, user, run_now: bool = False) -
         version_index(version.pk, user.pk)
         version.refresh_from_db()
     return version
+
+
+def document_publish_many(*, versions: list[DocumentVersion], user, run_now: bool = False, progress=None, batch: int = 50) -> int:
+    """Publish many drafts (a ZIP, a bulk upload) as one job: each marked `indexing` (audited), then
+    indexed in batches of `batch` (one transaction and one statistics refresh per batch, not per
+    document). Returns how many were asked for."""
+    from .services import publish_versions
+
+    asked = []
+    for version in versions:
+        _require_manage(user, version.document, "document_publish")
+    with transaction.atomic():
+        for version in versions:
+            v = DocumentVersion.objects.select_for_update().get(pk=version.pk)
+            if v.status not in (DocumentVersion.Status.DRAFT, DocumentVersion.Status.FAILED, DocumentVersion.Status.SUPERSEDED):
+                continue
+            v.status, v.progress, v.error = DocumentVersion.Status.INDEXING, 0, ""
+            v.save(update_fields=["status", "progress", "error"])
+            audit_record(actor=user, action="document_publish_requested", target=v, after={"document": v.document_id, "version": v.number})
+            asked.append(v.pk)
+        if not run_now and asked:
+            from .tasks import publish_versions_task
+
+            transaction.on_commit(lambda: publish_versions_task.delay(asked, user.pk))
+    if run_now:
+        done = 0
+        for i in range(0, len(asked), batch):
+            chunk = list(DocumentVersion.objects.filter(pk__in=asked[i : i + batch]).select_related("document").order_by("pk"))
+
+            def tick(n, total, base=done):
+                if progress:
+                    progress(base + n, len(asked))
+
+            publish_versions(chunk, actor=user, progress=tick)
+            done += len(chunk)
+    return len(asked)
 
 
 def document_rollback(*, document: Document, user, number: int) -> DocumentVersion:

@@ -50,12 +50,12 @@ class Document(models.Model):
     body = models.TextField("正文")
     meta = models.JSONField("元数据", default=dict, blank=True, help_text="front matter，含强制条款 mandatory")
     ingested_at = models.DateTimeField("入库时间", auto_now=True)
-    source = models.CharField("来源", max_length=16, choices=Source.choices, default=Source.CORPUS)
+    source = models.CharField("来源", max_length=16, choices=Source.choices, default=Source.CORPUS, db_default=Source.CORPUS)
     # Who it reaches: every store (both empty), the stores of some cities (today's and
     # tomorrow's), or named stores. `scope` is what retrieval matches ('city:深圳', 'store:3').
-    scope_cities = models.JSONField("适用城市", default=list, blank=True)
+    scope_cities = models.JSONField("适用城市", default=list, blank=True, db_default=[])
     scope_stores = models.ManyToManyField("ops.Store", blank=True, related_name="+", verbose_name="适用门店")
-    scope = ArrayField(models.CharField(max_length=64), default=list, blank=True, verbose_name="适用范围（检索用）")
+    scope = ArrayField(models.CharField(max_length=64), default=list, blank=True, db_default=[], verbose_name="适用范围（检索用）")
     current_version = models.ForeignKey("DocumentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
                                         verbose_name="当前版本")
     archived_at = models.DateTimeField("删除时间", null=True, blank=True)

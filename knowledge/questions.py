@@ -18,8 +18,9 @@ from .chunking import _blocks, split_sentences
 
 MAX_FORMS_PER_SECTION = 12
 MAX_FORM_CHARS = 48
-# Raised whenever the templates change: the next ingest writes every document's forms again.
-FORMS_VERSION = 3
+# Raised whenever the templates (or the chunking they read) change: the next ingest prepares
+# every document again.
+FORMS_VERSION = 4
 
 # Heading numbering as SOPs write it: 一、 （一） 1. 1.1 1.1.1 第一章 第3条 (一) 1）…
 _NUMBERING = re.compile(

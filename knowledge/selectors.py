@@ -919,15 +919,27 @@ def _version_summary(v) -> dict:
             "error": v.error, "uploaded_at": v.created_at, "published_at": v.published_at, "diff": v.diff}
 
 
-def document_detail(pk: int, user) -> dict:
-    """A document the user may read or manage (else not found, like one that does not exist)."""
+def _readable_or_not_found(user, pk: int) -> Document:
+    """The document, when the user may read or manage it; else "not found", exactly like one that
+    does not exist, with a refusal on the audit log when it does (another store's document)."""
+    from core.audit import audit_denial
     from core.errors import NotFound
-
-    from .documents import may_manage
 
     document = documents_for(user).filter(pk=pk).first()
     if document is None:
+        other = Document.objects.filter(pk=pk, archived_at__isnull=True).first()
+        if other is not None and user is not None and getattr(user, "is_authenticated", False):
+            audit_denial(actor=user, attempt="document_read", reason="document outside the user's audience or stores", target=other)
         raise NotFound("没有这篇文档。")
+    return document
+
+
+def document_detail(pk: int, user) -> dict:
+    """A document the user may read or manage (else not found, like one that does not exist)."""
+
+    from .documents import may_manage
+
+    document = _readable_or_not_found(user, pk)
     manages = may_manage(user, document)
     versions = list(document.versions.order_by("-number"))
     if not manages:
@@ -943,9 +955,7 @@ def document_file_for(user, pk: int, number: int | None):
 
     from .documents import may_manage
 
-    document = documents_for(user).filter(pk=pk).first()
-    if document is None:
-        raise NotFound("没有这篇文档。")
+    document = _readable_or_not_found(user, pk)
     versions = document.versions.all()
     if not may_manage(user, document):
         versions = versions.filter(status__in=("published", "superseded"))

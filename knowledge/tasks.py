@@ -24,3 +24,25 @@ def publish_version_task(version_id: int, user_id: int | None = None) -> str:
 
     version = version_index(version_id, user_id, progress=progress)
     return f"{version} {version.get_status_display()}" if version else f"version {version_id} not found"
+
+
+@shared_task(name="knowledge.publish_versions")
+def publish_versions_task(version_ids: list[int], user_id: int | None = None) -> str:
+    """Many drafts published as one job (knowledge.documents.document_publish_many); a batch that
+    fails marks its versions failed with the reason and the others still go on."""
+    from django.contrib.auth import get_user_model
+
+    from .documents import version_index
+    from .models import DocumentVersion
+    from .services import publish_versions
+
+    user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
+    ids = list(DocumentVersion.objects.filter(pk__in=version_ids, status=DocumentVersion.Status.INDEXING).order_by("pk").values_list("pk", flat=True))
+    for i in range(0, len(ids), 50):
+        batch = list(DocumentVersion.objects.filter(pk__in=ids[i : i + 50]).select_related("document"))
+        try:
+            publish_versions(batch, actor=user)
+        except Exception:  # one at a time, so each failure is the failing version's own
+            for version in batch:
+                version_index(version.pk, user_id)
+    return f"{len(ids)} versions published"

@@ -255,6 +255,7 @@ SM_CORPUS_DIR = Path(env("SM_CORPUS_DIR", str(BASE_DIR / "corpus")) or BASE_DIR 
 # Which evaluation corpus (knowledge/corpora.py) `manage.py eval` reads its questions from: set by
 # `eval … --corpus NAME` for the process it starts in that corpus's own database.
 SM_EVAL_CORPUS = env("SM_EVAL_CORPUS", "bundled")
+SM_EVAL_CORPORA_DIR = Path(env("SM_EVAL_CORPORA_DIR", str(BASE_DIR / "eval" / "corpora")) or BASE_DIR / "eval" / "corpora")
 # The largest document a knowledge owner may upload (a ZIP of documents: each file, and 4× this unpacked).
 SM_UPLOAD_MAX_MB = env_int("SM_UPLOAD_MAX_MB", 20)
 # The domain lexicon (everyday staff words → the words SOPs use); default knowledge/lexicon.txt, "" for none.

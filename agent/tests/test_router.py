@@ -182,3 +182,10 @@ def test_out_of_scope_is_declined_in_one_line(question, decline):
 ])
 def test_far_questions_of_the_tuning_set_are_declined_and_store_topics_are_not(question, intent):
     assert route_by_rules(question).intent == intent
+
+
+def test_a_rise_or_fall_of_something_not_the_stores_is_out_of_scope():
+    # 「今天上证指数涨了还是跌了」 ran the store's sales (a data question with no figure named).
+    assert route_by_rules("今天上证指数涨了还是跌了").intent == "out_of_scope"
+    assert route_by_rules("天河店上周营业额涨了还是跌了").intent == "data"
+    assert route_by_rules("上周生意涨了还是跌了").intent == "data"

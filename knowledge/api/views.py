@@ -6,6 +6,7 @@ from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
+from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -17,6 +18,24 @@ from ..models import Document, DocumentVersion
 from ..selectors import IndexNotReady, document_detail, document_file_for, document_summary, documents_for, search
 
 MAX_QUERY = 500
+
+
+class UsesTheAssistant(BasePermission):
+    """The SOPs are read by people with a role (staff, manager, head office), as in chat and MCP:
+    a role-less account got 200 here while both of those refused it."""
+
+    message = "这个账号没有店员、店长或总部角色，不能读门店制度；请联系店长分配角色。"
+
+    def has_permission(self, request, view):
+        from core.audit import audit_denial
+        from core.roles import USE_ASSISTANT
+
+        if not (request.user and request.user.is_authenticated):
+            return False
+        if request.user.has_perm(USE_ASSISTANT):
+            return True
+        audit_denial(actor=request.user, attempt=f"knowledge {request.method} {request.path}"[:120], reason=f"missing {USE_ASSISTANT}")
+        return False
 
 HitSerializer = inline_serializer(
     "KnowledgeHit",
@@ -30,6 +49,7 @@ HitSerializer = inline_serializer(
 
 
 class KnowledgeSearchView(APIView):
+    permission_classes = [*APIView.permission_classes, UsesTheAssistant]
     @extend_schema(
         summary="知识库混合检索",
         parameters=[OpenApiParameter("q", str, required=True, description=f"1–{MAX_QUERY} 个字符"),
@@ -122,6 +142,7 @@ def _csv(value) -> list[str] | None:
 
 
 class DocumentsView(APIView):
+    permission_classes = [*APIView.permission_classes, UsesTheAssistant]
     throttle_scope = "api_write"
     parser_classes = [MultiPartParser]
 
@@ -156,6 +177,7 @@ class DocumentsView(APIView):
 
 
 class DocumentDetailView(APIView):
+    permission_classes = [*APIView.permission_classes, UsesTheAssistant]
     @extend_schema(summary="一篇文档：状态、在用版本、所有版本及与上一版的差异、在用（或最新草稿）的章节", responses=DocumentDetailOut)
     def get(self, request, pk: int):
         known_query(request.query_params, ())
@@ -163,6 +185,7 @@ class DocumentDetailView(APIView):
 
 
 class DocumentPublishView(APIView):
+    permission_classes = [*APIView.permission_classes, UsesTheAssistant]
     throttle_scope = "api_write"
 
     @extend_schema(summary="发布草稿（异步索引；完成前旧版本继续回答，完成后原子切换）", request=PublishIn, responses={202: DocumentOut, 200: DocumentOut})
@@ -189,6 +212,7 @@ class DocumentPublishView(APIView):
 
 
 class DocumentFileView(APIView):
+    permission_classes = [*APIView.permission_classes, UsesTheAssistant]
     @extend_schema(summary="下载原文件（能看到这篇文档的人）", parameters=[OpenApiParameter("version", int, description="默认：在用的版本")],
                    responses={(200, "application/octet-stream"): bytes})
     def get(self, request, pk: int):

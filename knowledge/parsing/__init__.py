@@ -33,6 +33,10 @@ def parse_file(name: str, data: bytes) -> ParsedFile:
     parsed.title = (parsed.title or PurePosixPath(name).stem or "未命名文档").strip()[:128]
     if not any(s.text or s.aliases for s in parsed.sections):
         raise FileRejected(f"没有从这个{LABELS.get(kind, '')}文件里读到任何文字。", code="empty")
+    empty = [s.heading for i, s in enumerate(parsed.sections) if s.path and not s.text and not s.aliases
+             and not (i + 1 < len(parsed.sections) and parsed.sections[i + 1].path[: len(s.path)] == s.path)]
+    if empty:  # a heading with nothing under it and no subsections: usually a lost paragraph
+        parsed.warnings.append(f"有 {len(empty)} 个空章节：{'、'.join(empty[:5])}{'…' if len(empty) > 5 else ''}")
     return parsed
 
 

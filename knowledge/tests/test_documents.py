@@ -47,27 +47,28 @@ def publish_now(version, user):
 
 
 def test_upload_makes_a_draft_that_answers_nothing_until_published(people):
-    version = document_upload(user=people["hq"], name="冰块与果汁.docx", data=docx("冰块与果汁规范", SOP))
+    data = docx("冰块与果汁规范", SOP)
+    version = document_upload(user=people["hq"], name="冰块与果汁.docx", data=data)
     assert version.status == "draft" and version.number == 1 and version.document.source == "upload"
     assert [s["path"] for s in version.sections] == [["一、冰块管理"], ["二、鲜榨果汁"]]
     assert not Chunk.objects.filter(document=version.document).exists()
-    assert AuditLog.objects.filter(action="document_uploaded", actor=people["hq"]).count() == 1
+    assert AuditLog.objects.filter(action="document_uploaded", actor=people["hq"]).count() == 1  # this test's user
     # The same bytes again: the same draft, nothing twice.
-    again = document_upload(user=people["hq"], name="冰块与果汁.docx", data=docx("冰块与果汁规范", SOP))
+    again = document_upload(user=people["hq"], name="冰块与果汁.docx", data=data)
     assert again.pk == version.pk and DocumentVersion.objects.filter(document=version.document).count() == 1
 
     published = publish_now(version, people["hq"])
     assert published.status == "published" and published.chunks == 2
     result = search("雪峰冰桶多久换一次", user=people["staff_th"], k=3)
     assert result.top.document == "冰块与果汁规范" and result.top.version == 1
-    assert AuditLog.objects.filter(action="document_published").count() == 1
+    assert AuditLog.objects.filter(action="document_published", actor=people["hq"]).count() == 1
 
 
 def test_a_correction_in_the_preview_is_audited_and_published_as_corrected(people):
     version = document_upload(user=people["hq"], name="a.docx", data=docx("冰块与果汁规范", SOP))
     version_edit(version=version, user=people["hq"], section=0, heading="一、冰块与制冰机")
     version_edit(version=version, user=people["hq"], section=1, enabled=False)
-    row = AuditLog.objects.filter(action="document_edited").order_by("pk").first()
+    row = AuditLog.objects.filter(action="document_edited", actor=people["hq"]).order_by("pk").first()
     assert row.before["heading"] == "一、冰块管理" and row.after["heading"] == "一、冰块与制冰机"
     publish_now(version, people["hq"])
     paths = set(Chunk.objects.filter(document=version.document).values_list("section_path", flat=True))
@@ -96,7 +97,7 @@ def test_a_new_version_replaces_the_old_one_atomically_and_rollback_restores_it(
     version_index(v1.pk, people["hq"].pk)  # the task (eager Celery runs it on commit)
     top = search("蜜橘鲜榨橙汁做好多久没卖掉要报废", user=people["staff_th"], k=1).top
     assert "30 分钟" in top.text and top.version == 1
-    assert AuditLog.objects.filter(action="document_rollback_requested").count() == 1
+    assert AuditLog.objects.filter(action="document_rollback_requested", actor=people["hq"]).count() == 1
 
 
 def test_a_document_scoped_to_one_store_never_reaches_another_stores_staff(people):
@@ -115,13 +116,13 @@ def test_a_document_scoped_to_one_store_never_reaches_another_stores_staff(peopl
     # A scope change applies at once, audited.
     document_scope_set(document=version.document, user=people["hq"], stores=["GZ-TH", "SZ-FT"])
     assert any(h.document == "天河店冰块规范" for h in search("雪峰冰桶多久换一次", user=people["staff_ft"], k=5).hits)
-    assert AuditLog.objects.filter(action="document_scope_changed").count() == 1
+    assert AuditLog.objects.filter(action="document_scope_changed", actor=people["hq"]).count() == 1
 
 
 def test_a_store_manager_manages_only_their_stores_documents(people):
-    with pytest.raises(ValidationError, match="只能适用于自己的门店"):
+    with pytest.raises(PermissionDenied, match="只能适用于自己的门店"):
         document_upload(user=people["manager"], name="全部.docx", data=docx("全公司冰块规范", SOP))
-    with pytest.raises(ValidationError, match="只能适用于自己的门店"):
+    with pytest.raises(PermissionDenied, match="只能适用于自己的门店"):
         document_upload(user=people["manager"], name="福田.docx", data=docx("福田冰块规范", SOP), stores=["SZ-FT"])
     chain = publish_now(document_upload(user=people["hq"], name="c.docx", data=docx("全公司果汁规范", SOP)), people["hq"])
     with pytest.raises(PermissionDenied):
@@ -185,3 +186,17 @@ def test_citations_name_the_version_and_a_pdf_page(people):
     assert source_label({**citation, "page": 3}).endswith("· 第 3 页")
     assert version.document.current_version_id == v2.pk or Document.objects.get(pk=version.document_id).current_version_id == v2.pk
     assert visibility_for(people["staff_th"]).scope  # a store's staff carry their store's scope tokens
+
+
+def test_a_deleted_document_leaves_the_index_and_the_list_audited(people):
+    from knowledge.documents import document_delete
+
+    version = publish_now(document_upload(user=people["hq"], name="a.docx", data=docx("冰块与果汁规范", SOP)), people["hq"])
+    with pytest.raises(PermissionDenied):
+        document_delete(document=version.document, user=people["manager"])  # chain-wide: head office's
+    document_delete(document=version.document, user=people["hq"])
+    assert not Chunk.objects.filter(document=version.document).exists()
+    assert not Document.objects.visible_to(people["hq"]).filter(pk=version.document_id).exists()
+    assert AuditLog.objects.get(action="document_deleted", actor=people["hq"]).before["title"] == "冰块与果汁规范"
+    version.refresh_from_db()
+    assert version.sections  # still readable

@@ -338,3 +338,8 @@ def test_an_old_binary_office_file_is_asked_to_be_saved_as_the_new_format():
     with pytest.raises(FileRejected) as exc:
         parse_file("旧.doc", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 512)
     assert exc.value.code == "unsupported" and ".docx" in exc.value.message
+
+
+def test_an_empty_section_is_warned_about_in_the_preview():
+    parsed = parse_file("空节.md", "# 甲\n\n## 一、有内容\n\n内容。\n\n## 二、空的\n\n## 三、父节\n\n### 3.1 子节\n\n子节内容。\n".encode())
+    assert parsed.warnings == ["有 1 个空章节：二、空的"]  # 三、父节 has a subsection: not empty

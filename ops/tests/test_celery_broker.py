@@ -21,3 +21,9 @@ def test_tool_task_round_trip_through_redis(django_db_setup, django_db_blocker):
         assert payload == run_tool("store_sales", {"store": "天河店", "period": "上周"}, user=None).as_dict()
         assert result.successful()
     app.close()
+    # start_worker made this app the current one: shared tasks of later tests (a document published
+    # from the admin) went to its Redis broker, with no worker left to run them.
+    from storemind.celery import app as project_app
+
+    project_app.set_current()
+    project_app.set_default()

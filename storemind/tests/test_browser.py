@@ -535,3 +535,91 @@ def test_17_a_long_answer_opens_below_the_top_bar(page, live):
     bar = page.locator(".topbar").bounding_box()
     head = answer.locator(".answer-head").bounding_box()
     assert head["y"] >= bar["y"] + bar["height"] - 1, (head, bar)
+
+
+def _owner_docx(title: str, minutes: int, extra: str = "") -> bytes:
+    import io
+
+    import docx
+
+    d = docx.Document()
+    d.core_properties.title = title
+    d.add_heading("一、雪峰冰桶", level=1)
+    d.add_paragraph(f"雪峰冰桶每 {minutes} 分钟巡查一次，冰铲单独存放在消毒盒里。")
+    d.add_heading("二、雪峰制冰机", level=1)
+    d.add_paragraph("雪峰制冰机每周二闭店后深度清洁。" + extra)
+    out = io.BytesIO()
+    d.save(out)
+    return out.getvalue()
+
+
+def test_18_a_manager_uploads_previews_fixes_publishes_and_rolls_back_a_word_document(browser, live, django_db_blocker):
+    """The knowledge owner's workflow in the admin, and what staff then read on the chat page:
+    upload a DOCX → preview → fix a heading in place → publish → cited with its version → a changed
+    version re-uploaded → the answer follows it → rollback → the first version answers again."""
+    title = "天河店雪峰冰桶规范"
+    docx_mime = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+    def clean():
+        with django_db_blocker.unblock():
+            from knowledge.models import Document
+            from knowledge.services import remove_documents
+
+            docs = list(Document.objects.filter(title__in=[title, "雪峰冰桶规范"]))
+            remove_documents(docs)
+            Document.objects.filter(pk__in=[d.pk for d in docs]).delete()
+
+    clean()
+    manager = browser.new_context(viewport=VIEWPORTS["desktop"], locale="zh-CN").new_page()
+    staff = browser.new_context(viewport=VIEWPORTS["desktop"], locale="zh-CN").new_page()
+    for pg in (manager, staff):
+        pg.set_default_timeout(30_000)
+    try:
+        login(manager, live, "browser_manager")
+        manager.goto(f"{live}/admin/knowledge/document/upload/")
+        manager.set_input_files("#id_files", files=[{"name": "雪峰冰桶规范.docx", "mimeType": docx_mime, "buffer": _owner_docx(title, 30)}])
+        manager.check("input[name=stores][value=GZ-TH]")  # a store manager's document is for their own store
+        manager.click("input[type=submit][value='上传并预览']")
+        expect(manager.locator("#publish-status")).to_contain_text("草稿")
+        expect(manager.locator("#section-0 .section-heading")).to_contain_text("一、雪峰冰桶")
+        shot(manager, "18a-preview-before-publishing", doc="knowledge-preview")
+        section = manager.locator("#section-0")
+        section.locator("summary", has_text="修改这一节").click()
+        section.locator("input[name=heading]").fill("一、雪峰冰桶巡查")
+        section.locator("input[type=submit]").click()
+        expect(manager.locator("#section-0 .saved")).to_be_visible()  # swapped in place (HTMX, same URL)
+        expect(manager.locator("#section-0 .section-heading")).to_contain_text("一、雪峰冰桶巡查")
+        manager.click("input[type=submit][value='发布 v1']")
+        expect(manager.locator("#publish-status")).to_contain_text("已发布")
+        shot(manager, "18b-published")
+
+        login(staff, live, "browser_staff")
+        answer = ask(staff, "雪峰冰桶多久巡查一次")
+        expect(answer.locator(".source .section-path").first).to_contain_text(f"{title}（v1） › 一、雪峰冰桶巡查")
+        expect(answer.locator(".answer-text").first).to_contain_text("30 分钟")
+
+        # A changed version: the same title makes it v2; until it is published v1 still answers.
+        manager.goto(f"{live}/admin/knowledge/document/upload/")
+        manager.set_input_files("#id_files", files=[{"name": "雪峰冰桶规范-修订.docx", "mimeType": docx_mime,
+                                                     "buffer": _owner_docx(title, 15, "清洁后做 ATP 检测。")}])
+        manager.check("input[name=stores][value=GZ-TH]")
+        manager.click("input[type=submit][value='上传并预览']")
+        expect(manager.locator(".diff")).to_contain_text("修改 1 节")  # 二、…; the heading fixed in v1 is back as the file has it
+        manager.click("input[type=submit][value='发布 v2']")
+        expect(manager.locator("#publish-status")).to_contain_text("v2 已发布")
+        answer = ask(staff, "雪峰冰桶现在多久巡查一次")
+        expect(answer.locator(".source .section-path").first).to_contain_text(f"{title}（v2）")
+        expect(answer.locator(".answer-text").first).to_contain_text("15 分钟")
+
+        # Rollback: v1 from the list of versions.
+        manager.locator("table.versions a", has_text="v1").first.click()
+        manager.click("input[type=submit][value='回滚到 v1']")
+        expect(manager.locator("#publish-status")).to_contain_text("v1 已发布")
+        answer = ask(staff, "雪峰冰桶到底多久巡查一次")
+        expect(answer.locator(".source .section-path").first).to_contain_text(f"{title}（v1）")
+        expect(answer.locator(".answer-text").first).to_contain_text("30 分钟")
+        shot(staff, "18c-staff-reads-the-rolled-back-version")
+    finally:
+        manager.context.close()
+        staff.context.close()
+        clean()

@@ -35,13 +35,13 @@ USERS = {  # caller → (username, role, stores)
 }
 CHANNELS = {
     "rest": ["read_sales_a", "read_sales_b", "propose", "confirm_restock", "confirm_ticket", "read_audit",
-             "write_order_a", "write_order_b", "adjust_inventory"],
+             "write_order_a", "write_order_b", "adjust_inventory", "read_doc_a", "upload_doc_a"],
     "chat": ["read_sales_a", "read_sales_b", "read_member_balance", "propose"],
     "htmx": ["read_sales_a", "read_sales_b", "read_member_balance", "propose", "confirm_restock", "confirm_ticket",
              "read_audit"],
     "mcp": ["read_sales_a", "read_sales_b", "read_member_balance", "propose", "confirm_restock", "confirm_ticket"],
     "admin": ["read_sales_a", "read_sales_b", "list_members", "read_audit", "confirm_restock", "confirm_ticket",
-              "edit_inventory_admin"],
+              "edit_inventory_admin", "upload_doc_a"],
 }
 QUESTIONS = {
     "read_sales_a": "上周天河店卖了多少", "read_sales_b": "上周祖庙店卖了多少",
@@ -94,14 +94,30 @@ def world(django_db_setup, django_db_blocker):
             Ticket.objects.filter(proposal__in=mine).delete()
             mine.delete()
 
+        from knowledge.documents import document_publish, document_upload
+        from knowledge.models import Document
+
+        def clean_documents():
+            from knowledge.services import remove_documents
+
+            docs = list(Document.objects.filter(title__startswith="矩阵测试"))
+            remove_documents(docs)
+            Document.objects.filter(pk__in=[d.pk for d in docs]).delete()
+
         clean()
+        clean_documents()
         # For the transports (other processes): committed pending proposals at A.
         restock, _ = proposal_create(user=users["staff_a"], kind="restock", store=A, payload=RESTOCK, source="api")
+        # A document only A's people read (published by A's manager).
+        doc_a = document_upload(user=users["manager_a"], name="矩阵.md", data="# 矩阵测试A店制度\n\n## 一、冰桶\n\n冰桶 4 小时更换。\n".encode(),
+                                stores=[A])
+        document_publish(version=doc_a, user=users["manager_a"], run_now=True)
         try:
-            yield {"users": users, "tokens": tokens, "restock_id": restock.pk,
+            yield {"users": users, "tokens": tokens, "restock_id": restock.pk, "doc_a": doc_a.document_id,
                    "stores": {code: Store.objects.get(code=code) for code in (A, B)}}
         finally:
             clean()
+            clean_documents()
 
 
 def denials(user) -> int:
@@ -162,6 +178,17 @@ def rest(world, caller, action) -> str:
         r = c.post("/api/v1/inventory/adjustments", {"store": A, "sku": "B001", "delta": 1, "reason": "receive",
                                                      "external_id": f"MX-{uuid.uuid4().hex[:10]}"}, format="json")
         hidden = r.status_code == 400 and r.json()["store"][0].startswith("没有门店「")
+    elif action == "read_doc_a":
+        r = c.get(f"/api/v1/knowledge/documents/{world['doc_a']}")
+        hidden = r.status_code == 404
+        if r.status_code == 200:
+            assert r.json()["title"] == "矩阵测试A店制度"
+    elif action == "upload_doc_a":
+        import io
+
+        body = f"# 矩阵测试上传{uuid.uuid4().hex[:8]}\n\n## 一、冰铲\n\n冰铲单独存放。\n".encode()
+        r = c.post("/api/v1/knowledge/documents", {"file": io.BytesIO(body), "stores": A}, format="multipart")
+        hidden = False
     if r.status_code in (200, 201):
         return ALLOW
     if hidden:
@@ -307,6 +334,23 @@ def admin(world, caller, action, client) -> str:
             return ALLOW
         messages = [str(m) for m in r.context["messages"]]
         return DENY if any("没有权限" in m for m in messages) else HIDDEN
+    if action == "upload_doc_a":
+        import io
+
+        from knowledge.models import DocumentVersion
+
+        title = f"矩阵测试后台{uuid.uuid4().hex[:8]}"
+        upload = io.BytesIO(f"# {title}\n\n## 一、冰铲\n\n冰铲单独存放。\n".encode())
+        upload.name = "矩阵.md"
+        r = client.post("/admin/knowledge/document/upload/", {"files": [upload], "stores": [A]})
+        if caller == "anonymous":
+            assert redirected_to_login(r)
+            return DENY
+        if DocumentVersion.objects.filter(title=title).exists():
+            assert r.status_code == 302
+            return ALLOW
+        assert r.status_code in (400, 403), r.status_code
+        return DENY
     if action == "edit_inventory_admin":
         inv = Inventory.objects.get(store__code=A, product__sku="B001")
         r = client.post(f"/admin/ops/inventory/{inv.pk}/change/",

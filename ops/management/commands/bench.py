@@ -8,9 +8,11 @@ from core.commands import TargetCommand
 
 
 class Command(TargetCommand):
-    help = "Benchmarks: ops (query tools and POS ingest at 1M orders), retrieval, workflow, chat (gunicorn under load)."
+    help = ("Benchmarks: ops (query tools and POS ingest at 1M orders), retrieval, ingest (uploads published at scale), workflow, "
+            "chat (gunicorn under load).")
     targets = {
         "chat": "agent.bench.bench_chat",
+        "ingest": "knowledge.bench.bench_ingest",
         "ops": "ops.bench.bench_ops",
         "retrieval": "knowledge.bench.bench_retrieval",
         "workflow": "workflow.bench.bench_workflow",
@@ -22,6 +24,7 @@ class Command(TargetCommand):
         parser.add_argument("--days", type=int, default=365, help="ops: days of history the orders spread over")
         parser.add_argument("--queries", type=int, default=200, help="how many timed queries")
         parser.add_argument("--chunks", type=int, default=100_000, help="retrieval: synthetic chunks")
+        parser.add_argument("--documents", type=int, default=500, help="ingest: generated DOCX documents to upload and publish")
         parser.add_argument("--levels", default="1,4,16", help="chat: concurrent clients per level, comma-separated")
         parser.add_argument("--workers", type=int, help="chat: gunicorn workers (default: gunicorn.conf.py)")
         parser.add_argument("--cpu-chats", type=int, default=20, help="chat: serial chats per intent for the CPU figure")
