@@ -101,12 +101,30 @@ def login(page, live, username):
     page.wait_for_selector("#ask-form")
 
 
+ERRORS = "#turns .error, #errors .error"
+
+
 def ask(page, question: str):
+    """Send a question and return its answer; an error the page shows instead fails at once, with its text."""
     before = page.locator("#turns .answer").count()
+    errors = page.locator(ERRORS).count()
     page.fill("textarea[name=query]", question)
     page.click("#ask-form button[type=submit]")
-    page.wait_for_function(f"document.querySelectorAll('#turns .answer').length > {before}")
+    page.wait_for_function(f"document.querySelectorAll('#turns .answer').length > {before}"
+                           f" || document.querySelectorAll('{ERRORS}').length > {errors}")
+    if page.locator(ERRORS).count() > errors:
+        raise AssertionError(f"{question!r} was answered with an error: {page.locator(ERRORS).last.inner_text()}")
     return page.locator("#turns .answer").last
+
+
+@pytest.fixture(autouse=True)
+def _a_fresh_rate_window():
+    """The chat throttle (30 questions a minute per user) counts in the cache, in this process
+    beside the live server; every scenario logs in as browser_staff, and back to back they would
+    share one minute. Each scenario starts a new window, as a real user's next shift does."""
+    from django.core.cache import cache
+
+    cache.clear()
 
 
 def shot(page, name, doc: str | None = None):
