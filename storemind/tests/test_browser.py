@@ -43,9 +43,10 @@ def live(django_db_setup, django_db_blocker):
         from django.contrib.auth import get_user_model
 
         User = get_user_model()
-        for name, role in (("browser_staff", "staff"), ("browser_manager", "manager"), ("browser_hq", "hq"), ("browser_admin", None)):
+        for name, role, store in (("browser_staff", "staff", "GZ-TH"), ("browser_manager", "manager", "GZ-TH"), ("browser_hq", "hq", "GZ-TH"),
+                                  ("browser_admin", None, "GZ-TH"), ("browser_staff_ft", "staff", "SZ-FT")):
             if not User.objects.filter(username=name).exists():
-                make_user(name, role=role, stores=["GZ-TH"], is_staff=True, is_superuser=role is None)
+                make_user(name, role=role, stores=[store], is_staff=True, is_superuser=role is None)
             user = User.objects.get(username=name)
             user.set_password(PASSWORD)
             user.save()
@@ -640,4 +641,49 @@ def test_18_a_manager_uploads_previews_fixes_publishes_and_rolls_back_a_word_doc
     finally:
         manager.context.close()
         staff.context.close()
+        clean()
+
+
+def test_19_a_document_scoped_to_one_store_is_never_cited_to_another_stores_staff(browser, live, django_db_blocker):
+    """Scope on the chat page: 天河店's own document answers 天河店 staff with its citation and its
+    file; 福田店 staff asking the very same question are not shown it, nor can they open its file."""
+    title = "天河店专用冰桶规范"
+
+    def clean():
+        with django_db_blocker.unblock():
+            from knowledge.models import Document
+            from knowledge.services import remove_documents
+
+            docs = list(Document.objects.filter(title=title))
+            remove_documents(docs)
+            Document.objects.filter(pk__in=[d.pk for d in docs]).delete()
+
+    clean()
+    with django_db_blocker.unblock():
+        from django.contrib.auth import get_user_model
+
+        from knowledge.documents import document_publish, document_upload
+
+        manager = get_user_model().objects.get(username="browser_manager")
+        version = document_upload(user=manager, name="天河店专用冰桶规范.docx", data=_owner_docx(title, 47), stores=["GZ-TH"])
+        document_publish(version=version, user=manager, run_now=True)
+        file_url = f"{live}/api/v1/knowledge/documents/{version.document_id}/file"
+    pages = {}
+    try:
+        for name in ("browser_staff", "browser_staff_ft"):
+            pages[name] = browser.new_context(viewport=VIEWPORTS["desktop"], locale="zh-CN").new_page()
+            pages[name].set_default_timeout(30_000)
+            login(pages[name], live, name)
+        own = ask(pages["browser_staff"], "雪峰冰桶多久巡查一次")
+        expect(own.locator(".source .section-path").first).to_contain_text(title)
+        expect(own.locator(".answer-text").first).to_contain_text("47 分钟")
+        assert pages["browser_staff"].request.get(file_url).status == 200
+        other = ask(pages["browser_staff_ft"], "雪峰冰桶多久巡查一次")
+        expect(other).not_to_contain_text(title)
+        expect(other).not_to_contain_text("47 分钟")
+        assert pages["browser_staff_ft"].request.get(file_url).status == 404
+        shot(pages["browser_staff_ft"], "19-another-stores-staff-is-not-shown-it")
+    finally:
+        for pg in pages.values():
+            pg.context.close()
         clean()
