@@ -572,6 +572,17 @@ def _owner_docx(title: str, minutes: int, extra: str = "") -> bytes:
     return out.getvalue()
 
 
+def _remove_documents(django_db_blocker, titles: list[str]) -> None:
+    """The scenario's documents out of the index and the (reused) test database."""
+    with django_db_blocker.unblock():
+        from knowledge.models import Document
+        from knowledge.services import remove_documents
+
+        docs = list(Document.objects.filter(title__in=titles))
+        remove_documents(docs)
+        Document.objects.filter(pk__in=[d.pk for d in docs]).delete()
+
+
 def test_18_a_manager_uploads_previews_fixes_publishes_and_rolls_back_a_word_document(browser, live, django_db_blocker):
     """The knowledge owner's workflow in the admin, and what staff then read on the chat page:
     upload a DOCX → preview → fix a heading in place → publish → cited with its version → a changed
@@ -580,13 +591,7 @@ def test_18_a_manager_uploads_previews_fixes_publishes_and_rolls_back_a_word_doc
     docx_mime = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
     def clean():
-        with django_db_blocker.unblock():
-            from knowledge.models import Document
-            from knowledge.services import remove_documents
-
-            docs = list(Document.objects.filter(title__in=[title, "雪峰冰桶规范"]))
-            remove_documents(docs)
-            Document.objects.filter(pk__in=[d.pk for d in docs]).delete()
+        _remove_documents(django_db_blocker, [title, "雪峰冰桶规范"])
 
     clean()
     manager = browser.new_context(viewport=VIEWPORTS["desktop"], locale="zh-CN").new_page()
@@ -650,13 +655,7 @@ def test_19_a_document_scoped_to_one_store_is_never_cited_to_another_stores_staf
     title = "天河店专用冰桶规范"
 
     def clean():
-        with django_db_blocker.unblock():
-            from knowledge.models import Document
-            from knowledge.services import remove_documents
-
-            docs = list(Document.objects.filter(title=title))
-            remove_documents(docs)
-            Document.objects.filter(pk__in=[d.pk for d in docs]).delete()
+        _remove_documents(django_db_blocker, [title])
 
     clean()
     with django_db_blocker.unblock():
