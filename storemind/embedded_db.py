@@ -3,6 +3,9 @@
 Used only when DATABASE_URL is unset. The server keeps its data under var/pgdata,
 listens on a unix socket only, and is left running so later runs reuse it.
 Never used in production (docker-compose sets DATABASE_URL).
+
+The test suite has a cluster of its own (var/pgdata-test): tests stop and restart their
+database to check outages, and must never do that to the one `make run` is serving.
 """
 from __future__ import annotations
 
@@ -11,6 +14,21 @@ import os
 from pathlib import Path
 
 DB_NAME = "storemind"
+CLUSTERS = ("pgdata", "pgdata-test")
+
+
+def cluster_name() -> str:
+    """Which data directory under var/ this process uses: SM_PGDATA when set, the test
+    cluster under pytest (which sets PYTEST_VERSION for its whole run, subprocesses included),
+    else the development cluster."""
+    name = os.environ.get("SM_PGDATA") or ("pgdata-test" if os.environ.get("PYTEST_VERSION") else "pgdata")
+    if "/" in name or name in ("", ".", ".."):
+        raise ValueError(f"SM_PGDATA must be a directory name under var/, not {name!r}")
+    return name
+
+
+def pgdata_dir(base_dir: Path, name: str | None = None) -> Path:
+    return (base_dir / "var" / (name or cluster_name())).resolve()
 
 
 def embedded_database_settings(base_dir: Path) -> dict:
@@ -23,7 +41,7 @@ def embedded_database_settings(base_dir: Path) -> dict:
     logging.getLogger("pgserver").setLevel(logging.WARNING)
     import pgserver
 
-    server = pgserver.get_server(var_dir / "pgdata", cleanup_mode=None)
+    server = pgserver.get_server(pgdata_dir(base_dir), cleanup_mode=None)
     info = server.get_postmaster_info()
     if _configure(str(info.socket_dir), info.port or 5432):
         with server._lock:  # pgserver's own file lock: one restarter across processes
@@ -87,7 +105,7 @@ def ensure_running(base_dir: Path) -> bool:
     `pg_ctl stop`). Returns True when it had to be started. Development only."""
     from pgserver.utils import PostmasterInfo
 
-    pgdata = (base_dir / "var" / "pgdata").resolve()
+    pgdata = pgdata_dir(base_dir)
     info = PostmasterInfo.read_from_pgdata(pgdata)
     if info is not None and info.is_running():
         return False
@@ -99,16 +117,16 @@ def ensure_running(base_dir: Path) -> bool:
     return True
 
 
-def stop(base_dir: Path, timeout: float = 30.0) -> bool:
-    """Stop the embedded server (`make stop`): a fast shutdown of its postmaster. Returns
-    True when one was running. Needs no Django settings (importing them would start it)."""
+def stop(base_dir: Path, timeout: float = 30.0, name: str | None = None) -> bool:
+    """Stop an embedded server (`make stop` stops both): a fast shutdown of its postmaster.
+    Returns True when one was running. Needs no Django settings (importing them would start it)."""
     import signal
     import time
 
     os.environ.setdefault("XDG_RUNTIME_DIR", str(base_dir / "var" / "run"))
     from pgserver.utils import PostmasterInfo
 
-    pgdata = (base_dir / "var" / "pgdata").resolve()
+    pgdata = pgdata_dir(base_dir, name)
     info = PostmasterInfo.read_from_pgdata(pgdata)
     if info is None or not info.is_running():
         return False
@@ -128,4 +146,6 @@ if __name__ == "__main__":  # python -m storemind.embedded_db stop
     if sys.argv[1:] != ["stop"]:
         sys.exit("usage: python -m storemind.embedded_db stop")
     base = Path(__file__).resolve().parent.parent
-    print("stopped the embedded PostgreSQL" if stop(base) else "the embedded PostgreSQL was not running")
+    for name in CLUSTERS:
+        label = "the tests' embedded PostgreSQL" if name.endswith("-test") else "the embedded PostgreSQL"
+        print(f"stopped {label}" if stop(base, name=name) else f"{label} was not running")
