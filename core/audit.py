@@ -84,33 +84,48 @@ def reason_for_people(reason: str) -> str:
     return reason
 
 
-def audit_denial(*, actor, attempt: str, reason: str, target=None, store=None, channel: str | None = None, **extra):
-    """A refused attempt, recorded in its own transaction so it survives the refusal. The same
-    refusal again within a minute of the last one counts up on that row (core.DenialRepeat)
-    instead of adding another: a flood of denials cannot flood the log."""
+def audit_collapsed(*, actor, action: str, key: dict, target=None, store=None, extra: dict | None = None,
+                    same_target: bool = False):
+    """Write an audit row unless the same person did the same thing in the same channel within
+    DENIAL_WINDOW of the last time: then count up on that row (core.DenialRepeat) instead. A
+    flood of denials or lookups cannot flood the log; the audit row itself never changes.
+
+    `key` (flat values) is what makes two events the same besides actor, action, store and
+    channel; `extra` is stored on a new row only. `same_target` also requires the same target (a
+    member looked up again is a repeat, another member is not); otherwise any target counts."""
     from django.db.models import F
     from django.utils import timezone
 
     from .models import AuditLog, DenialRepeat
 
     meta = request_meta.get() or {}
-    after = {"attempt": attempt, "reason": reason, **extra}
-    if channel or meta.get("channel"):
-        after["channel"] = channel or meta.get("channel")
+    key = dict(key)
+    if meta.get("channel") and "channel" not in key:
+        key["channel"] = meta["channel"]
     now = timezone.now()
     with transaction.atomic():
         if getattr(actor, "pk", None):
-            same = AuditLog.objects.filter(
-                actor_id=actor.pk, action="permission_denied", after__attempt=attempt, after__reason=reason,
-                target_type=ContentType.objects.get_for_model(target) if target is not None else None,
-                target_id=getattr(target, "pk", None),
-                # A device probing FS-ZM after GZ-ZJ is a second store's business: its own row,
-                # which FS-ZM's manager sees (a store-less target alone made it a repeat).
-                store_id=getattr(store, "pk", None),
-            ).order_by("-created_at").first()
+            match = {f"after__{k}": v for k, v in key.items()}
+            if "channel" not in key:
+                match["after__channel__isnull"] = True
+            if same_target:
+                match["target_type"] = ContentType.objects.get_for_model(target) if target is not None else None
+                match["target_id"] = getattr(target, "pk", None)
+            # A device probing FS-ZM after GZ-ZJ is a second store's business: its own row,
+            # which FS-ZM's manager sees.
+            same = (AuditLog.objects.filter(actor_id=actor.pk, action=action, store_id=getattr(store, "pk", None), **match)
+                    .order_by("-created_at").first())
             if same is not None:
                 repeat, _ = DenialRepeat.objects.select_for_update().get_or_create(audit=same, defaults={"last_at": same.created_at})
                 if now - repeat.last_at <= DENIAL_WINDOW:
                     DenialRepeat.objects.filter(pk=repeat.pk).update(times=F("times") + 1, last_at=now)
                     return same
-        return audit_record(actor=actor, action="permission_denied", target=target, store=store, after=after)
+        return audit_record(actor=actor, action=action, target=target, store=store, after={**key, **(extra or {})})
+
+
+def audit_denial(*, actor, attempt: str, reason: str, target=None, store=None, channel: str | None = None, **extra):
+    """A refused attempt, recorded in its own transaction so it survives the refusal; repeats
+    collapse (audit_collapsed) per person, attempt, reason, store and channel, whatever the
+    target: probing 300 proposal ids is one row that says 300."""
+    key = {"attempt": attempt, "reason": reason, **({"channel": channel} if channel else {})}
+    return audit_collapsed(actor=actor, action="permission_denied", key=key, target=target, store=store, extra=extra)

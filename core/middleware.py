@@ -2,6 +2,12 @@
 import uuid
 
 from .audit import request_meta
+from .ratelimit import client_address
+
+
+def _address(request) -> str | None:
+    address = client_address(request)
+    return None if address == "-" else address
 
 
 class AuditContextMiddleware:
@@ -11,7 +17,7 @@ class AuditContextMiddleware:
     def __call__(self, request):
         rid = (request.headers.get("X-Request-ID") or uuid.uuid4().hex)[:64]
         channel = "rest" if request.path.startswith("/api/") else "admin" if request.path.startswith("/admin/") else "web"
-        token = request_meta.set({"request_id": rid, "remote_addr": request.META.get("REMOTE_ADDR"), "channel": channel})
+        token = request_meta.set({"request_id": rid, "remote_addr": _address(request), "channel": channel})
         try:
             response = self.get_response(request)
         finally:

@@ -97,3 +97,17 @@ class DenialRepeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.audit_id} ×{self.times}"
+
+
+class RateCounter(models.Model):
+    """One fixed window of one rate limit (core.ratelimit): what it counts, and how often so far."""
+
+    key = models.CharField("计数键", max_length=255, primary_key=True)
+    count = models.PositiveIntegerField("次数", default=0)
+    window_ends = models.DateTimeField("窗口结束", db_index=True)
+
+    class Meta:
+        verbose_name = verbose_name_plural = "限流计数"
+
+    def __str__(self) -> str:
+        return f"{self.key} ×{self.count}"

@@ -13,7 +13,7 @@ def audit_entries(user, *, action: str | None = None, store=None, actor: str | N
     actor's username. PermissionDenied, audited, without the permission; ValidationError for an
     action that does not exist."""
     require(user, "core.view_auditlog", attempt="read audit log", message="只有店长和总部可以查看审计日志。")
-    rows = AuditLog.objects.restrict(user, "view").select_related("store")
+    rows = AuditLog.objects.restrict(user, "view").select_related("store", "repeat")
     if action and action not in AuditLog.Action.values:
         # 「?action=bogus」 answered [] as if nothing had happened; ?status=bogus on proposals is a 400.
         raise ValidationError({"action": [f"只能是：{'、'.join(AuditLog.Action.values)}。"]})

@@ -1,48 +1,39 @@
-"""Per-user rate limits that fail open.
+"""Per-person rate limits for every channel, from the one rate table (settings.SM_RATES).
 
-The throttle's counters live in the cache (Redis in production). When the cache is down
-a POS write must still go through: the throttle logs a warning and allows the request,
-rather than turning every write into a 500. `throttle_web` applies the same scopes to the
-HTMX views (chat page, feedback, confirm/reject), which are not DRF views.
+`ScopedRateThrottle` is DRF's throttle for views that name a `throttle_scope`; `throttle_web`
+applies the same scopes to the chat page and its HTMX forms, and `throttle_person` to MCP
+tool calls. All of them count in core.ratelimit (atomic, in the database, unaffected by a
+Redis outage).
 """
 from __future__ import annotations
 
-import logging
-import time
+from rest_framework.throttling import BaseThrottle
 
-from rest_framework.throttling import ScopedRateThrottle
-
-log = logging.getLogger("core.throttling")
-_last_warning = [0.0]
+from .ratelimit import Count, limited, who
 
 
-def _warn(scope: str, exc: Exception) -> None:
-    if time.monotonic() - _last_warning[0] > 10:  # a down cache must not flood the log
-        _last_warning[0] = time.monotonic()
-        log.warning("throttle %s not applied: cache unavailable (%s: %s)", scope, type(exc).__name__, exc)
-
-
-class FailOpenScopedRateThrottle(ScopedRateThrottle):
-    """ScopedRateThrottle (per user, or per address when anonymous) that allows the request
-    when the cache cannot be reached."""
+class ScopedRateThrottle(BaseThrottle):
+    """Per user (per client address when anonymous), for views with a `throttle_scope`."""
 
     def allow_request(self, request, view):
-        try:
-            return super().allow_request(request, view)
-        except Exception as exc:
-            _warn(getattr(view, "throttle_scope", "?"), exc)
+        scope = getattr(view, "throttle_scope", None)
+        if not scope:
             return True
+        self.count = limited(scope, who(request))
+        return self.count.allowed
 
-
-class _ScopeView:
-    def __init__(self, scope: str):
-        self.throttle_scope = scope
+    def wait(self):
+        count: Count | None = getattr(self, "count", None)
+        return max(1.0, count.retry_after) if count is not None else None
 
 
 def throttle_web(request, scope: str) -> float | None:
     """For non-DRF views: None when allowed, else the seconds to wait."""
-    throttle = FailOpenScopedRateThrottle()
-    view = _ScopeView(scope)
-    if throttle.allow_request(request, view):
-        return None
-    return throttle.wait() or 1.0
+    count = limited(scope, who(request))
+    return None if count.allowed else max(1.0, count.retry_after)
+
+
+def throttle_person(user, scope: str) -> float | None:
+    """For channels without a request (MCP over stdio): None when allowed, else the seconds to wait."""
+    count = limited(scope, f"user:{user.pk}")
+    return None if count.allowed else max(1.0, count.retry_after)

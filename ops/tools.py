@@ -20,12 +20,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.db.models import Count, F, FilteredRelation, Q, Sum
 from django.db.models.functions import ExtractHour
 from django.utils import timezone
 
-from core.audit import audit_record
+from core.audit import audit_collapsed
 from core.roles import require
 from core.scoping import ALL, store_ids_for
 
@@ -614,6 +613,25 @@ TOOLS: dict[str, ToolSpec] = {
 }
 
 
+def _member_lookups_over(user) -> str | None:
+    """A person at the bar looks members up one at a time: past the member_lookup rates (per
+    person, every channel) the lookup is refused with when to try again, and the first refusal
+    of a burst is audited. Head office (every store) is not limited: it may list members."""
+    from core.audit import audit_denial
+    from core.ratelimit import limited
+
+    if user is None or store_ids_for(user, "ops.view_member_balance") is ALL:
+        return None
+    for scope in ("member_lookup", "member_lookup_day"):
+        count = limited(scope, f"user:{user.pk}")
+        if not count.allowed:
+            if count.first_over:
+                audit_denial(actor=user, attempt="member lookups", reason=f"member lookups over {scope} ({count.limit})")
+            minutes = max(1, round(count.retry_after / 60))
+            return f"查询会员太频繁（{count.limit} 次以内），请 {minutes} 分钟后再试；需要批量查看会员请联系总部。"
+    return None
+
+
 def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tuple[dict, dict]:
     """Return (kwargs for the tool, the exact parameters as recorded)."""
     if not isinstance(params, dict):
@@ -716,6 +734,8 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tupl
                                     else "至少要两家门店才能比较。"]
             elif "stores" not in errors:
                 kwargs["stores"], used["stores"] = chosen, [s.name for s in chosen]
+    if "member" in props and params.get("member") and "member" not in errors and (over := _member_lookups_over(user)):
+        errors["member"] = [over]
     if "member" in props and params.get("member") and "member" not in errors:
         key = str(params["member"]).strip()
         # Exact member number or the full phone number only: nothing to enumerate with.
@@ -725,9 +745,10 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tupl
         # member's home store.
         own = store_ids_for(user, spec.perm) if user is not None else None
         where = Store.objects.filter(pk=own[0]).first() if own and len(own) == 1 else (member.home_store if member else None)
-        with transaction.atomic():
-            audit_record(actor=user, action="member_lookup", target=member, store=where,
-                         after={"by": "phone" if key.isdigit() else "number", "found": member is not None})
+        # The same member again within a minute (a bartender re-asking) counts up on one row;
+        # another member is its own row: this log is who looked at whose balance.
+        audit_collapsed(actor=user, action="member_lookup", target=member, store=where, same_target=True,
+                        key={"by": "phone" if key.isdigit() else "number", "found": member is not None})
         if member is None:
             errors["member"] = ["没有找到这个会员（请核对手机号或会员号）。"]
         else:

@@ -65,7 +65,9 @@ def test_member_balance_needs_the_exact_number_or_the_whole_phone_and_every_look
         with pytest.raises(ValidationError):
             run_tool("member_balance", {"member": partial}, user=staff)
     lookups = AuditLog.objects.filter(action="member_lookup", actor=staff)
-    assert lookups.count() == 4 and lookups.filter(after__found=True).get().target_id == member.pk
+    # Misses within a minute count up on one row (core.audit.audit_collapsed): still every lookup.
+    assert sum(r.repeat.times if hasattr(r, "repeat") else 1 for r in lookups) == 4
+    assert lookups.filter(after__found=True).get().target_id == member.pk
     # The audit list showed 「查询会员余额 M00010 林明」: the surname only, as in chat and the admin.
     found = lookups.get(after__found=True)
     assert found.target_repr == f"{member.number} {member.name[0]}{'*' * (len(member.name) - 1)}" and member.name not in found.target_repr
@@ -81,7 +83,7 @@ def test_member_balance_needs_the_exact_number_or_the_whole_phone_and_every_look
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_token_issue(user=manager, name='t')[1]}")
     rows = client.get("/api/v1/audit", {"action": "member_lookup"}).json()
-    assert sum(1 for r in rows if r.get("actor") == "perm_staff_fs" or r.get("actor_username") == "perm_staff_fs") == 4, rows[:2]
+    assert sum(r["times"] for r in rows if r["actor"] == "perm_staff_fs") == 4, rows[:2]
 
 
 def test_head_office_lists_members_masked_unless_it_holds_view_member_pii(client):

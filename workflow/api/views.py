@@ -47,6 +47,8 @@ AuditEntries = inline_serializer("AuditEntry", many=True, fields={
     "action": serializers.CharField(), "target": serializers.CharField(allow_blank=True),
     "store": serializers.CharField(allow_null=True), "before": serializers.JSONField(allow_null=True),
     "after": serializers.JSONField(allow_null=True), "request_id": serializers.CharField(allow_blank=True),
+    "times": serializers.IntegerField(help_text="同一人、同一渠道一分钟内重复同一动作的次数（只记一行）"),
+    "last_at": serializers.CharField(help_text="最近一次的时间（times 为 1 时即 at）"),
 })
 
 
@@ -125,8 +127,12 @@ class AuditView(APIView):
         query = known_query(request.query_params, ("action", "store", "actor", "limit"))
         store = resolve_store_for(request.user, query["store"], "core.view_auditlog", attempt="audit filter") if "store" in query else None
         qs = audit_entries(request.user, action=query.get("action"), store=store, actor=query.get("actor"))
-        return Response([
-            {"id": a.pk, "at": local_time(a.created_at, a.store).isoformat(), "actor": a.actor_username, "action": a.action, "target": a.target_repr,
-             "store": a.store.name if a.store else None, "before": a.before, "after": a.after, "request_id": a.request_id}
-            for a in qs[:limit_param(query.get("limit"), 500, 500)]
-        ])
+        return Response([_audit_entry(a) for a in qs[:limit_param(query.get("limit"), 500, 500)]])
+
+
+def _audit_entry(a) -> dict:
+    repeat = getattr(a, "repeat", None) if hasattr(a, "repeat") else None
+    return {"id": a.pk, "at": local_time(a.created_at, a.store).isoformat(), "actor": a.actor_username, "action": a.action,
+            "target": a.target_repr, "store": a.store.name if a.store else None, "before": a.before, "after": a.after,
+            "request_id": a.request_id, "times": repeat.times if repeat else 1,
+            "last_at": local_time(repeat.last_at if repeat else a.created_at, a.store).isoformat()}
