@@ -149,3 +149,32 @@ class UserPreference(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user}"
+
+
+class ChatTask(models.Model):
+    """A question asked with async=true: the task id a client holds, kept with its state and
+    answer in the database. The id lived only in Redis (owner and result), so after a Redis
+    restart every id given out before it was a 404 although its answer was in the thread."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "处理中"
+        DONE = "done", "已完成"
+        FAILED = "failed", "失败"
+
+    id = models.UUIDField("任务 ID", primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_tasks", verbose_name="提问人")
+    query = models.TextField("问题")
+    thread_id = models.CharField("会话 ID", max_length=64, blank=True)
+    status = models.CharField("状态", max_length=16, choices=Status.choices, default=Status.PENDING)
+    steps = models.JSONField("已完成步骤", default=list, blank=True)
+    message = models.ForeignKey(Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", verbose_name="回答")
+    result = models.JSONField("回答", null=True, blank=True, help_text="与同步提问的回答相同（按提问人的权限）")
+    created_at = models.DateTimeField("提交时间", auto_now_add=True, db_index=True)
+    finished_at = models.DateTimeField("完成时间", null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = verbose_name_plural = "异步提问"
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.get_status_display()}"

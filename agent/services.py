@@ -263,6 +263,38 @@ def can_see_details(user) -> bool:
     return bool(user and user.is_authenticated and user.has_perm("agent.view_trace"))
 
 
+HIDDEN_STORE = "（无权查看的门店）"
+
+
+def answer_for(user, result: AgentResult, **extra) -> dict:
+    """An answer as every channel returns it (REST, async tasks, MCP). The execution trace is
+    there only for users with `agent.view_trace`, as on the chat page (an empty list for the
+    rest), and even then it never names a store the user may not see."""
+    out = {**result.as_dict(), **extra}
+    out["trace"] = trace_for(user, out.get("trace") or [])
+    return out
+
+
+def trace_for(user, trace: list) -> list:
+    import json
+
+    from core.scoping import ALL, store_ids_for
+    from ops.models import Store
+
+    if not can_see_details(user):
+        return []
+    ids = store_ids_for(user, "ops.view_store")
+    if ids is ALL or not trace:
+        return trace
+    words = set()
+    for store in Store.objects.exclude(pk__in=ids):
+        words.update(w for w in (store.name, store.code, *(store.aliases or [])) if w and len(w) >= 2)
+    text = json.dumps(trace, ensure_ascii=False)
+    for word in sorted(words, key=len, reverse=True):  # 「深圳福田店」 before 「福田」
+        text = text.replace(word, HIDDEN_STORE)
+    return json.loads(text)
+
+
 def preference_set(*, user, show_details: bool) -> UserPreference:
     if show_details and not can_see_details(user):
         raise PermissionDenied("执行过程只对店长和开发者开放。")
@@ -276,6 +308,8 @@ def conversation_rename(*, user, thread_id: str, title: str) -> Conversation:
         raise ValidationError({"title": ["标题不能为空。"]})
     if len(title) > 80:
         raise ValidationError({"title": ["标题最长 80 个字。"]})
+    if problem := text_problem(title):
+        raise ValidationError({"title": [f"标题{problem}"]})
     conv = _own_conversation(user, thread_id)
     conv.title = title
     conv.save(update_fields=["title", "updated_at"])

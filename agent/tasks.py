@@ -1,6 +1,5 @@
 """The agent as a Celery task: the same service as the request path."""
 import logging
-import uuid
 
 from celery import shared_task
 
@@ -25,68 +24,68 @@ def _queue_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
-# Whose question a task id is, for as long as Celery keeps its result (1 day by default): an
-# unknown id or another user's is a 404, never 「pending」 for ever (Celery's answer for any id).
-OWNER_TTL_S = 24 * 3600
+# A task still pending this long after it was queued was lost (a broker restart drops what
+# Redis held in memory): it is reported failed, so a client asks again instead of polling for ever.
+def _lost_after_s() -> int:
+    from django.conf import settings
 
-
-def _owner_key(task_id: str) -> str:
-    return f"chat-task-owner:{task_id}"
+    return int(getattr(settings, "SM_CHAT_TASK_LOST_AFTER_S", 600))
 
 
 def submit_ask(user_id: int, query: str, thread_id: str | None):
-    """Queue a question; raises QueueUnavailable at once (no publish retries) when the
-    broker does not answer, so the caller can fall back or say 503."""
-    from django.core.cache import cache
+    """Queue a question. Its id, owner and state are a ChatTask row first, so nothing a client
+    holds lives only in the broker; raises QueueUnavailable at once (no publish retries) when
+    the broker does not answer, so the caller can fall back or say 503 (and the row goes)."""
+    from .models import ChatTask
 
-    task_id = str(uuid.uuid4())
+    task = ChatTask.objects.create(user_id=user_id, query=query, thread_id=thread_id or "")
     try:
-        # The owner first: if the cache cannot be written nothing is queued, rather than a queued
-        # task reported as a failed publish (and answered a second time by the caller).
-        cache.set(_owner_key(task_id), user_id, OWNER_TTL_S)
-        return ask_task.apply_async((user_id, query, thread_id), task_id=task_id, retry=False)
+        return ask_task.apply_async((user_id, query, thread_id), task_id=str(task.id), retry=False)
     except _queue_errors() as exc:
+        ChatTask.objects.filter(pk=task.pk).delete()  # never queued: the caller answers it or says 503
         log.warning("broker unavailable, question not queued: %s: %s", type(exc).__name__, exc)
         raise QueueUnavailable(str(exc)) from exc
 
 
 def task_state(task_id: str, user_id: int):
-    """(status, payload) of a queued question of `user_id`: pending | done | failed, or
-    missing (an unknown id, or another user's); QueueUnavailable when the result backend
-    cannot be read."""
-    from celery.result import AsyncResult
-    from django.core.cache import cache
+    """(status, payload) of a queued question of `user_id`, read from the database only:
+    pending (payload: the finished steps) | done (the answer) | failed, or missing (an unknown
+    id, or another user's)."""
+    from datetime import timedelta
+
+    from django.core.exceptions import ValidationError
+    from django.utils import timezone
+
+    from .models import ChatTask
 
     try:
-        if cache.get(_owner_key(task_id)) != user_id:
-            return "missing", None
-        res = AsyncResult(task_id)
-        if res.successful():
-            return "done", res.result
-        if res.failed():
-            return "failed", None
-        return "pending", res.info if res.state == PROGRESS and isinstance(res.info, dict) else None
-    except _queue_errors() as exc:
-        log.warning("result backend unavailable: %s: %s", type(exc).__name__, exc)
-        raise QueueUnavailable(str(exc)) from exc
+        task = ChatTask.objects.filter(pk=task_id, user_id=user_id).first()
+    except ValidationError:  # not a UUID
+        return "missing", None
+    if task is None:
+        return "missing", None
+    if task.status == ChatTask.Status.DONE:
+        return "done", task.result
+    if task.status == ChatTask.Status.FAILED:
+        return "failed", None
+    if task.created_at < timezone.now() - timedelta(seconds=_lost_after_s()):
+        ChatTask.objects.filter(pk=task.pk, status=ChatTask.Status.PENDING).update(
+            status=ChatTask.Status.FAILED, finished_at=timezone.now())
+        return "failed", None
+    return "pending", {"steps": list(task.steps)}
 
 
-PROGRESS = "PROGRESS"
+def progress_reporter(task_id: str | None):
+    """An on_step callback keeping the finished pipeline steps on the task's row, so the
+    polling page can show them."""
+    from .models import ChatTask
 
-
-def progress_reporter(task):
-    """An on_step callback publishing the finished pipeline steps as the task's PROGRESS
-    state, so the polling page can show them; a result backend hiccup never fails the answer."""
     done: list[str] = []
 
     def report(entry: dict) -> None:
         done.append(entry["step"])
-        if not task.request.id or task.request.is_eager:
-            return
-        try:
-            task.update_state(state=PROGRESS, meta={"steps": list(done)})
-        except _queue_errors() as exc:
-            log.warning("could not publish progress: %s: %s", type(exc).__name__, exc)
+        if task_id:
+            ChatTask.objects.filter(pk=task_id, status=ChatTask.Status.PENDING).update(steps=list(done))
 
     return report
 
@@ -94,9 +93,33 @@ def progress_reporter(task):
 @shared_task(name="agent.ask", bind=True)
 def ask_task(self, user_id: int, query: str, thread_id: str | None = None) -> dict:
     from django.contrib.auth import get_user_model
+    from django.utils import timezone
 
-    from .services import chat_ask
+    from .models import ChatTask
+    from .services import answer_for, chat_ask
 
+    task_id = self.request.id
     user = get_user_model().objects.get(pk=user_id)
-    result, conv, reply = chat_ask(user=user, query=query, thread_id=thread_id, on_step=progress_reporter(self))
-    return {**result.as_dict(), "thread_id": conv.thread_id, "message_id": reply.pk, "user_id": user_id}
+    try:
+        result, conv, reply = chat_ask(user=user, query=query, thread_id=thread_id, on_step=progress_reporter(task_id))
+    except Exception:
+        ChatTask.objects.filter(pk=task_id).update(status=ChatTask.Status.FAILED, finished_at=timezone.now())
+        raise
+    payload = answer_for(user, result, thread_id=conv.thread_id, message_id=reply.pk, user_id=user_id)
+    # Answered late (after the row was written off as lost) still counts: the answer is there.
+    ChatTask.objects.filter(pk=task_id).update(status=ChatTask.Status.DONE, message=reply, result=payload,
+                                               thread_id=conv.thread_id, finished_at=timezone.now())
+    return payload
+
+
+@shared_task(name="agent.purge_chat_tasks")
+def purge_chat_tasks(days: int = 7) -> int:
+    """Forget async task ids older than `days` (their answers stay in the threads)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from .models import ChatTask
+
+    deleted, _ = ChatTask.objects.filter(created_at__lt=timezone.now() - timedelta(days=days)).delete()
+    return deleted

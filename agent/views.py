@@ -101,14 +101,11 @@ def chat(request):
 @login_required
 def chat_task(request, task_id: str):
     """Polled by the page in async mode: the pending placeholder until the task is done."""
-    try:
-        state, payload = task_state(task_id, request.user.pk)
-    except QueueUnavailable:
-        return _error(request, "后台队列暂时不可用，请取消勾选「稍后看」后重新提问。", 503)
+    state, payload = task_state(task_id, request.user.pk)  # the database only: a broker restart loses nothing here
     if state == "missing":  # unknown, or another user's (its progress steps included)
         raise Http404
     if state == "failed":
-        return _error(request, "后台处理失败，请重新提问。", 500)
+        return _error(request, "后台处理失败或任务已丢失，请重新提问。", 500)
     if state == "pending":
         return render(request, "htmx/pending.html", {"task_id": task_id, "query": request.GET.get("q", ""),
                                                      "steps": (payload or {}).get("steps", [])})

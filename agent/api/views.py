@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from ops.validation import reject_unknown
 
-from ..services import assistant_require, chat_ask, validate_query, validate_thread_id
+from ..services import answer_for, assistant_require, chat_ask, validate_query, validate_thread_id
 from ..tasks import QueueUnavailable, submit_ask, task_state
 
 _TASK_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -25,7 +25,8 @@ ChatOut = inline_serializer("ChatResponse", {
     "answer": serializers.CharField(), "intent": serializers.CharField(), "route_reason": serializers.CharField(),
     "refused": serializers.BooleanField(), "citations": serializers.ListField(child=serializers.DictField()),
     "data": serializers.ListField(child=serializers.DictField()), "proposal": serializers.DictField(allow_null=True),
-    "trace": serializers.ListField(child=serializers.DictField()), "thread_id": serializers.CharField(),
+    "trace": serializers.ListField(child=serializers.DictField(), help_text="执行过程：只对有「查看执行过程」权限的用户返回，其余为空列表"),
+    "thread_id": serializers.CharField(),
 })
 TaskAccepted = inline_serializer("ChatTaskAccepted", {"task_id": serializers.CharField(), "status_url": serializers.CharField()})
 TaskStatus = inline_serializer("ChatTaskStatus", {
@@ -58,7 +59,7 @@ class ChatView(APIView):
                                 status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": str(QUEUE_RETRY_AFTER)})
             return Response({"task_id": task.id, "status_url": f"/api/v1/chat/tasks/{task.id}"}, status=status.HTTP_202_ACCEPTED)
         result, conv, _ = chat_ask(user=request.user, query=query, thread_id=thread_id)
-        return Response({**result.as_dict(), "thread_id": conv.thread_id})
+        return Response(answer_for(request.user, result, thread_id=conv.thread_id))
 
 
 class ChatTaskView(APIView):
@@ -66,15 +67,11 @@ class ChatTaskView(APIView):
     def get(self, request, task_id: str):
         if not _TASK_ID.fullmatch(task_id):
             return Response({"detail": "没有这个任务。"}, status=status.HTTP_404_NOT_FOUND)
-        try:
-            state, payload = task_state(task_id, request.user.pk)
-        except QueueUnavailable:
-            return Response({"detail": "后台队列暂时不可用，请稍后再查询。"}, status=status.HTTP_503_SERVICE_UNAVAILABLE,
-                            headers={"Retry-After": str(QUEUE_RETRY_AFTER)})
+        state, payload = task_state(task_id, request.user.pk)  # the database only: a broker restart loses nothing here
         if state == "missing" or (state == "done" and payload.get("user_id") != request.user.pk):
             return Response({"detail": "没有这个任务。"}, status=status.HTTP_404_NOT_FOUND)
         if state == "done":
             return Response({"status": "done", "result": {k: v for k, v in payload.items() if k not in ("user_id", "message_id")}})
         if state == "failed":
-            return Response({"status": "failed", "detail": "回答时出错，请重试。"}, status=status.HTTP_200_OK)
+            return Response({"status": "failed", "detail": "回答时出错或任务已丢失，请重新提问。"}, status=status.HTTP_200_OK)
         return Response({"status": "pending"})

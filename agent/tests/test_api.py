@@ -53,3 +53,32 @@ def test_chat_async_returns_a_task_and_the_status_endpoint_the_result(client):
     assert c2.get(r.json()["status_url"]).status_code == 404
     # Any well-formed id answered 「pending」 for ever: a client polled a typo until it gave up.
     assert client.get("/api/v1/chat/tasks/00000000-0000-0000-0000-000000000000").status_code == 404
+
+
+def test_an_async_task_id_outlives_a_redis_restart(client):
+    """#28: the owner and result of a task id lived only in Redis, which keeps nothing on disk:
+    after a restart every id given out before it was a 404 although the answer was in the thread."""
+    from django.core.cache import cache
+
+    r = client.post("/api/v1/chat", {"query": "会员卡能跨店用吗", "async": True}, format="json")
+    assert r.status_code == 202
+    cache.clear()  # what a Redis restart does to everything it held
+    status = client.get(r.json()["status_url"]).json()
+    assert status["status"] == "done" and status["result"]["intent"] == "policy" and status["result"]["answer"]
+
+
+def test_a_task_the_broker_lost_is_reported_failed_not_pending_for_ever(client, settings):
+    from datetime import timedelta
+
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    from agent.models import ChatTask
+
+    settings.SM_CHAT_TASK_LOST_AFTER_S = 600
+    task = ChatTask.objects.create(user=get_user_model().objects.get(username="chat_api"), query="会员卡能跨店用吗")
+    url = f"/api/v1/chat/tasks/{task.id}"
+    assert client.get(url).json() == {"status": "pending"}
+    ChatTask.objects.filter(pk=task.pk).update(created_at=timezone.now() - timedelta(seconds=601))
+    body = client.get(url).json()
+    assert body["status"] == "failed" and "重新提问" in body["detail"]
