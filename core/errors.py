@@ -14,3 +14,15 @@ class NotFound(Exception):
     def __init__(self, message: str):
         super().__init__(message)
         self.message = message
+
+
+# What every channel says while the database cannot be reached (REST and pages: a 503 with
+# Retry-After; MCP: a JSON-RPC error, with 503 over HTTP).
+DATABASE_DOWN = "数据库暂时不可用，请稍后重试。"
+RETRY_AFTER_SECONDS = 5
+
+
+def is_database_outage(exc: BaseException) -> bool:
+    from django.db import InterfaceError, OperationalError
+
+    return isinstance(exc, (OperationalError, InterfaceError))

@@ -75,10 +75,10 @@ def _list_documents(user, args):
 
 
 def _ask(user, args):
-    from agent.services import chat_ask
+    from agent.services import answer_for, chat_ask
 
     result, conv, _ = chat_ask(user=user, query=args["query"], thread_id=args.get("thread_id"))
-    payload = {**result.as_dict(), "thread_id": conv.thread_id}
+    payload = answer_for(user, result, thread_id=conv.thread_id)
     return result.answer, payload
 
 
@@ -220,8 +220,9 @@ TOOLS_BY_NAME = {t.name: t for t in TOOLS}
 # --- identity -----------------------------------------------------------------------------
 
 
-def token_from_header(header: str | None):
-    """The API token of an Authorization header; None when missing or invalid."""
+def token_from_header(header: str | None, address: str = "-"):
+    """The API token of an Authorization header; None when missing or invalid. Too many wrong
+    tokens from one address raise rest_framework's Throttled, as over REST."""
     from rest_framework.exceptions import AuthenticationFailed
 
     from ops.authentication import authenticate_key
@@ -229,14 +230,14 @@ def token_from_header(header: str | None):
     if not header or not header.lower().startswith(("bearer ", "token ")):
         return None
     try:
-        return authenticate_key(header.split(None, 1)[1].strip())[1]
+        return authenticate_key(header.split(None, 1)[1].strip(), address=address)[1]
     except AuthenticationFailed:
         return None
 
 
-def user_from_token(header: str | None):
+def user_from_token(header: str | None, address: str = "-"):
     """The user of a person's API token; None when missing, invalid or a POS device token."""
-    token = token_from_header(header)
+    token = token_from_header(header, address)
     return token.user if token is not None and not token.store_id else None
 
 
@@ -266,9 +267,18 @@ def _may_use_assistant(user, tool_name: str) -> bool:
 def dispatch(user, name: str, args: dict) -> types.CallToolResult:
     """Run one validated tool call for `user` (synchronously, in the caller's connection).
     Both transports end here; tests call it directly for the whole permission matrix."""
+    from core.throttling import throttle_person
+    from ops.validation import find_bad_text
+
     tool = TOOLS_BY_NAME[name]
+    if bad := find_bad_text(args):  # the same check as every REST body and form field
+        raise MCPError(types.INVALID_PARAMS, f"{name} 的参数不正确（{bad[0]}）：{bad[1]}")
     if not _may_use_assistant(user, name):
         return _error_result("这个账号没有店员、店长或总部角色，不能使用 StoreMind 的工具；请联系店长分配角色。", denied=True)
+    # The same rate table as REST and the chat page: MCP calls per person, and a question is a chat.
+    wait = throttle_person(user, "mcp") or (throttle_person(user, "chat") if name == "ask" else None)
+    if wait is not None:
+        return _error_result(f"操作太频繁，请 {int(wait) + 1} 秒后再试。")
     try:
         text, structured = tool.run(user, args)
     except MCPError:
@@ -285,6 +295,10 @@ def dispatch(user, name: str, args: dict) -> types.CallToolResult:
             return _error_result(exc.message)
         if isinstance(exc, IndexNotReady):
             return _error_result(str(exc))
+        from core.errors import DATABASE_DOWN, is_database_outage
+
+        if is_database_outage(exc):  # the client retries later, as a 503 says elsewhere
+            raise MCPError(types.INTERNAL_ERROR, DATABASE_DOWN) from None
         log.exception("tool %s failed", name)
         return _error_result(f"{name} 执行出错：{type(exc).__name__}")
     return types.CallToolResult(
@@ -495,7 +509,7 @@ async def serve_stdio(user) -> None:
             tg.cancel_scope.cancel()
 
 
-def http_app():
+def http_app(on_database_outage=None):
     """The Streamable HTTP app (mounted at /mcp by storemind.asgi), token-protected."""
     from django.conf import settings
     from mcp.server.transport_security import TransportSecuritySettings
@@ -508,27 +522,52 @@ def http_app():
     )
     app = build_server().streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True,
                                              transport_security=security)
-    return TokenGate(app)
+    return TokenGate(app, on_database_outage)
 
 
 class TokenGate:
-    """ASGI middleware: HTTP requests to the MCP endpoint need a valid API token (401 otherwise)."""
+    """ASGI middleware: HTTP requests to the MCP endpoint need a valid API token (401 otherwise).
+    A database outage is a JSON-RPC error with 503 and Retry-After, as on every other path
+    (it was a plain-text 500 from the server underneath)."""
 
-    def __init__(self, app):
+    def __init__(self, app, on_database_outage=None):
         self.app = app
+        self.on_database_outage = on_database_outage  # storemind.asgi: start the embedded database again
+
+    @staticmethod
+    async def _reply(send, status: int, body: dict, *headers: tuple[bytes, bytes]) -> None:
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json; charset=utf-8"), *headers]})
+        await send({"type": "http.response.body", "body": json.dumps(body, ensure_ascii=False).encode()})
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
+            from rest_framework.exceptions import Throttled
+
+            from core.errors import DATABASE_DOWN, RETRY_AFTER_SECONDS, is_database_outage
+            from core.ratelimit import address_of
+
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-            token = await _sync(token_from_header, headers.get("authorization"))
+            address = address_of((scope.get("client") or ("",))[0] or "", headers.get("x-forwarded-for", ""))
+            try:
+                token = await _sync(token_from_header, headers.get("authorization"), address)
+            except Throttled as exc:
+                await self._reply(send, 429, {"error": str(exc.detail)}, (b"retry-after", str(exc.wait or 1).encode()))
+                return
+            except Exception as exc:
+                if not is_database_outage(exc):
+                    raise
+                log.warning("database unavailable at the MCP gate: %s", exc)
+                if self.on_database_outage is not None:
+                    await _sync(self.on_database_outage)
+                await self._reply(send, 503, {"jsonrpc": "2.0", "id": None, "error": {
+                    "code": types.INTERNAL_ERROR, "message": DATABASE_DOWN}}, (b"retry-after", str(RETRY_AFTER_SECONDS).encode()))
+                return
             if token is None or token.store_id:
                 if token is not None:
                     await _sync(_refuse_pos_token, token)
                 status, message = (403, "POS 设备令牌只能调用 POS 接口（写订单、库存调整）。") if token is not None else (
                     401, "需要有效的 API 令牌（Authorization: Bearer …）。")
-                body = json.dumps({"error": message}, ensure_ascii=False).encode()
-                await send({"type": "http.response.start", "status": status, "headers": [
-                    (b"content-type", b"application/json; charset=utf-8"), (b"www-authenticate", b'Bearer realm="mcp"')]})
-                await send({"type": "http.response.body", "body": body})
+                await self._reply(send, status, {"error": message}, (b"www-authenticate", b'Bearer realm="mcp"'))
                 return
         await self.app(scope, receive, send)

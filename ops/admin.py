@@ -70,8 +70,24 @@ class StoreDaySalesAdmin(ScopedReadOnlyAdmin):
     ordering = ["-day", "store"]
 
 
+class InventoryAdminForm(forms.ModelForm):
+    """The stock count as the adjustment service will take it: a count below zero, or a change
+    larger than one adjustment may be, is a message on the field (it was a 500 from save_model)."""
+
+    def clean_on_hand(self):
+        from .validation import MAX_QTY
+
+        value = self.cleaned_data["on_hand"]
+        if value is not None and value < 0:
+            raise forms.ValidationError(f"库存数量不能小于 0（填的是 {value}）。出库请减到 0 为止，差异请盘点后再改。")
+        if self.instance.pk and value is not None and abs(value - self.instance.on_hand) > MAX_QTY:
+            raise forms.ValidationError(f"一次最多调整 {MAX_QTY}（当前 {self.instance.on_hand}）。")
+        return value
+
+
 @admin.register(Inventory)
 class InventoryAdmin(ScopedAdmin):
+    form = InventoryAdminForm
     list_display = ["store", "product", "on_hand", "safety_stock", "below_safety", "updated_at"]
     list_filter = ["store", "product__category"]
     search_fields = ["product__name", "product__sku", "store__name"]

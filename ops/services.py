@@ -173,13 +173,13 @@ def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | Non
                 errors[lp + "qty"] = [f"数量 {qty} × 单价 {unit_price} 超过单行金额上限 {MAX_MONEY:,.0f} 元。"]
                 amount = None
         if qty is not None and unit_price is not None and amount is not None:
-            if abs(unit_price * qty - amount) > CENT:
+            if unit_price * qty != amount:  # both exact to the cent: a cent off is off (3 lines, 3 cents, before)
                 errors[lp + "amount"] = [f"金额 {amount} 不等于 数量 {qty} × 单价 {unit_price}。"]
             line_sum += amount
         if product is not None and qty is not None and unit_price is not None and amount is not None:
             lines.append((product, qty, unit_price.quantize(CENT), amount.quantize(CENT)))
     total = _decimal(raw.get("total"), prefix + "total", errors)
-    if total is not None and not errors.get(prefix + "lines") and abs(total - line_sum) > CENT and len(lines) == len(raw_lines):
+    if total is not None and not errors.get(prefix + "lines") and total != line_sum and len(lines) == len(raw_lines):
         errors[prefix + "total"] = [f"订单金额 {total} 与明细合计 {line_sum.quantize(CENT)} 不一致。"]
     if unknown := unknown_fields(raw, ORDER_FIELDS):
         errors[prefix + "non_field_errors"] = [f"不认识的字段：{'、'.join(unknown)}。"]

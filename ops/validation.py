@@ -162,7 +162,7 @@ def strict_positive_int(raw: str | None) -> int | None:
 
 
 def known_query(params, allowed: tuple[str, ...]) -> dict:
-    """The query parameters a read endpoint knows, non-empty ones only. An unknown one is a 400,
+    """The query parameters a read endpoint knows. An unknown, repeated or empty one is a 400,
     never ignored: 「?stroe=天河店」 silently answered for every store."""
     unknown = unknown_fields(params, {*allowed, "format"})  # DRF's own ?format=json
     if unknown:
@@ -171,7 +171,11 @@ def known_query(params, allowed: tuple[str, ...]) -> dict:
     repeated = [k for k in allowed if len(params.getlist(k)) > 1] if hasattr(params, "getlist") else []
     if repeated:
         raise ValidationError({name: ["这个参数只能给一次。"] for name in repeated})
-    return {k: params[k] for k in allowed if params.get(k) not in (None, "")}
+    # 「?status=」 answered as if no filter were given: a client's blank filter read as 「all」.
+    empty = [k for k in allowed if k in params and str(params.get(k)).strip() == ""]
+    if empty:
+        raise ValidationError({name: ["参数值不能为空；不需要这个筛选时请不要传这个参数。"] for name in empty})
+    return {k: params[k] for k in allowed if params.get(k) is not None}
 
 
 def limit_param(value, default: int, maximum: int) -> int:

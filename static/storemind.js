@@ -94,3 +94,11 @@ document.addEventListener("DOMContentLoaded", function () {
   const last = turns && turns.lastElementChild;
   if (last && last.classList.contains("turn")) last.scrollIntoView({block: "start"});
 });
+// Enter sends the question (Shift+Enter is a new line; Enter that ends an IME composition is not
+// a send). Here rather than in an onkeydown attribute: the CSP allows no inline script.
+document.addEventListener("keydown", function (event) {
+  const box = event.target.closest && event.target.closest("textarea[data-enter-sends]");
+  if (!box || event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+  event.preventDefault();
+  box.form.requestSubmit();
+});

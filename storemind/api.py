@@ -10,16 +10,15 @@ import logging
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError
+from django.db import DatabaseError, IntegrityError
 from django.http import JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from core.errors import Conflict, NotFound
+from core.errors import DATABASE_DOWN, RETRY_AFTER_SECONDS, Conflict, NotFound, is_database_outage
 
 log = logging.getLogger("storemind.api")
-RETRY_AFTER_SECONDS = 5
 
 
 def _validation_detail(exc: DjangoValidationError):
@@ -28,17 +27,10 @@ def _validation_detail(exc: DjangoValidationError):
     return {"detail": [str(m) for m in exc.messages]}
 
 
-def is_database_outage(exc: BaseException) -> bool:
-    return isinstance(exc, (OperationalError, InterfaceError))
-
-
 def service_unavailable(detail: str, retry_after: int = RETRY_AFTER_SECONDS, **extra) -> JsonResponse:
     response = JsonResponse({"detail": detail, **extra}, status=503, json_dumps_params={"ensure_ascii": False})
     response["Retry-After"] = str(retry_after)
     return response
-
-
-DATABASE_DOWN = "数据库暂时不可用，请稍后重试。"
 
 
 def exception_handler(exc, context):

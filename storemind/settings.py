@@ -106,6 +106,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "storemind.middleware.ErrorContractMiddleware",
+    "storemind.middleware.SecurityHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -168,7 +169,7 @@ if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL
     CELERY_TASK_ALWAYS_EAGER = False
-    # Short socket timeouts: a cache that does not answer is skipped (throttles fail open), not waited on.
+    # Short socket timeouts: a cache that does not answer is skipped, not waited on (rate limits do not use it).
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
                           "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1}}}
 else:
@@ -225,15 +226,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["storemind.parsers.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "storemind.api.exception_handler",
-    # Views name a throttle_scope; counters live in the cache and the throttle fails open.
-    "DEFAULT_THROTTLE_CLASSES": ["core.throttling.FailOpenScopedRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {
-        "pos_write": env("SM_POS_WRITE_RATE", "600/min"),
-        "api_write": env("SM_API_WRITE_RATE", "120/min"),  # proposal creation, per user
-        "chat": env("SM_CHAT_RATE", "30/min"),
-        "feedback": env("SM_FEEDBACK_RATE", "30/min"),
-        "decide": env("SM_DECIDE_RATE", "30/min"),  # confirm / reject, per user
-    },
+    # Views name a throttle_scope; its rate is in SM_RATES and it counts in the database (core.ratelimit).
+    "DEFAULT_THROTTLE_CLASSES": ["core.throttling.ScopedRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "StoreMind API",
@@ -313,9 +307,33 @@ SM_REFUSAL_THRESHOLD = env_float("SM_REFUSAL_THRESHOLD", 0.861)
 SM_JUDGE_THRESHOLD = env_float("SM_JUDGE_THRESHOLD", 0.857)
 SM_HISTORY_TOKENS = env_int("SM_HISTORY_TOKENS", 1200)
 SM_MAX_QUERY_CHARS = 2000
-SM_LOGIN_MAX_FAILURES = env_int("SM_LOGIN_MAX_FAILURES", 5)  # per username; 5x that per client address
+SM_LOGIN_MAX_FAILURES = env_int("SM_LOGIN_MAX_FAILURES", 5)  # per account; 5x that per client address
 SM_LOGIN_LOCKOUT_SECONDS = env_int("SM_LOGIN_LOCKOUT_SECONDS", 900)
+# The one rate table, for every channel (REST, the chat page and its HTMX forms, MCP over stdio
+# and HTTP): per person (per client address when anonymous), counted atomically in the
+# database (core.ratelimit), so limits hold when Redis is down. "N/min", "N/hour", "N/day", "N/15min".
+SM_RATES = {
+    "pos_write": env("SM_POS_WRITE_RATE", "600/min"),
+    "api_write": env("SM_API_WRITE_RATE", "120/min"),  # proposal creation, uploads
+    "chat": env("SM_CHAT_RATE", "30/min"),  # a question, in any channel
+    "feedback": env("SM_FEEDBACK_RATE", "30/min"),
+    "decide": env("SM_DECIDE_RATE", "30/min"),  # confirm / reject
+    "mcp": env("SM_MCP_RATE", "120/min"),  # MCP tool calls and resource reads
+    # Member balance lookups: a bartender looks a member up now and then; walking the member
+    # list (240 lookups in 10 s was seen) meets these within the first minutes.
+    "member_lookup": env("SM_MEMBER_LOOKUP_RATE", "20/10min"),
+    "member_lookup_day": env("SM_MEMBER_LOOKUP_DAY_RATE", "120/day"),
+    # Wrong API tokens per client address (a guessing run). Failed logins: SM_LOGIN_* above.
+    "bad_token": env("SM_BAD_TOKEN_RATE", "20/min"),
+}
+# Proxies whose X-Forwarded-For is believed (addresses or networks, comma-separated): the client's
+# address is then the last one in that header that is not one of them. Unset: only the
+# connecting address counts, and any X-Forwarded-For is ignored. docker-compose sets its network.
+SM_TRUSTED_PROXIES = env("SM_TRUSTED_PROXIES", "") or ""
 SM_PROPOSAL_TTL_HOURS = env_int("SM_PROPOSAL_TTL_HOURS", 72)
+# An async question still pending this long after it was queued is reported failed (lost).
+SM_CHAT_TASK_LOST_AFTER_S = env_int("SM_CHAT_TASK_LOST_AFTER_S", 600)
 CELERY_BEAT_SCHEDULE = {
     "expire-proposals-hourly": {"task": "workflow.expire_proposals", "schedule": 3600.0},
+    "purge-chat-tasks-daily": {"task": "agent.purge_chat_tasks", "schedule": 86400.0},
 }

@@ -28,7 +28,7 @@ from core.roles import require
 from core.scoping import store_ids_for
 from ops.models import Member, Order, Product, Store
 from ops.selectors import UnknownProduct, UnknownStore, resolve_product, resolve_store_for
-from ops.validation import reject_bad_text, reject_unknown
+from ops.validation import reject_bad_text, reject_unknown, text_problem
 
 from .models import CONFIRM_PERMS, Proposal, RestockLine, RestockRequest, Ticket
 
@@ -260,6 +260,8 @@ def reject_reason_clean(reason) -> str:
     reason = (reason or "").strip() if isinstance(reason, str) or reason is None else str(reason)
     if not reason:
         raise ValidationError({"reason": ["拒绝时请写明原因。"]})
+    if problem := text_problem(reason):
+        raise ValidationError({"reason": [f"拒绝原因{problem}"]})
     if len(reason) > REJECT_REASON_MAX:
         raise ValidationError({"reason": [f"拒绝原因不能超过 {REJECT_REASON_MAX} 个字（现在 {len(reason)} 个）。"]})
     return reason

@@ -349,3 +349,18 @@ def test_a_computed_line_amount_is_held_to_the_same_bound_as_a_sent_one(pos):
     r = pos.post("/api/v1/orders", payload, format="json")
     assert r.status_code == 400 and "上限" in r.json()["lines[0].qty"][0], r.json()
     assert counts() == before
+
+
+def test_an_order_must_equal_its_lines_to_the_cent(pos):
+    """#28: each line's amount was accepted 1 cent off quantity × price, so three lines made an
+    order 3 cents off its lines."""
+    before = counts()
+    off = order_payload("T-CENT-1", lines=[{"sku": "B001", "qty": 2, "unit_price": "15.00", "amount": "30.01"}])
+    r = pos.post("/api/v1/orders", off, format="json")
+    assert r.status_code == 400 and "lines[0].amount" in r.json() and "30.01" in r.json()["lines[0].amount"][0]
+    total_off = order_payload("T-CENT-2")
+    total_off["total"] = "58.01"
+    r = pos.post("/api/v1/orders", total_off, format="json")
+    assert r.status_code == 400 and "total" in r.json()
+    assert counts() == before
+    assert pos.post("/api/v1/orders", order_payload("T-CENT-3"), format="json").status_code == 201

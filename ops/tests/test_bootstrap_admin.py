@@ -44,6 +44,27 @@ def test_bootstrap_twice_adds_nothing(settings):
     assert ApiToken.objects.filter(store__code="GZ-TH", user__username="pos_gz_th").count() == 1
 
 
+def test_the_demo_pos_token_is_refused_by_a_server_started_without_sm_demo(settings):
+    """#28: bootstrapped with SM_DEMO=1, the README's demo POS token kept writing orders on a
+    server started with SM_DEMO=0."""
+    from rest_framework.test import APIClient
+
+    from ops.services import DEMO_POS_TOKEN
+
+    settings.SM_DEMO = True
+    call_command("bootstrap", stdout=io.StringIO(), stderr=io.StringIO())
+    pos = APIClient()
+    pos.credentials(HTTP_AUTHORIZATION=f"Bearer {DEMO_POS_TOKEN}")
+    from ops.models import Order
+    from ops.tests.factories import order_payload
+
+    assert pos.post("/api/v1/orders", order_payload("demo-token-on"), format="json").status_code == 201  # SM_DEMO=1
+    settings.SM_DEMO = False
+    r = pos.post("/api/v1/orders", order_payload("demo-token-off"), format="json")
+    assert r.status_code == 401 and "SM_DEMO=1" in r.json()["detail"]
+    assert not Order.objects.filter(external_id="demo-token-off").exists()
+
+
 def test_demo_users_only_with_sm_demo(settings):
     settings.SM_DEMO = False
     call_command("bootstrap", stdout=io.StringIO(), stderr=io.StringIO())

@@ -149,3 +149,65 @@ def test_a_charset_that_is_no_text_encoding_is_refused_in_chinese(clients):
     body = zlib.compress(b'{"orders": [' + b" " * 5_000_000 + b"]}")
     r = clients["pos"].post("/api/v1/orders", data=body, content_type="application/json; charset=zlib_codec")
     assert r.status_code == 400 and "字符集" in r.json()["detail"] and "UTF-8" in r.json()["detail"]
+
+
+# --- issue #28: NUL and lone surrogates outside the JSON API, and the admin's stock edit -----
+
+
+def _pending_restock(manager):
+    from workflow.services import proposal_create
+
+    proposal, _ = proposal_create(user=manager, kind=Proposal.Kind.RESTOCK, store="GZ-TH", source=Proposal.Source.API,
+                                  payload={"lines": [{"sku": "B001", "quantity": 5, "unit": "瓶", "reason": "补货"}]})
+    return proposal
+
+
+@pytest.mark.parametrize("bad", ["不要\x00了", "不要\ud800了"])
+def test_a_nul_or_lone_surrogate_in_a_form_field_is_a_400_everywhere_and_nothing_changes(bad):
+    from django.test import Client
+
+    from agent.services import chat_ask
+    from mcpserver.server import MCPError, dispatch
+
+    manager = make_user(f"nul_mgr_{len(bad)}_{ord(bad[2])}", role="manager", is_staff=True)
+    page = Client()
+    page.force_login(manager)
+    proposal = _pending_restock(manager)
+    # A form body is UTF-8 bytes: a lone surrogate cannot be sent in one (Django decodes what
+    # does not decode as U+FFFD), a NUL can. JSON can carry both ("\\ud800"), MCP's included.
+    if "\x00" in bad:
+        # The HTMX reject form (a DataError, a 500, before).
+        r = page.post(f"/proposals/{proposal.pk}/reject", {"reason": bad}, HTTP_HX_REQUEST="true")
+        assert r.status_code == 400 and "reason" in r.content.decode() and 'class="error"' in r.content.decode()
+        # The admin's bulk reject, with its reason.
+        r = page.post("/admin/workflow/proposal/", {"action": "reject_selected", "_selected_action": [proposal.pk],
+                                                    "apply": "1", "reason": bad})
+        assert r.status_code == 400
+        # Renaming a thread.
+        _, conv, _ = chat_ask(user=manager, query="会员卡能跨店用吗")
+        r = page.post(f"/threads/{conv.thread_id}/rename", {"title": bad}, HTTP_HX_REQUEST="true")
+        assert r.status_code == 400
+        conv.refresh_from_db()
+        assert "\x00" not in conv.title
+    # MCP: a JSON-RPC invalid-params error, not an unhandled DataError.
+    with pytest.raises(MCPError) as err:
+        dispatch(manager, "reject_proposal", {"proposal_id": proposal.pk, "reason": bad})
+    assert "reason" in str(err.value)
+    proposal.refresh_from_db()
+    assert proposal.status == Proposal.Status.PENDING
+
+
+def test_the_admin_stock_edit_below_zero_is_a_message_on_the_field_not_a_500():
+    from django.test import Client
+
+    from ops.models import Inventory
+
+    manager = make_user("stock_edit_mgr", role="manager", is_staff=True)
+    page = Client()
+    page.force_login(manager)
+    inv = Inventory.objects.select_related("product").get(store__code="GZ-TH", product__sku="B001")
+    before = (inv.on_hand, InventoryAdjustment.objects.count())
+    r = page.post(f"/admin/ops/inventory/{inv.pk}/change/", {"on_hand": -5, "safety_stock": inv.safety_stock, "_save": "1"})
+    assert r.status_code == 200 and "库存数量不能小于 0" in r.content.decode()
+    inv.refresh_from_db()
+    assert (inv.on_hand, InventoryAdjustment.objects.count()) == before

@@ -115,3 +115,30 @@ def test_postgresql_keeps_the_search_indexes_in_its_own_cache(db):
         cur.execute("SELECT pg_size_bytes(current_setting('shared_buffers')) = pg_size_bytes(%s)", [embedded_db.SHARED_BUFFERS])
         assert cur.fetchone()[0]
     assert embedded_db._default_shared_buffers().endswith("MB")
+
+
+def test_every_page_has_a_csp_and_private_answers_are_never_cached(client, db):
+    """#28: no Content-Security-Policy or Permissions-Policy on any page, and no
+    `Cache-Control: no-store` on private pages and API answers."""
+    from rest_framework.test import APIClient
+
+    from ops.services import api_token_issue
+    from ops.tests.factories import make_user
+
+    login = client.get("/accounts/login/")
+    csp = login["Content-Security-Policy"]
+    assert "script-src 'self'" in csp and "unsafe-eval" not in csp and "'unsafe-inline'" not in csp.split("script-src")[1].split(";")[0]
+    assert "frame-ancestors 'none'" in csp and "camera=()" in login["Permissions-Policy"]
+    assert "no-store" not in client.get("/health").get("Cache-Control", "")  # anonymous and public: as before
+
+    user = make_user("headers_staff", role="staff", stores=["GZ-TH"])
+    client.force_login(user)
+    for path in ("/", "/proposals/", "/admin/"):
+        r = client.get(path, follow=False)
+        assert r["Cache-Control"] == "no-store" and r["Content-Security-Policy"] == csp, path
+    _, key = api_token_issue(user=user, name="headers")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    r = api.get("/api/v1/stores")
+    assert r.status_code == 200 and r["Cache-Control"] == "no-store"
+    assert api.get("/api/v1/nowhere")["Cache-Control"] == "no-store"  # the error answers too

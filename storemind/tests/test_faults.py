@@ -140,7 +140,7 @@ def test_redis_down_pos_writes_succeed_async_chat_is_a_quick_503_and_ready_says_
     order = {"external_id": ext, "created_at": "2026-11-20T21:15:00+08:00", "channel": "堂食", "total": "30.00",
              "lines": [{"sku": "B001", "qty": 2, "unit_price": "15.00", "amount": "30.00"}]}
     r = httpx.post(url + "/api/v1/orders", json=order, headers=pos, timeout=20)
-    assert r.status_code == 201, r.text  # the throttle's cache is down: it fails open
+    assert r.status_code == 201, r.text  # the throttle counts in the database: Redis is not needed
     r = httpx.post(url + "/api/v1/inventory/adjustments", json={"sku": "B001", "delta": 1, "reason": "receive", "external_id": ext},
                    headers=pos, timeout=20)
     assert r.status_code == 201, r.text
@@ -195,7 +195,7 @@ def test_a_hung_llm_costs_at_most_the_budget_then_the_circuit_opens(hung_llm, cl
 
     from agent.llm import breaker
 
-    user = make_user("fault_llm", role="staff")
+    user = make_user("fault_llm", role="manager")  # the trace is for view_trace holders
     api = APIClient()
     api.force_authenticate(user)
     api.post("/api/v1/chat", {"query": "会员卡能跨店用吗"}, format="json")  # warm up (jieba, embedder) without an LLM
@@ -249,7 +249,9 @@ def test_connect_timeout_is_at_most_two_seconds():
 def _pg_ctl(*args):
     from pgserver._commands import pg_ctl
 
-    pgdata = (BASE / "var" / "pgdata").resolve()
+    from storemind.embedded_db import pgdata_dir
+
+    pgdata = pgdata_dir(BASE)  # the tests' own cluster, never the one `make run` serves
     return pg_ctl(list(args), pgdata=pgdata, user="pgserver" if os.geteuid() == 0 else None, timeout=30)
 
 
@@ -268,6 +270,26 @@ def live_url(committed_db):
 
 
 embedded_only = pytest.mark.skipif(bool(os.environ.get("DATABASE_URL")), reason="stops the embedded PostgreSQL (DATABASE_URL unset)")
+
+
+@embedded_only
+def test_the_tests_stop_and_restart_a_cluster_of_their_own_never_the_one_make_run_serves():
+    """A newcomer runs `make run` in one terminal and `make test` in another: the outage tests
+    below stop the database they connect to, which must not be the server's."""
+    from django.db import connection
+    from pgserver.utils import PostmasterInfo
+
+    from storemind.embedded_db import pgdata_dir
+
+    ours = pgdata_dir(BASE)
+    assert ours.name == "pgdata-test"
+    info = PostmasterInfo.read_from_pgdata(ours)
+    assert info is not None and info.is_running() and str(info.socket_dir) == connection.settings_dict["HOST"]
+    # What `make run` resolves to: the same code without pytest's environment.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_VERSION", "SM_PGDATA")}
+    served = subprocess.run([sys.executable, "-c", "from pathlib import Path; from storemind.embedded_db import pgdata_dir; "
+                             f"print(pgdata_dir(Path({str(BASE)!r})))"], env=env, cwd=BASE, capture_output=True, text=True, check=True)
+    assert Path(served.stdout.strip()) == (BASE / "var" / "pgdata").resolve() != ours
 
 
 @embedded_only
@@ -303,6 +325,46 @@ def test_database_outage_is_a_json_503_and_recovery_is_quick_once_it_is_back(liv
         assert time.monotonic() - back < 5, "not recovered 5 s after the database was back"
         time.sleep(0.2)
     connections.close_all()
+
+
+@embedded_only
+def test_mcp_over_http_answers_a_database_outage_with_a_json_rpc_error_and_503(committed_db, monkeypatch):
+    """#28: 59 of 59 MCP HTTP requests got a plain-text 500 while the database was down."""
+    import asyncio
+
+    from django.db import connections
+
+    from mcpserver.server import TokenGate
+    from storemind import middleware
+
+    monkeypatch.setattr(middleware, "restart_embedded_database", lambda: False)  # like a managed database
+    key = api_token_issue(user=make_user(f"fault_mcp_{uuid.uuid4().hex[:6]}", stores=["GZ-TH"]), name="t")[1]
+    reached = []
+
+    async def app(scope, receive, send):  # what sits behind the gate: reached only with a valid token
+        reached.append(scope["path"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    async def post():
+        transport = httpx.ASGITransport(app=TokenGate(app))
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            return await client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                     headers={"Authorization": f"Bearer {key}"})
+
+    assert asyncio.run(post()).status_code == 200 and reached == ["/mcp"]
+    connections.close_all()
+    _pg_ctl("-w", "-m", "fast", "stop")
+    try:
+        r = asyncio.run(post())
+    finally:
+        from storemind.embedded_db import ensure_running
+
+        ensure_running(BASE)
+        connections.close_all()
+    assert r.status_code == 503 and r.headers["Content-Type"].startswith("application/json") and r.headers["Retry-After"]
+    assert r.json()["jsonrpc"] == "2.0" and r.json()["error"]["code"] == -32603 and "数据库" in r.json()["error"]["message"]
+    assert reached == ["/mcp"]
 
 
 @embedded_only

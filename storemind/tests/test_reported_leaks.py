@@ -54,6 +54,8 @@ def test_a_user_without_a_role_reads_nothing_over_rest_and_chat():
     c = api(key)
     assert c.get("/api/v1/sales/summary", {"store": "天河店", "period": "上周"}).status_code == 403
     assert c.post("/api/v1/chat", {"query": "上周天河店卖了多少"}, format="json").status_code == 403
+    # #28: the SOP search answered 200 over REST where chat and MCP refused the same account.
+    assert c.get("/api/v1/knowledge/search", {"q": "会员卡能跨店用吗"}).status_code == 403
 
 
 def test_staff_sees_no_member_list_and_no_other_stores_orders_in_admin(client):
@@ -209,3 +211,25 @@ def test_an_inventory_rows_product_cannot_be_changed_in_admin(client):
     Inventory.objects.filter(pk=inv.pk).update(on_hand=0, safety_stock=5)
     listing = client.get("/admin/ops/inventory/").content.decode()
     assert "⚠ 低于" in listing and "icon-yes.svg" not in listing
+
+
+# --- issue #28: the execution trace over REST and MCP ---------------------------------------
+
+
+def test_the_trace_is_for_trace_viewers_only_and_never_names_a_store_they_may_not_see():
+    """Staff (no view_trace) got the trace over REST and MCP, which the chat page hides; for a
+    store outside their scope the answer said unknown while the trace named it."""
+    import json
+
+    from mcpserver.server import _ask
+
+    question = "上周深圳福田店卖了多少"
+    staff = make_user(f"trace_staff_{uuid.uuid4().hex[:6]}", role="staff", stores=["GZ-TH"])
+    body = api(api_token_issue(user=staff, name="t")[1]).post("/api/v1/chat", {"query": question}, format="json").json()
+    assert body["answer"] and body["trace"] == []
+    assert _ask(staff, {"query": question})[1]["trace"] == []
+    manager = make_user(f"trace_mgr_{uuid.uuid4().hex[:6]}", role="manager", stores=["GZ-TH"])
+    for trace in (api(api_token_issue(user=manager, name="t")[1]).post("/api/v1/chat", {"query": question}, format="json").json()["trace"],
+                  _ask(manager, {"query": question})[1]["trace"]):
+        text = json.dumps(trace, ensure_ascii=False)
+        assert trace and "福田" not in text and "SZ-FT" not in text, text[:400]

@@ -155,6 +155,11 @@ def test_the_audit_and_proposal_lists_filter_by_any_store_name_and_refuse_unknow
     assert listed.status_code == 200 and proposal.pk in [p["id"] for p in listed.json()]
     assert client.get("/api/v1/proposals", {"store": "三里屯店"}).status_code == 400
     assert client.get("/api/v1/proposals", {"stroe": "天河店"}).status_code == 400
+    # #28: an empty filter value was read as no filter at all (all statuses, every store).
+    for params in ({"status": ""}, {"store": " "}, {"kind": ""}):
+        r = client.get("/api/v1/proposals", params)
+        assert r.status_code == 400 and "不能为空" in r.json()[next(iter(params))][0], params
+    assert client.get("/api/v1/audit", {"action": ""}).status_code == 400
 
 
 def test_rejecting_in_the_admin_asks_for_the_reason_first(people, client):
