@@ -59,7 +59,7 @@ browser-deps:
 # The API contract with many more generated requests per operation, and schemathesis's
 # stateful phase (chains of calls); `make test` runs the same test with a few examples.
 fuzz: install
-	SM_CONTRACT_EXAMPLES=$${SM_CONTRACT_EXAMPLES:-40} SM_CONTRACT_PHASES=examples,coverage,fuzzing,stateful \
+	SM_CONTRACT_STRICT=1 SM_CONTRACT_EXAMPLES=$${SM_CONTRACT_EXAMPLES:-40} SM_CONTRACT_PHASES=examples,coverage,fuzzing,stateful \
 	  $(BIN)/python -m pytest storemind/tests/test_contract.py -v
 
 lint: install

@@ -8,6 +8,8 @@ unknown fields (additionalProperties: false), as the services do.
 """
 from __future__ import annotations
 
+import re
+
 ERROR_SCHEMA = {
     "type": "object",
     "description": "错误。`detail` 说明原因；字段错误以字段路径为键（如 `lines[0].sku`），值是错误信息列表。",
@@ -27,22 +29,39 @@ DESCRIPTIONS = {
     "429": "请求太频繁（每个用户限流）",
     "503": "数据库或后台队列暂时不可用",
 }
-# Operations whose view has a throttle_scope, or can conflict: (method, path) → extra codes.
-THROTTLED = {("post", "/api/v1/orders"), ("post", "/api/v1/inventory/adjustments"), ("post", "/api/v1/proposals"),
-             ("post", "/api/v1/proposals/{id}/confirm"), ("post", "/api/v1/proposals/{id}/reject"), ("post", "/api/v1/chat")}
+# Operations that can conflict (409); throttled ones (429) are read off the views.
 CONFLICTS = {("post", "/api/v1/orders"), ("post", "/api/v1/inventory/adjustments"), ("post", "/api/v1/proposals"),
              ("post", "/api/v1/proposals/{id}/confirm"), ("post", "/api/v1/proposals/{id}/reject")}
 
 
-def _codes(method: str, path: str, operation: dict) -> set[str]:
+# Bodies that name an object by id (a new version of document N): 404 when it names nothing of yours.
+REFERS_BY_ID = {("post", "/api/v1/knowledge/documents")}
+
+
+def _throttled(generator) -> set[tuple[str, str]]:
+    """(method, path) of every operation whose view names a throttle_scope (DRF throttles every
+    method of such a view), read off the views rather than listed by hand."""
+    found = set()
+    for path, _regex, method, view in getattr(generator, "endpoints", None) or []:
+        if getattr(getattr(view, "cls", view), "throttle_scope", None):
+            found.add((method.lower(), _shape(path)))
+    return found
+
+
+def _shape(path: str) -> str:
+    """/a/{pk}/b and /a/{id}/b are one path (the schema names path parameters its own way)."""
+    return re.sub(r"\{[^}]+\}", "{}", path)
+
+
+def _codes(method: str, path: str, operation: dict, throttled: set = frozenset()) -> set[str]:
     codes = {"401", "403", "503"}
     if operation.get("parameters") or "requestBody" in operation or method in ("post", "put", "patch"):
         codes.add("400")
     if "requestBody" in operation or method in ("post", "put", "patch"):
         codes.add("415")
-    if "{" in path:
+    if "{" in path or (method, path) in REFERS_BY_ID:
         codes.add("404")
-    if (method, path) in THROTTLED:
+    if (method, _shape(path)) in throttled:
         codes.add("429")
     if (method, path) in CONFLICTS:
         codes.add("409")
@@ -55,16 +74,76 @@ def _close_request_schemas(schemas: dict) -> None:
             schema["additionalProperties"] = False
 
 
+# drf-spectacular's pattern for max_digits=11, decimal_places=2 admits "", "-", "." and 999,999,999;
+# ops.validation.money_problem wants a number of at most 10^8 with at most two decimals.
+SPECTACULAR_MONEY = r"^-?\d{0,9}(?:\.\d{0,2})?$"
+MONEY_PATTERN = r"^-?(?:\d{1,8}(?:\.\d{0,2})?|\.\d{1,2}|100000000(?:\.0{0,2})?)$"
+
+
+def _state_what_the_server_enforces(result: dict, components: dict) -> None:
+    """Constraints the services enforce that the serializers cannot say: every query filter is
+    refused empty (ops.validation.known_query), a batch holds 1 to SM_POS_MAX_BATCH orders, and a
+    proposal's payload has the shape of its kind (workflow.services)."""
+    from django.conf import settings
+
+    from workflow.services import MAX_REASON, MAX_RESTOCK_LINES, MAX_RESTOCK_QTY, TICKET_CATEGORIES, TICKET_SEVERITIES
+
+    for item in result.get("paths", {}).values():
+        for operation in item.values():
+            for param in operation.get("parameters", []) if isinstance(operation, dict) else []:
+                schema = param.get("schema", {})
+                if param.get("in") == "query" and schema.get("type") == "string" and "enum" not in schema:
+                    schema.setdefault("minLength", 1)
+    for schema in components.values():
+        for prop in (schema.get("properties") or {}).values():
+            if prop.get("format") == "decimal" and prop.get("pattern") == SPECTACULAR_MONEY:
+                prop["pattern"] = MONEY_PATTERN
+    delta = components.get("AdjustmentInRequest", {}).get("properties", {}).get("delta")
+    if delta is not None and "minimum" in delta:  # never 0: ±1 to ±MAX_QTY
+        low, high = delta.pop("minimum"), delta.pop("maximum")
+        delta["anyOf"] = [{"minimum": low, "maximum": -1}, {"minimum": 1, "maximum": high}]
+    batch = components.get("OrderBatchInRequest", {}).get("properties", {}).get("orders")
+    if batch is not None:
+        batch.update(minItems=1, maxItems=settings.SM_POS_MAX_BATCH)
+    create = components.get("ProposalCreateRequest")
+    if create is not None:
+        restock_line = {"type": "object", "additionalProperties": False, "required": ["sku", "quantity"], "properties": {
+            "sku": {"type": "string", "minLength": 1, "maxLength": 64, "description": "SKU、商品名或别名"},
+            "quantity": {"type": "integer", "minimum": 1, "maximum": MAX_RESTOCK_QTY},
+            "unit": {"type": "string", "description": "商品的单位或 箱；省略时为商品的单位"},
+            "reason": {"type": "string", "maxLength": MAX_REASON}}}
+        restock = {"type": "object", "additionalProperties": False, "required": ["lines"], "properties": {
+            "lines": {"type": "array", "minItems": 1, "maxItems": MAX_RESTOCK_LINES, "items": restock_line}}}
+        ticket = {"type": "object", "additionalProperties": False, "required": ["category", "severity", "description"], "properties": {
+            "category": {"type": "string", "enum": TICKET_CATEGORIES},
+            "severity": {"type": "string", "enum": TICKET_SEVERITIES},
+            # 5 to 2000 characters once the spaces around it are removed.
+            "description": {"type": "string", "minLength": 5, "maxLength": 2000, "pattern": r"^\s*\S[\s\S]{3,}\S\s*$"},
+            "order": {"type": "string", "minLength": 1, "description": "相关的 POS 单号（可选）"},
+            "member": {"type": "string", "minLength": 1, "description": "相关的会员号或完整手机号（可选）"}}}
+        base = {k: v for k, v in create.items() if k != "properties"}
+        props = create.get("properties", {})
+        components["ProposalCreateRequest"] = {
+            "oneOf": [
+                {**base, "properties": {**props, "kind": {"type": "string", "enum": ["restock"]}, "payload": restock}},
+                {**base, "properties": {**props, "kind": {"type": "string", "enum": ["ticket"]}, "payload": ticket}},
+            ],
+            "description": create.get("description", "提案：补货（restock）或客诉工单（ticket），payload 按类型。"),
+        }
+
+
 def postprocess(result, generator, request, public):
     components = result.setdefault("components", {}).setdefault("schemas", {})
     components["Error"] = ERROR_SCHEMA
     _close_request_schemas(components)
+    _state_what_the_server_enforces(result, components)
+    throttled = _throttled(generator)
     for path, item in result.get("paths", {}).items():
         for method, operation in item.items():
             if method not in ("get", "post", "put", "patch", "delete"):
                 continue
             responses = operation.setdefault("responses", {})
-            for code in sorted(_codes(method, path, operation)):
+            for code in sorted(_codes(method, path, operation, throttled)):
                 if code in responses:
                     continue
                 response = {"description": DESCRIPTIONS[code],

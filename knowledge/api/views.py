@@ -165,7 +165,8 @@ class DocumentsView(APIView):
             pk = strict_positive_int(str(request.data["document"]))
             document = Document.objects.filter(pk=pk, archived_at__isnull=True).first() if pk else None
             if document is None or not may_manage(request.user, document):
-                raise ValidationError({"document": ["没有这篇文档（或它不归你管理）：document 填要上传新版本的文档 id。"]})
+                # 404 like POST /knowledge/documents/{id}/publish: an id that names nothing of yours.
+                raise NotFound("没有这篇文档（或它不归你管理）：document 填要上传新版本的文档 id。")
         before = DocumentVersion.objects.count()
         version = document_upload(user=request.user, name=upload.name or "document", data=upload.read(), title=request.data.get("title") or "",
                                   audience=request.data.get("audience") or None, stores=_csv(request.data.get("stores")),

@@ -27,6 +27,8 @@ SCHEMATHESIS = shutil.which("schemathesis", path=str(Path(sys.executable).parent
 CHECKS = ",".join([
     "not_a_server_error", "status_code_conformance", "content_type_conformance", "response_headers_conformance",
     "response_schema_conformance", "negative_data_rejection",
+    # make fuzz: also "a request the schema calls valid is not refused" (SM_CONTRACT_STRICT=1).
+    *(["positive_data_acceptance"] if os.environ.get("SM_CONTRACT_STRICT") == "1" else []),
 ])
 
 pytestmark = pytest.mark.skipif(SCHEMATHESIS is None, reason="schemathesis is not installed (make test installs requirements.txt)")
