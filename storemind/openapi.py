@@ -80,6 +80,11 @@ SPECTACULAR_MONEY = r"^-?\d{0,9}(?:\.\d{0,2})?$"
 MONEY_PATTERN = r"^-?(?:\d{1,8}(?:\.\d{0,2})?|\.\d{1,2}|100000000(?:\.0{0,2})?)$"
 
 
+# Text may not hold NUL (ops.validation.find_bad_text; lone surrogates cannot be encoded in JSON
+# or a URL as UTF-8 anyway).
+NO_NUL = r"^[^\x00]*$"
+
+
 def _state_what_the_server_enforces(result: dict, components: dict) -> None:
     """Constraints the services enforce that the serializers cannot say: every query filter is
     refused empty (ops.validation.known_query), a batch holds 1 to SM_POS_MAX_BATCH orders, and a
@@ -94,6 +99,11 @@ def _state_what_the_server_enforces(result: dict, components: dict) -> None:
                 schema = param.get("schema", {})
                 if param.get("in") == "query" and schema.get("type") == "string" and "enum" not in schema:
                     schema.setdefault("minLength", 1)
+                    schema.setdefault("pattern", NO_NUL)
+    for schema in components.values():  # every free text of a request body (ops.validation.find_bad_text)
+        for prop in (schema.get("properties") or {}).values():
+            if prop.get("type") == "string" and not ({"enum", "pattern", "format"} & set(prop)):
+                prop["pattern"] = NO_NUL
     for schema in components.values():
         for prop in (schema.get("properties") or {}).values():
             if prop.get("format") == "decimal" and prop.get("pattern") == SPECTACULAR_MONEY:
