@@ -40,6 +40,8 @@ DENIAL_WINDOW = timedelta(minutes=1)
 # read them in Chinese. Prefix → what the audit list shows.
 REASONS_FOR_PEOPLE = (
     ("POS token on a non-POS endpoint", "POS 设备令牌访问了非 POS 接口"),
+    ("login locked out", "登录失败次数过多，已暂时锁定"),
+    ("invalid API tokens", "无效的 API 令牌尝试过多"),
     ("no confirm permission", "没有处理提案的权限"),
     ("proposal outside the user's stores", "提案不属于其负责的门店"),
     ("store outside the token's scope", "门店不在该令牌的范围内"),

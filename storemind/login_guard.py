@@ -34,10 +34,16 @@ def _keys(username: str, request) -> tuple[str, str]:
 
 @receiver(user_login_failed, dispatch_uid="storemind.login_failed")
 def _count_failure(sender, credentials=None, request=None, **kwargs):
-    account, address = _keys((credentials or {}).get("username", ""), request)
+    username = (credentials or {}).get("username", "")
+    account, address = _keys(username, request)
     per_account, per_address = _rates()
-    hit(account, per_account)
-    hit(address, per_address)
+    by_account, by_address = hit(account, per_account), hit(address, per_address)
+    # A lockout is audited once, by the failure that starts it (not once per guess).
+    for count, what in ((by_account, f"account {username[:150]!r}"), (by_address, f"address {client_address(request)}")):
+        if count.count == count.limit:
+            from core.audit import audit_denial
+
+            audit_denial(actor=None, attempt="login", reason=f"login locked out: {count.limit} failures for {what}")
 
 
 @receiver(user_logged_in, dispatch_uid="storemind.login_ok")

@@ -59,6 +59,10 @@ def test_one_guesser_behind_the_proxy_locks_out_only_their_own_address():
         assert _login(proxy, f"nobody_{n % 8}", "wrong", "203.0.113.9").status_code == 200
     assert _login(proxy, victim.username, "pw-123456", "203.0.113.9").status_code == 429  # the guesser: locked
     assert _login(Client(REMOTE_ADDR="10.0.0.2"), other.username, "pw-123456", "198.51.100.7").status_code == 302
+    from core.models import AuditLog
+
+    lockouts = AuditLog.objects.filter(action="permission_denied", after__attempt="login")
+    assert [r.after["reason"] for r in lockouts] == ["login locked out: 25 failures for address 203.0.113.9"]  # once, not 25 times
     # The guesser's own X-Forwarded-For, sent straight to gunicorn, is not believed.
     direct = Client(REMOTE_ADDR="198.51.100.66")
     for n in range(25):
