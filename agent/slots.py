@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 
 from django.core.exceptions import PermissionDenied, ValidationError
 
+from core.errors import NotFound
 from core.roles import require
 from ops.models import Product, Store
 from ops.periods import cn_number
@@ -27,7 +28,7 @@ from . import vocabulary as vocab
 RESTOCK, TICKET = "restock", "ticket"
 _QTY = re.compile(r"(\d+|[零〇一二两三四五六七八九十百千万]+)\s*(箱|瓶|杯|份|件|桶|个)")
 _CANCEL = re.compile(r"^(算了|不用了|不要了|取消|撤销|不补了|别补了|先不补|先不用|先不要|不建了|先不建)|算了[吧啊]?[。！!]?$|(取消|撤销)(这个|这次)?(申请|补货|工单|提案)")
-_YES = re.compile(r"^(好|好的|行|可以|嗯|对|是|是的|要|ok|okay|就这样|没问题|改吧|那就)", re.IGNORECASE)
+_YES = re.compile(r"^(好|好的|行|可以|嗯|对|是|是的|要|ok|okay|就这样|没问题|改吧|那就|生成|帮我生成)", re.IGNORECASE)
 _TICKET_WORDS = re.compile(r"工单|投诉单|客诉单|" + vocab.TICKET_REQUEST)  # 「帮我登记个投诉」「登记客人的投诉」
 # The request's own words, taken out of a ticket's description (「客人投诉酒有怪味 帮我建个投诉单」 lost 「怪味」
 # to a 「four characters before 建」 prefix).
@@ -58,6 +59,7 @@ class PendingAction:
     started_with: str = ""
     not_a_product: str = ""  # 「喜力」 in 「补两箱喜力」: what was asked for that we do not sell
     store_said: str = ""  # how the store was named (「天河店」): a refusal echoes it, never the full name
+    offer_lines: list = field(default_factory=list)  # a restock offered after a stock answer, proposed on 「好」
 
     def missing(self) -> list[str]:
         if self.kind == TICKET:
@@ -338,6 +340,8 @@ def _create_ticket(pending: PendingAction, *, user, today) -> Step:
     except ValidationError as exc:
         messages = [m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms]
         return Step("提案内容有误：" + "；".join(messages), pending)
+    except NotFound as exc:  # the order or member the complaint names is not there
+        return Step(f"提案内容有误：{exc.message}", pending)
     return Step(f"已为{proposal.store.name}生成客诉工单提案 #{proposal.pk}（{category}，{severity}）。确认后才会建立工单；店员和店长都可以确认。",
                 None, proposal, detail={"proposal_id": proposal.pk, "created": created})
 

@@ -59,6 +59,7 @@ def writable_stores(*, user, perm: str, token: ApiToken | None) -> list[Store]:
     return stores
 
 
+STORE_EMPTY = "门店不能是空字符串：省略这个字段即为 POS 令牌绑定的门店。"
 ORDER_FIELDS = frozenset({"store", "external_id", "created_at", "channel", "status", "member", "lines", "total"})
 LINE_FIELDS = frozenset({"sku", "qty", "unit_price", "amount"})
 MAX_PRICE_FACTOR = 10  # a line's unit price at most this many times the product's list price
@@ -88,7 +89,9 @@ def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | Non
 
     store = None
     store_key = raw.get("store")
-    if store_key in (None, ""):
+    if store_key == "":  # was read as omitted, while the schema says a store code is at least one character
+        errors[prefix + "store"] = [STORE_EMPTY]
+    elif store_key is None:
         if len(ctx["writable"]) == 1 and ctx["token_store"]:
             store = ctx["writable"][0]
         else:
@@ -128,7 +131,9 @@ def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | Non
         errors[prefix + "status"] = [f"只能是：{'、'.join(Order.Status.values)}。"]
 
     member = None
-    if raw.get("member") not in (None, ""):
+    if raw.get("member") is not None and not isinstance(raw["member"], str):
+        errors[prefix + "member"] = ["会员号或手机号必须是字符串。"]
+    elif raw.get("member") not in (None, ""):
         member = ctx["members"].get(str(raw["member"]))
         if member is None:
             errors[prefix + "member"] = [f"没有会员「{raw['member']}」。"]
@@ -336,7 +341,9 @@ def inventory_adjust(*, data: dict, user, token: ApiToken | None = None) -> Adju
     writable = writable_stores(user=user, perm="ops.add_inventoryadjustment", token=token)
     key = data.get("store")
     store = None
-    if key in (None, "") and token is not None and token.store_id and writable:
+    if key == "":
+        errors["store"] = [STORE_EMPTY]
+    elif key is None and token is not None and token.store_id and writable:
         store = writable[0]
     elif not isinstance(key, (str, type(None))):
         errors["store"] = ["门店必须是字符串。"]

@@ -38,6 +38,10 @@ _INVISIBLE = re.compile("[\u200b-\u200f\u2060\ufeff\u00ad]")
 _SPACE_IN_CHINESE = re.compile(r"(?<=[\u4e00-\u9fff])[ \u3000]+(?=[\u4e00-\u9fff])")
 
 
+# What a POS number may be: printable ASCII, no space at either end (the schema states this pattern).
+EXTERNAL_ID = re.compile(r"^[!-~](?:[ -~]{0,62}[!-~])?$")
+
+
 def key_problem(value) -> str | None:
     """Why `value` cannot be an idempotency key (a POS order or adjustment number), or None.
     The key is compared byte for byte, so what reads the same must be written the same:
@@ -51,6 +55,8 @@ def key_problem(value) -> str | None:
         return "不能包含不可见字符或控制字符（如零宽空格 \\u200b）。"
     if unicodedata.normalize("NFKC", value) != value:
         return f"含有全角或兼容字符，请改用半角：「{unicodedata.normalize('NFKC', value)}」。"
+    if not EXTERNAL_ID.fullmatch(value):
+        return "只能由半角字母、数字、空格和符号组成（POS 单号）。"
     return None
 
 

@@ -31,11 +31,12 @@ DESCRIPTIONS = {
 }
 # Operations that can conflict (409); throttled ones (429) are read off the views.
 CONFLICTS = {("post", "/api/v1/orders"), ("post", "/api/v1/inventory/adjustments"), ("post", "/api/v1/proposals"),
-             ("post", "/api/v1/proposals/{id}/confirm"), ("post", "/api/v1/proposals/{id}/reject")}
+             ("post", "/api/v1/proposals/{id}/confirm"), ("post", "/api/v1/proposals/{id}/reject"),
+             ("post", "/api/v1/knowledge/documents/{id}/publish")}
 
 
 # Bodies that name an object by id (a new version of document N): 404 when it names nothing of yours.
-REFERS_BY_ID = {("post", "/api/v1/knowledge/documents")}
+REFERS_BY_ID = {("post", "/api/v1/knowledge/documents"), ("post", "/api/v1/proposals")}
 
 
 def _throttled(generator) -> set[tuple[str, str]]:
@@ -78,6 +79,9 @@ def _close_request_schemas(schemas: dict) -> None:
 # ops.validation.money_problem wants a number of at most 10^8 with at most two decimals.
 SPECTACULAR_MONEY = r"^-?\d{0,9}(?:\.\d{0,2})?$"
 MONEY_PATTERN = r"^-?(?:\d{1,8}(?:\.\d{0,2})?|\.\d{1,2}|100000000(?:\.0{0,2})?)$"
+# A line's unit price is never negative (min_value=0, which a string's pattern must say itself), nor,
+# with qty ≥ 1, its amount.
+MONEY_PATTERN_NOT_NEGATIVE = MONEY_PATTERN.replace("^-?", "^", 1)
 
 
 # Text may not hold NUL (ops.validation.find_bad_text; lone surrogates cannot be encoded in JSON
@@ -112,6 +116,24 @@ def _state_what_the_server_enforces(result: dict, components: dict) -> None:
     if delta is not None and "minimum" in delta:  # never 0: ±1 to ±MAX_QTY
         low, high = delta.pop("minimum"), delta.pop("maximum")
         delta["anyOf"] = [{"minimum": low, "maximum": -1}, {"minimum": 1, "maximum": high}]
+    from agent.services import THREAD_ID
+    from ops.services import MAX_LINES_PER_ORDER
+    from ops.validation import EXTERNAL_ID
+
+    order_lines = components.get("OrderInRequest", {}).get("properties", {}).get("lines")
+    if order_lines is not None:  # drf-spectacular drops min_length/max_length of a many=True serializer
+        order_lines.update(minItems=1, maxItems=MAX_LINES_PER_ORDER)
+    for name in ("OrderInRequest", "AdjustmentInRequest"):  # ops.validation.key_problem
+        external_id = components.get(name, {}).get("properties", {}).get("external_id")
+        if external_id is not None:
+            external_id.update(pattern=EXTERNAL_ID.pattern, minLength=1, maxLength=64)
+    for field in ("unit_price", "amount"):
+        line_money = components.get("OrderLineInRequest", {}).get("properties", {}).get(field)
+        if line_money is not None:
+            line_money["pattern"] = MONEY_PATTERN_NOT_NEGATIVE
+    chat_thread = components.get("ChatRequestRequest", {}).get("properties", {}).get("thread_id")
+    if chat_thread is not None:  # part of the page's URLs (agent.services.validate_thread_id)
+        chat_thread["pattern"] = rf"^(?:{THREAD_ID.pattern})?$"
     batch = components.get("OrderBatchInRequest", {}).get("properties", {}).get("orders")
     if batch is not None:
         batch.update(minItems=1, maxItems=settings.SM_POS_MAX_BATCH)
@@ -121,7 +143,7 @@ def _state_what_the_server_enforces(result: dict, components: dict) -> None:
             "sku": {"type": "string", "minLength": 1, "maxLength": 64, "description": "SKU、商品名或别名"},
             "quantity": {"type": "integer", "minimum": 1, "maximum": MAX_RESTOCK_QTY},
             "unit": {"type": "string", "description": "商品的单位或 箱；省略时为商品的单位"},
-            "reason": {"type": "string", "maxLength": MAX_REASON}}}
+            "reason": {"type": "string", "maxLength": MAX_REASON, "pattern": NO_NUL}}}
         restock = {"type": "object", "additionalProperties": False, "required": ["lines"], "properties": {
             "lines": {"type": "array", "minItems": 1, "maxItems": MAX_RESTOCK_LINES, "items": restock_line}}}
         ticket = {"type": "object", "additionalProperties": False, "required": ["category", "severity", "description"], "properties": {
@@ -129,8 +151,8 @@ def _state_what_the_server_enforces(result: dict, components: dict) -> None:
             "severity": {"type": "string", "enum": TICKET_SEVERITIES},
             # 5 to 2000 characters once the spaces around it are removed.
             "description": {"type": "string", "minLength": 5, "maxLength": 2000, "pattern": r"^\s*\S[\s\S]{3,}\S\s*$"},
-            "order": {"type": "string", "minLength": 1, "description": "相关的 POS 单号（可选）"},
-            "member": {"type": "string", "minLength": 1, "description": "相关的会员号或完整手机号（可选）"}}}
+            "order": {"type": "string", "minLength": 1, "pattern": NO_NUL, "description": "相关的 POS 单号（可选）"},
+            "member": {"type": "string", "minLength": 1, "pattern": NO_NUL, "description": "相关的会员号或完整手机号（可选）"}}}
         base = {k: v for k, v in create.items() if k != "properties"}
         props = create.get("properties", {})
         components["ProposalCreateRequest"] = {
@@ -142,11 +164,111 @@ def _state_what_the_server_enforces(result: dict, components: dict) -> None:
         }
 
 
+# Everyday time phrases offered as the enum of `period` and `baseline` (the server reads many more
+# Chinese phrases and {start, end}; the description says so). Only those that parse today and
+# lie within the data are stated, so a caller who picks one from the schema is never refused.
+PERIOD_PHRASES = ("今天", "昨天", "前天", "本周", "上周", "上上周", "本月", "上月", "最近7天", "最近14天", "最近30天")
+ACCEPTS_MORE = {
+    "store": "也接受门店名称或别名",
+    "product": "也接受商品名称或别名",
+    "period": "也接受其他中文时间说法，如 11月1日到7日、最近3天",
+    "baseline": "也接受其他中文时间说法，如 11月1日到7日、最近3天",
+}
+
+
+def _references_for(user, token) -> dict[str, list[str]]:
+    """The values of `store`, `product`/`sku` and `period`/`baseline` this caller may send and be
+    answered: the codes of the stores in their scope, the SKUs on sale and the period phrases."""
+    from ops.models import Product, Store
+    from ops.periods import PeriodError, bound_to_data, parse_period
+    from ops.selectors import first_sale_date
+    from ops.tools import MAX_TREND_DAYS, local_today
+
+    today, since = local_today(), first_sale_date()
+    periods = []
+    for phrase in PERIOD_PHRASES:
+        try:
+            period = bound_to_data(parse_period(phrase, today), since)
+        except PeriodError:
+            continue
+        if period.days <= MAX_TREND_DAYS:
+            periods.append(phrase)
+    stores = set(Store.objects.for_user(user, "view").values_list("code", flat=True))
+    if getattr(token, "store_id", None):  # a POS device writes for its one store
+        stores.add(token.store.code)
+    return {"store": sorted(stores),
+            "product": list(Product.objects.filter(active=True).order_by("sku").values_list("sku", flat=True)),
+            "period": periods}
+
+
+def _state_the_callers_references(result: dict, components: dict, request) -> None:
+    """A store, product or period the server does not know is a 400, so the schema served to a
+    signed-in caller names the ones it knows for them (enums), as `GET /api/v1/stores` and
+    `GET /api/v1/catalog` would; the anonymous schema leaves them free text."""
+    user = getattr(request, "user", None)
+    if user is None or not getattr(user, "is_authenticated", False):
+        return
+    known = _references_for(user, getattr(request, "auth", None))
+    by_name = {"store": known["store"], "product": known["product"], "sku": known["product"],
+               "period": known["period"], "baseline": known["period"]}
+
+    def narrow(schema: dict, name: str) -> None:
+        values = by_name.get(name)
+        if not values or schema.get("type") != "string" or "enum" in schema:
+            return
+        for key in ("minLength", "pattern"):
+            schema.pop(key, None)
+        schema["enum"] = values
+
+    for item in result.get("paths", {}).values():
+        for operation in item.values():
+            for param in operation.get("parameters", []) if isinstance(operation, dict) else []:
+                if param.get("in") == "query" and param.get("name") in by_name:
+                    narrow(param.setdefault("schema", {}), param["name"])
+                    if param["name"] in ACCEPTS_MORE and "enum" in param["schema"]:
+                        param["description"] = f"{param.get('description', '')}（枚举是你可用的值；{ACCEPTS_MORE[param['name']]}）"
+
+    def walk(schema):
+        if isinstance(schema, dict):
+            for name, prop in (schema.get("properties") or {}).items():
+                if name in ("store", "sku"):
+                    narrow(prop, name)
+            for value in schema.values():
+                walk(value)
+        elif isinstance(schema, list):
+            for value in schema:
+                walk(value)
+
+    for name, schema in components.items():
+        if name.endswith("Request"):
+            walk(schema)
+    _restock_units_by_product(components)
+
+
+def _restock_units_by_product(components: dict) -> None:
+    """A restock line's unit is its product's unit or 箱 (workflow.services): one branch per unit,
+    each naming its products, so 「W005 in 瓶」 is not offered when W005 is sold by the 杯."""
+    from ops.models import Product
+
+    for branch in components.get("ProposalCreateRequest", {}).get("oneOf", []):
+        lines = branch.get("properties", {}).get("payload", {}).get("properties", {}).get("lines")
+        if not lines or "sku" not in lines.get("items", {}).get("properties", {}):
+            continue
+        line, groups = lines["items"], {}
+        for sku, unit in Product.objects.filter(active=True).order_by("sku").values_list("sku", "unit"):
+            groups.setdefault(unit, []).append(sku)
+        lines["items"] = {"anyOf": [
+            {**line, "properties": {**line["properties"], "sku": {**line["properties"]["sku"], "enum": skus},
+                                    "unit": {**line["properties"]["unit"], "enum": list(dict.fromkeys([unit, "箱"]))}}}
+            for unit, skus in groups.items()]}
+
+
 def postprocess(result, generator, request, public):
     components = result.setdefault("components", {}).setdefault("schemas", {})
     components["Error"] = ERROR_SCHEMA
     _close_request_schemas(components)
     _state_what_the_server_enforces(result, components)
+    _state_the_callers_references(result, components, request)
     throttled = _throttled(generator)
     for path, item in result.get("paths", {}).items():
         for method, operation in item.items():

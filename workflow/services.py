@@ -53,7 +53,8 @@ def _clean_restock(payload: dict) -> dict:
         raise ValidationError({"payload.lines": ["补货至少要有一行：商品（sku）和数量（quantity），原因（reason）可选。"]})
     if len(lines) > MAX_RESTOCK_LINES:
         raise ValidationError({"payload.lines": [f"一次最多 {MAX_RESTOCK_LINES} 行。"]})
-    clean, seen = [], set()
+    clean: list[dict] = []
+    by_product: dict[int, dict] = {}
     for i, line in enumerate(lines):
         p = f"payload.lines[{i}]."
         if not isinstance(line, dict):
@@ -69,12 +70,10 @@ def _clean_restock(payload: dict) -> dict:
         except UnknownProduct as exc:
             product = None
             errors[p + "sku"] = exc.messages
-        if product is not None and product.id in seen:
-            errors[p + "sku"] = [f"{product.name} 重复出现。"]
         qty = line.get("quantity")
         if isinstance(qty, bool) or not isinstance(qty, int) or not 1 <= qty <= MAX_RESTOCK_QTY:
             errors[p + "quantity"] = [f"数量必须是 1 到 {MAX_RESTOCK_QTY} 的整数。"]
-        unit = line.get("unit") or (product.unit if product else "")
+        unit = line.get("unit", product.unit if product else "")  # 「"unit": ""」 is no unit, not the default
         if product is not None and unit not in (product.unit, "箱"):
             errors[p + "unit"] = [f"单位只能是 {product.unit} 或 箱。"]
         reason = line.get("reason") or ""
@@ -83,11 +82,26 @@ def _clean_restock(payload: dict) -> dict:
             errors[p + "reason"] = [f"原因是不超过 {MAX_REASON} 个字的文字。"]
         reason = reason.strip() if isinstance(reason, str) else ""
         if product is not None and not any(p + f in errors for f in ("sku", "quantity", "unit", "reason")):
-            seen.add(product.id)
-            clean.append({"sku": product.sku, "product": product.name, "quantity": qty, "unit": unit, "reason": reason})
+            line = {"sku": product.sku, "product": product.name, "quantity": qty, "unit": unit, "reason": reason}
+            if (first := by_product.get(product.id)) is None:
+                by_product[product.id] = line
+                clean.append(line)
+            else:
+                _merge_line(first, line, product)
     if errors:
         raise ValidationError(errors)
     return {"lines": clean}
+
+
+def _merge_line(first: dict, again: dict, product) -> None:
+    """The same product on two lines (a POS sending 2 箱 and 6 瓶) is one line: in 箱 when both
+    are, otherwise in the product's unit (a 箱 is case_size of it); the reasons are kept."""
+    if first["unit"] != again["unit"]:
+        for line in (first, again):
+            if line["unit"] != product.unit:
+                line["quantity"], line["unit"] = line["quantity"] * (product.case_size or 1), product.unit
+    first["quantity"] += again["quantity"]
+    first["reason"] = "；".join(r for r in dict.fromkeys((first["reason"], again["reason"])) if r)[:MAX_REASON]
 
 
 def _clean_ticket(payload: dict, store: Store) -> dict:
@@ -102,21 +116,29 @@ def _clean_ticket(payload: dict, store: Store) -> dict:
     description = payload.get("description")
     if not isinstance(description, str) or not 5 <= len(description.strip()) <= 2000:
         errors["payload.description"] = ["描述需要 5 到 2000 个字。"]
-    clean = {"category": category, "severity": severity, "description": (description or "").strip()}
+    # 「"description": [null, null]」 reached .strip() on a list: a 500.
+    clean = {"category": category, "severity": severity, "description": description.strip() if isinstance(description, str) else ""}
+    for name in ("order", "member"):
+        if payload.get(name) is not None and not isinstance(payload[name], str):
+            errors[f"payload.{name}"] = ["必须是字符串。"]
+            payload = {**payload, name: None}
+    missing = []  # a well-formed ticket naming an order or member that is not there: 404, as an unknown id is
     if payload.get("order"):
         order = Order.objects.filter(store=store, external_id=str(payload["order"])).first()
         if order is None:
-            errors["payload.order"] = [f"{store.name} 没有单号 {payload['order']} 的订单。"]
+            missing.append(f"{store.name}没有单号「{payload['order']}」的订单（payload.order）。")
         else:
             clean["order"] = order.external_id
     if payload.get("member"):
         member = Member.objects.filter(number=str(payload["member"]).upper()).first() or Member.objects.filter(phone=str(payload["member"])).first()
         if member is None:
-            errors["payload.member"] = ["没有这个会员。"]
+            missing.append("没有这个会员（payload.member）。")
         else:
             clean["member"] = member.number
     if errors:
         raise ValidationError(errors)
+    if missing:
+        raise NotFound("".join(missing))
     return clean
 
 

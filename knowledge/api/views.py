@@ -3,14 +3,14 @@ from urllib.parse import quote
 
 from django.core.exceptions import ValidationError
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.errors import NotFound
+from core.errors import Conflict, NotFound
 from ops.validation import as_read, known_query, reject_unknown, strict_positive_int
 
 from ..documents import document_publish, document_upload, may_manage
@@ -52,8 +52,9 @@ class KnowledgeSearchView(APIView):
     permission_classes = [*APIView.permission_classes, UsesTheAssistant]
     @extend_schema(
         summary="知识库混合检索",
-        parameters=[OpenApiParameter("q", str, required=True, description=f"1–{MAX_QUERY} 个字符"),
-                    OpenApiParameter("k", int, description="1–20，默认 5")],
+        parameters=[OpenApiParameter("q", str, required=True, description=f"1–{MAX_QUERY} 个字符",
+                                     examples=[OpenApiExample("异味", value="客人说酒有异味怎么办")]),
+                    OpenApiParameter("k", {"type": "integer", "minimum": 1, "maximum": 20}, description="1–20，默认 5")],
         responses=inline_serializer("KnowledgeSearch", {"query": serializers.CharField(), "terms": serializers.ListField(child=serializers.CharField()), "hits": serializers.ListField(child=HitSerializer)}),
     )
     def get(self, request):
@@ -131,7 +132,7 @@ UploadIn = inline_serializer("DocumentUpload", {
     "stores": serializers.CharField(required=False, help_text="适用门店：门店编码或名称，逗号分隔；不填为全部门店"),
     "cities": serializers.CharField(required=False, help_text="适用城市，逗号分隔（该城市现在和将来的门店）"),
     "document": serializers.IntegerField(required=False, help_text="作为这篇文档的新版本上传")})
-PublishIn = inline_serializer("DocumentPublish", {"version": serializers.IntegerField(required=False, help_text="默认：最新的草稿")})
+PublishIn = inline_serializer("DocumentPublish", {"version": serializers.IntegerField(required=False, min_value=1, help_text="默认：最新的草稿")})
 UPLOAD_FIELDS = {"file", "title", "audience", "stores", "cities", "document"}
 
 
@@ -200,12 +201,12 @@ class DocumentPublishView(APIView):
         if body.get("version") is not None:
             number = strict_positive_int(str(body["version"]))
             version = versions.filter(number=number).first() if number else None
-            if version is None:
-                raise ValidationError({"version": [f"这篇文档没有 v{body['version']}。"]})
+            if version is None:  # a version is a sub-resource: 404, as an unknown document is
+                raise NotFound(f"这篇文档没有 v{body['version']}。")
         else:
             version = versions.filter(status__in=[DocumentVersion.Status.DRAFT, DocumentVersion.Status.FAILED]).order_by("-number").first()
-            if version is None:
-                raise ValidationError({"version": ["这篇文档没有待发布的草稿；上传新文件会生成草稿。"]})
+            if version is None:  # the document's state, not the request, is what is wrong
+                raise Conflict("这篇文档没有待发布的草稿；上传新文件会生成草稿。")
         version = document_publish(version=version, user=request.user)
         document.refresh_from_db()
         done = version.status == DocumentVersion.Status.PUBLISHED
@@ -214,12 +215,12 @@ class DocumentPublishView(APIView):
 
 class DocumentFileView(APIView):
     permission_classes = [*APIView.permission_classes, UsesTheAssistant]
-    @extend_schema(summary="下载原文件（能看到这篇文档的人）", parameters=[OpenApiParameter("version", int, description="默认：在用的版本")],
+    @extend_schema(summary="下载原文件（能看到这篇文档的人）", parameters=[OpenApiParameter("version", {"type": "integer", "minimum": 1, "maximum": 999999}, description="默认：在用的版本")],
                    responses={(200, "application/octet-stream"): bytes})
     def get(self, request, pk: int):
         query = known_query(request.query_params, ("version",))
         number = strict_positive_int(query["version"]) if "version" in query else None
-        if "version" in query and number is None:
+        if "version" in query and not number:  # 「?version=0」 was read as the version in use
             raise ValidationError({"version": ["版本号必须是正整数。"]})
         version, data = document_file_for(request.user, pk, number)
         response = HttpResponse(data, content_type="application/octet-stream")

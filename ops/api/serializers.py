@@ -5,7 +5,7 @@ tests); these input serializers only document the payload.
 """
 from rest_framework import serializers
 
-from ..models import Inventory, InventoryAdjustment, Order, OrderLine, Store
+from ..models import Inventory, InventoryAdjustment, Order, OrderLine, Product, Store
 from ..tools import COLUMNS
 from ..validation import MAX_MONEY, MAX_QTY
 
@@ -16,6 +16,21 @@ class StoreSerializer(serializers.ModelSerializer):
         fields = ["code", "name", "city", "aliases", "timezone"]
 
 
+class CatalogProductSerializer(serializers.ModelSerializer):
+    price = serializers.DecimalField(max_digits=10, decimal_places=2, help_text="标价（元），订单行的 unit_price 通常就是它")
+    case_size = serializers.IntegerField(help_text="一箱的销售单位数（补货按箱时用）")
+    active = serializers.BooleanField(help_text="在售；停售的 SKU 仍可写入历史订单")
+
+    class Meta:
+        model = Product
+        fields = ["sku", "name", "category", "unit", "case_size", "price", "active", "aliases"]
+
+
+class CatalogSerializer(serializers.Serializer):
+    store = serializers.CharField(allow_null=True, help_text="POS 令牌绑定的门店编码；个人令牌为 null（价格全连锁统一）")
+    products = CatalogProductSerializer(many=True)
+
+
 class OrderLineInSerializer(serializers.Serializer):
     sku = serializers.CharField()
     qty = serializers.IntegerField(min_value=1, max_value=MAX_QTY)
@@ -24,13 +39,14 @@ class OrderLineInSerializer(serializers.Serializer):
 
 
 class OrderInSerializer(serializers.Serializer):
-    store = serializers.CharField(required=False, help_text="门店编码；POS 令牌绑定门店时可省略")
+    # 「"store": null」 is how many POS serializers write an unset field: it is read as omitted.
+    store = serializers.CharField(required=False, allow_null=True, help_text="门店编码；POS 令牌绑定门店时可省略或为 null")
     external_id = serializers.CharField(max_length=64, help_text="POS 单号，同一门店内唯一（幂等键）")
     created_at = serializers.DateTimeField(help_text="ISO 8601，如 2026-11-20T21:15:00+08:00；不带时区时按门店所在时区；不能在未来")
     channel = serializers.ChoiceField(choices=Order.Channel.choices, default=Order.Channel.DINE_IN)
     status = serializers.ChoiceField(choices=Order.Status.choices, default="paid")
     total = serializers.DecimalField(max_digits=11, decimal_places=2, max_value=MAX_MONEY, min_value=-MAX_MONEY)
-    member = serializers.CharField(required=False, allow_blank=True, help_text="会员号或手机号")
+    member = serializers.CharField(required=False, allow_blank=True, allow_null=True, help_text="会员号或手机号；空或 null 表示非会员")
     lines = OrderLineInSerializer(many=True, min_length=1, max_length=200)
 
 
@@ -76,7 +92,7 @@ class OrderBatchResultSerializer(serializers.Serializer):
 
 
 class AdjustmentInSerializer(serializers.Serializer):
-    store = serializers.CharField(required=False)
+    store = serializers.CharField(required=False, allow_null=True, help_text="门店编码；POS 令牌绑定门店时可省略或为 null")
     sku = serializers.CharField()
     delta = serializers.IntegerField(min_value=-MAX_QTY, max_value=MAX_QTY, help_text="非零：正数入库，负数出库")
     reason = serializers.ChoiceField(choices=InventoryAdjustment.Reason.choices)

@@ -1,18 +1,28 @@
 """Workflow API: thin views over workflow.services."""
 from django.core.exceptions import ValidationError
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.localtime import local_time
-from core.selectors import audit_entries
+from core.models import AuditLog
+from core.roles import require
+from core.selectors import AUDIT_READERS_ONLY, audit_entries
 from ops.selectors import resolve_store_for
 from ops.validation import known_query, limit_param, reject_unknown
 
 from ..chat import proposal_dict
 from ..models import Proposal
-from ..services import REJECT_REASON_MAX, proposal_confirm, proposal_create, proposal_reject, proposals_visible
+from ..services import (
+    REJECT_REASON_MAX,
+    TICKET_CATEGORIES,
+    TICKET_SEVERITIES,
+    proposal_confirm,
+    proposal_create,
+    proposal_reject,
+    proposals_visible,
+)
 
 ProposalIn = inline_serializer("ProposalCreate", {
     "kind": serializers.ChoiceField(choices=Proposal.Kind.choices), "store": serializers.CharField(),
@@ -66,10 +76,12 @@ class ProposalsView(APIView):
     def get_throttles(self):
         return super().get_throttles() if self.request.method == "POST" else []
 
-    @extend_schema(summary="提案列表（本人所属门店）", parameters=[OpenApiParameter("status", str, enum=Proposal.Status.values),
+    @extend_schema(summary="提案列表（本人所属门店）", parameters=[OpenApiParameter("status", str, enum=Proposal.Status.values,
+                                                                                examples=[OpenApiExample("待确认", value="pending")]),
                                                                 OpenApiParameter("kind", str, enum=Proposal.Kind.values),
-                                                                OpenApiParameter("store", str, description="门店编码、名称或别名"),
-                                                                OpenApiParameter("limit", int, description="1–200，默认 200")],
+                                                                OpenApiParameter("store", str, description="门店编码、名称或别名",
+                                                                                 examples=[OpenApiExample("天河店", value="GZ-TH")]),
+                                                                OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 200}, description="1–200，默认 200")],
                    responses=ProposalList)
     def get(self, request):
         query = known_query(request.query_params, ("status", "kind", "store", "limit"))  # 「?store=天河店」 was ignored
@@ -81,7 +93,15 @@ class ProposalsView(APIView):
         return Response([proposal_dict(p, request.user) for p in qs[:limit_param(query.get("limit"), 200, 200)]])
 
     @extend_schema(summary="提交提案（支持 Idempotency-Key 头）", request=ProposalIn, responses={201: ProposalOut, 200: ProposalOut},
-                   parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, description="最长 128 个字符；同一个键重放返回原提案")])
+                   examples=[
+                       OpenApiExample("补货", request_only=True, value={"kind": "restock", "store": "GZ-TH", "payload": {"lines": [
+                           {"sku": "B001", "quantity": 2, "unit": "箱", "reason": "周末备货"}]}}),
+                       OpenApiExample("客诉工单", request_only=True, value={"kind": "ticket", "store": "GZ-TH", "payload": {
+                           "category": TICKET_CATEGORIES[0], "severity": TICKET_SEVERITIES[0],
+                           "description": "客人反映青岛啤酒有异味，已按制度换了一瓶并登记批次"}}),
+                   ],
+                   parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, description="最长 128 个字符；同一个键重放返回原提案",
+                                                examples=[OpenApiExample("POS 生成的键", value="th-restock-20261128-01")])])
     def post(self, request):
         body = _body(request)
         reject_unknown(body, {"kind", "store", "payload"})
@@ -106,7 +126,8 @@ class ProposalConfirmView(APIView):
 class ProposalRejectView(APIView):
     throttle_scope = "decide"
 
-    @extend_schema(summary="拒绝提案", request=RejectIn, responses=ProposalOut)
+    @extend_schema(summary="拒绝提案", request=RejectIn, responses=ProposalOut,
+                   examples=[OpenApiExample("库存够用", request_only=True, value={"reason": "库存还够一周，下周一再补"})])
     def post(self, request, pk: int):
         body = _body(request)
         reject_unknown(body, {"reason"})
@@ -119,12 +140,16 @@ class ProposalRejectView(APIView):
 class AuditView(APIView):
     """Read-only: there is no write method, for anyone."""
 
-    @extend_schema(summary="审计日志（店长、总部；本人门店的记录）", parameters=[OpenApiParameter("action", str), OpenApiParameter("store", str, description="门店编码、名称或别名"), OpenApiParameter("actor", str),
-                               OpenApiParameter("limit", int, description="最多返回几条（1–500，默认 500）")],
+    @extend_schema(summary="审计日志（店长、总部；本人门店的记录）", parameters=[OpenApiParameter("action", str, enum=AuditLog.Action.values), OpenApiParameter("store", str, description="门店编码、名称或别名",
+                                                                                                                  examples=[OpenApiExample("天河店", value="GZ-TH")]),
+                               OpenApiParameter("actor", str),
+                               OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 500}, description="最多返回几条（1–500，默认 500）")],
                    responses=AuditEntries)
     def get(self, request):
         # 「?store=天河店」 (an alias) answered [], unknown parameters were ignored.
         query = known_query(request.query_params, ("action", "store", "actor", "limit"))
+        # The permission before the store: staff asking ?store=GZ-TH were told the store did not exist (400).
+        require(request.user, "core.view_auditlog", attempt="read audit log", message=AUDIT_READERS_ONLY)
         store = resolve_store_for(request.user, query["store"], "core.view_auditlog", attempt="audit filter") if "store" in query else None
         qs = audit_entries(request.user, action=query.get("action"), store=store, actor=query.get("actor"))
         return Response([_audit_entry(a) for a in qs[:limit_param(query.get("limit"), 500, 500)]])
