@@ -39,8 +39,9 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
         "knowledge.view_document", "knowledge.view_chunk", "knowledge.view_manager_document",
         "knowledge.view_sectionalias", "knowledge.manage_document",
     ),
-    # A POS device: writes orders and inventory adjustments for its one store, reads nothing analytic.
-    "pos": ("ops.add_order", "ops.add_inventoryadjustment"),
+    # A POS device: writes orders and inventory adjustments for its one store, reads the product
+    # catalog (SKUs, units, list prices: what an order is made of) and nothing analytic.
+    "pos": ("ops.add_order", "ops.add_inventoryadjustment", "ops.view_product"),
 }
 ROLE_LABELS = {"staff": "店员", "manager": "店长", "hq": "总部", "pos": "POS 设备"}
 

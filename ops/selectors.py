@@ -325,3 +325,12 @@ def resolve_product(value) -> Product:
     if exact:
         return Product.objects.get(name=exact)
     raise UnknownProduct(f"没有叫「{text}」的商品。可以查询的商品：{known_products_text()}。")
+
+
+def catalog_for(user):
+    """Every product with its list price, for a caller who may read products (a role, or a POS
+    device): PermissionDenied, audited, otherwise."""
+    from core.roles import require
+
+    require(user, "ops.view_product", attempt="catalog", message="这个账号没有角色，不能读商品目录；请联系店长分配角色。")
+    return list(Product.objects.order_by("sku"))

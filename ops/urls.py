@@ -6,6 +6,7 @@ app_name = "ops-api"
 urlpatterns = [
     path("orders", views.OrdersView.as_view(), name="orders"),
     path("inventory/adjustments", views.InventoryAdjustmentsView.as_view(), name="inventory-adjustments"),
+    path("catalog", views.CatalogView.as_view(), name="catalog"),
     path("stores", views.StoresView.as_view(), name="stores"),
     path("sales/summary", views.SalesSummaryView.as_view(), name="sales-summary"),
     path("sales/daily", views.SalesDailyView.as_view(), name="sales-daily"),

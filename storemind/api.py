@@ -33,6 +33,10 @@ def service_unavailable(detail: str, retry_after: int = RETRY_AFTER_SECONDS, **e
     return response
 
 
+NO_CREDENTIALS = ("没有提供 API 令牌：请在请求头里带上 Authorization: Bearer <令牌>"
+                  "（令牌由店长或管理员用 manage.py issue_token 或后台「API 令牌」发放）。")
+
+
 def exception_handler(exc, context):
     if isinstance(exc, DjangoValidationError):
         return Response(_validation_detail(exc), status=status.HTTP_400_BAD_REQUEST)
@@ -54,6 +58,9 @@ def exception_handler(exc, context):
         # A browser session without its CSRF token (DRF's message is English and says only that).
         return Response({"detail": "缺少或无效的 CSRF 令牌：网页请求要带 X-CSRFToken 头；API 客户端请用令牌（Authorization: Bearer …）。"},
                         status=status.HTTP_403_FORBIDDEN)
+    if isinstance(exc, exceptions.NotAuthenticated):
+        # DRF said only 「身份认证信息未提供。」: name the header and where a token comes from.
+        exc = exceptions.NotAuthenticated(NO_CREDENTIALS)
     response = drf_exception_handler(exc, context)
     if response is None and isinstance(exc, IntegrityError):
         # A race no service anticipated: the other request won; retrying sees its result.

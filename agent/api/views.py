@@ -2,7 +2,7 @@
 import re
 
 from django.core.exceptions import ValidationError
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -39,7 +39,9 @@ TaskStatus = inline_serializer("ChatTaskStatus", {
 class ChatView(APIView):
     throttle_scope = "chat"
 
-    @extend_schema(summary="向门店助手提问（同步，或 async=true 时返回任务 ID）", request=ChatIn, responses={200: ChatOut, 202: TaskAccepted})
+    @extend_schema(summary="向门店助手提问（同步，或 async=true 时返回任务 ID）", request=ChatIn, responses={200: ChatOut, 202: TaskAccepted},
+                   examples=[OpenApiExample("制度问题", request_only=True, value={"query": "客人说酒有异味怎么办"}),
+                             OpenApiExample("数据问题", request_only=True, value={"query": "上周天河店卖了多少"})])
     def post(self, request):
         body = request.data
         if not isinstance(body, dict):

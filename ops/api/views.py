@@ -2,17 +2,18 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
-from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import services, tools
+from .. import selectors, services, tools
 from ..models import Order, Store
 from ..validation import known_query, reject_unknown
 from .serializers import (
     AdjustmentInSerializer,
     AdjustmentResultSerializer,
+    CatalogSerializer,
     InventorySerializer,
     OrderBatchInSerializer,
     OrderBatchResultSerializer,
@@ -22,6 +23,28 @@ from .serializers import (
     StoreSerializer,
     ToolResultSerializer,
 )
+
+# Swagger's examples are real demo SKUs at their list prices, with amounts and totals that add up
+# (generated samples were 「"total": "-997304855."」, 「"sku": "string"」).
+_LINES = [{"sku": "B001", "qty": 2, "unit_price": "15.00", "amount": "30.00"},
+          {"sku": "F001", "qty": 1, "unit_price": "28.00", "amount": "28.00"}]
+ORDER_EXAMPLE = {"external_id": "TH-POS1-000001", "created_at": "2026-11-28T21:15:00+08:00", "channel": "堂食",
+                 "total": "58.00", "lines": _LINES}
+ORDER_EXAMPLES = [
+    OpenApiExample("一张订单", request_only=True, value=ORDER_EXAMPLE,
+                   description="两瓶青岛啤酒（B001，标价 15.00）和一份薯条（F001，28.00）：amount = qty × unit_price，total = 各行之和"),
+    OpenApiExample("一个批次", request_only=True, value={"orders": [
+        {**ORDER_EXAMPLE, "external_id": "TH-POS1-000002"},
+        {"external_id": "TH-POS1-000003", "created_at": "2026-11-28T21:40:00+08:00", "channel": "外卖", "total": "24.00",
+         "lines": [{"sku": "S001", "qty": 3, "unit_price": "8.00", "amount": "24.00"}]}]},
+        description="最多 500 个订单，全部写入或都不写"),
+]
+ADJUSTMENT_EXAMPLES = [
+    OpenApiExample("到货入库", request_only=True, value={"sku": "B001", "delta": 24, "reason": "receive", "external_id": "TH-IN-20261128-01",
+                                                     "note": "青岛啤酒一箱到货"}),
+    OpenApiExample("报损", request_only=True, value={"sku": "B001", "delta": -1, "reason": "damage", "external_id": "TH-DMG-20261128-01",
+                                                   "note": "搬运时摔碎一瓶"}),
+]
 
 
 def _query(request, allowed: tuple[str, ...]) -> dict:
@@ -39,6 +62,7 @@ class OrdersView(APIView):
     @extend_schema(
         summary="写入 POS 订单（单个或最多 500 个的批次）",
         description="按 (门店, external_id) 幂等：原样重放返回 200 和原订单；同单号不同内容返回 409。批次要么全部写入，要么都不写。",
+        examples=ORDER_EXAMPLES,
         request=PolymorphicProxySerializer("OrderWrite", serializers=[OrderInSerializer, OrderBatchInSerializer], resource_type_field_name=None),
         responses={code: PolymorphicProxySerializer("OrderWriteResult", serializers=[OrderWrittenSerializer, OrderBatchResultSerializer],
                                                     resource_type_field_name=None) for code in (201, 200)},
@@ -67,7 +91,7 @@ class InventoryAdjustmentsView(APIView):
     pos_endpoint = True
     throttle_scope = "pos_write"
 
-    @extend_schema(summary="库存调整（入库、盘点差异、报损、调拨）", request=AdjustmentInSerializer, responses={201: AdjustmentResultSerializer, 200: AdjustmentResultSerializer})
+    @extend_schema(summary="库存调整（入库、盘点差异、报损、调拨）", examples=ADJUSTMENT_EXAMPLES, request=AdjustmentInSerializer, responses={201: AdjustmentResultSerializer, 200: AdjustmentResultSerializer})
     def post(self, request):
         result = services.inventory_adjust(data=request.data, user=request.user, token=_token(request))
         data = {
@@ -77,6 +101,20 @@ class InventoryAdjustmentsView(APIView):
             "inventory": InventorySerializer(result.inventory).data,
         }
         return Response(data, status=status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED)
+
+
+class CatalogView(APIView):
+    """What a POS needs to build its first order: every SKU with its name, unit, case size and
+    list price. A POS token may read it (it may read nothing else), as may anyone with a role."""
+
+    pos_endpoint = True
+
+    @extend_schema(summary="商品目录（SKU、名称、单位、每箱数量、标价、是否在售）", responses=CatalogSerializer)
+    def get(self, request):
+        known_query(request.query_params, ())
+        token = _token(request)
+        products = selectors.catalog_for(request.user)
+        return Response(CatalogSerializer({"store": token.store.code if token and token.store_id else None, "products": products}).data)
 
 
 class StoresView(APIView):
@@ -99,18 +137,22 @@ def _tool_view(tool: str, summary: str, *params: OpenApiParameter) -> type[APIVi
     return ToolView
 
 
-_STORE = OpenApiParameter("store", str, description="门店编码、名称或别名；省略表示你能查看的全部门店")
-_PERIOD = OpenApiParameter("period", str, required=True, description="如 昨天、上周、本月、最近7天、11月1日到7日")
-_PRODUCT = OpenApiParameter("product", str, required=True, description="商品名称、别名或商品编码，如 科罗娜、黑牌、B003")
+_STORE = OpenApiParameter("store", str, description="门店编码、名称或别名；省略表示你能查看的全部门店",
+                          examples=[OpenApiExample("天河店", value="GZ-TH")])
+_PERIOD = OpenApiParameter("period", str, required=True, description="如 昨天、上周、本月、最近7天、11月1日到7日",
+                           examples=[OpenApiExample("上周", value="上周")])
+_PRODUCT = OpenApiParameter("product", str, required=True, description="商品名称、别名或商品编码，如 科罗娜、黑牌、B003",
+                            examples=[OpenApiExample("青岛啤酒", value="B001")])
 
 SalesSummaryView = _tool_view("store_sales", "营业额汇总", _STORE, _PERIOD)
 SalesDailyView = _tool_view("daily_trend", "每日营业额趋势（最多 92 天）", _STORE, _PERIOD)
 SalesProductView = _tool_view("product_sales", "单品销量", _PRODUCT, _STORE, _PERIOD)
 SalesChannelView = _tool_view("channel_sales", "按渠道的营业额和退款", _STORE, _PERIOD)
 SalesCompareView = _tool_view("period_compare", "两段时间的营业额对比", _STORE, _PERIOD, OpenApiParameter(
-    "baseline", str, required=True, description="对比的时间段，如 上上周、上月、11月1日到7日"))
+    "baseline", str, required=True, description="对比的时间段，如 上上周、上月、11月1日到7日",
+    examples=[OpenApiExample("上上周", value="上上周")]))
 StockProductView = _tool_view("product_stock", "单品库存", _PRODUCT, _STORE)
 
 
-__all__ = ["OrdersView", "InventoryAdjustmentsView", "StoresView", "SalesSummaryView", "SalesDailyView", "SalesProductView",
+__all__ = ["OrdersView", "CatalogView", "InventoryAdjustmentsView", "StoresView", "SalesSummaryView", "SalesDailyView", "SalesProductView",
            "SalesChannelView", "SalesCompareView", "StockProductView", "InventorySerializer"]

@@ -364,3 +364,78 @@ def test_an_order_must_equal_its_lines_to_the_cent(pos):
     assert r.status_code == 400 and "total" in r.json()
     assert counts() == before
     assert pos.post("/api/v1/orders", order_payload("T-CENT-3"), format="json").status_code == 201
+
+
+def test_the_schema_names_the_stores_products_and_periods_a_caller_may_send(staff_api):
+    # make fuzz: a schema-valid store 「0」, product 「0」 or period 「0」 was a 400 (13 ST202 findings).
+    schema = staff_api.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    params = {p["name"]: p["schema"] for p in schema["paths"]["/api/v1/sales/summary"]["get"]["parameters"]}
+    assert params["store"]["enum"] == ["GZ-TH"]  # staff of 天河 only
+    assert "今天" in params["period"]["enum"] and "0" not in params["period"]["enum"]
+    product = {p["name"]: p["schema"] for p in schema["paths"]["/api/v1/stock/products"]["get"]["parameters"]}["product"]
+    assert "B001" in product["enum"] and not Product.objects.filter(active=False, sku__in=product["enum"]).exists()
+    line = schema["components"]["schemas"]["OrderLineInRequest"]["properties"]["sku"]
+    assert line["enum"] == product["enum"]
+    for phrase in params["period"]["enum"]:  # every value the schema offers is answered
+        assert staff_api.get("/api/v1/sales/daily", {"period": phrase}).status_code == 200, phrase
+    for sku in product["enum"][:5]:
+        assert staff_api.get("/api/v1/stock/products", {"product": sku}).status_code == 200, sku
+    anonymous = APIClient().get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    assert "enum" not in {p["name"]: p["schema"] for p in anonymous["paths"]["/api/v1/sales/summary"]["get"]["parameters"]}["store"]
+
+
+def test_a_pos_token_reads_the_catalog_it_builds_orders_from(pos):
+    # A POS integrator found no SKU, unit or list price anywhere a POS token may read.
+    r = pos.get("/api/v1/catalog")
+    assert r.status_code == 200, r.content
+    body = r.json()
+    assert body["store"] == "GZ-TH"
+    b001 = next(p for p in body["products"] if p["sku"] == "B001")
+    assert b001 == {"sku": "B001", "name": "青岛啤酒", "category": "啤酒", "unit": "瓶", "case_size": 24, "price": "15.00",
+                    "active": True, "aliases": ["青岛", "青啤"]}
+    assert len(body["products"]) == Product.objects.count()
+    line = {"sku": "B001", "qty": 2, "unit_price": b001["price"], "amount": "30.00"}
+    assert pos.post("/api/v1/orders", order_payload("CATALOG-1", lines=[line]), format="json").status_code == 201
+    assert pos.get("/api/v1/catalog", {"x": "1"}).status_code == 400  # unknown parameters are named, as everywhere
+
+
+def test_the_catalog_is_for_a_role_or_a_device_only(staff_api):
+    from core.models import AuditLog
+
+    assert staff_api.get("/api/v1/catalog").json()["store"] is None  # a person: chain-wide prices
+    assert APIClient().get("/api/v1/catalog").status_code == 401
+    from ops.services import api_token_issue
+
+    nobody = client_for(api_token_issue(user=make_user("no_role_catalog", role=None), name="x")[1])
+    before = AuditLog.objects.count()
+    r = nobody.get("/api/v1/catalog")
+    assert r.status_code == 403 and "角色" in r.json()["detail"]
+    assert AuditLog.objects.count() == before + 1
+
+
+def test_a_missing_token_names_the_header_to_send():
+    # 「身份认证信息未提供。」 told an integrator nothing about how to authenticate.
+    r = APIClient().get("/api/v1/catalog")
+    assert r.status_code == 401 and "Authorization: Bearer" in r.json()["detail"] and "issue_token" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("over,field", [
+    ({"external_id": "天河-0001"}, "external_id"),  # the schema's pattern: printable ASCII (make fuzz ST202/ST201)
+    ({"member": 0}, "member"),  # was read as no member, so a replay of a different body answered 200
+    ({"store": ""}, "store"),  # was read as omitted
+    ({"lines": []}, "lines"),
+])
+def test_an_order_field_the_schema_refuses_is_a_400_naming_it(pos, over, field):
+    r = pos.post("/api/v1/orders", {**order_payload("FIELDS-1"), **over}, format="json")
+    assert r.status_code == 400 and field in r.json(), r.content
+
+
+def test_a_null_store_is_read_as_omitted_as_the_schema_says(pos, staff_api):
+    # make fuzz ST201: 「"store": null」 was accepted while the schema said a store is a string; many POS
+    # serializers write an unset field as null, so the schema now says null means "the token's store".
+    r = pos.post("/api/v1/orders", order_payload("NULL-STORE-1", store=None), format="json")
+    assert r.status_code == 201 and r.json()["store"] == "GZ-TH", r.content
+    r = staff_api.post("/api/v1/orders", order_payload("NULL-STORE-2", store=None), format="json")
+    assert r.status_code in (400, 403), r.content  # a person's token names its store (or may not write orders)
+    schema = pos.get("/api/schema/", {"format": "json"}).json()
+    assert schema["components"]["schemas"]["OrderInRequest"]["properties"]["store"].get("nullable") is True
