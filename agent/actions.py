@@ -69,6 +69,14 @@ def continue_pending(state) -> tuple[ActionOutcome | None, str]:
     parsed = slots.parse(state.question)
     if parsed.cancel:
         return _outcome(slots.cancelled(pending), state, kind=pending.kind), "取消"
+    if pending.offer_lines:  # 「要我生成补货提案吗？」: only a yes proposes; anything else is a new question
+        if not parsed.yes:
+            return None, "没有接受补货建议，建议过期"
+        from workflow.chat import proposal_dict, restock_offer_accept
+
+        proposal, message = restock_offer_accept(user=state.user, store=pending.store, lines=pending.offer_lines, today=state.today)
+        return ActionOutcome(message, proposal_dict(proposal, state.user) if proposal else None,
+                             detail={"kind": pending.kind, "accepted_offer": True, "proposal_id": proposal.pk if proposal else None}), "接受补货建议"
     route = state.route
     if route.intent == ACTION and not (pending.kind == slots.RESTOCK and vocab.is_bare_restock_order(state.question)):
         # 「补两箱」 alone is an order too, but here it fills the restock being asked for.
@@ -86,6 +94,9 @@ def continue_pending(state) -> tuple[ActionOutcome | None, str]:
 
 
 def offer_restock(state):
+    """(a proposal already waiting, a note, the pending offer for the next turn or None)."""
     from workflow.chat import restock_offer
 
-    return restock_offer(state)
+    waiting, note, offer = restock_offer(state)
+    pending = slots.PendingAction(kind=slots.RESTOCK, store=offer["store"], offer_lines=offer["lines"]).as_dict() if offer else None
+    return waiting, note, pending

@@ -712,14 +712,16 @@ def run(state: AgentState) -> AgentState:
 
 def maybe_offer_restock(state: AgentState) -> None:
     """A stock answer with items below their safety stock offers a restock proposal (quantities
-    from safety stock and velocity)."""
+    from safety stock and velocity): proposed when the person says yes, in the next turn."""
     if state.tool_result is None or state.tool_result.tool not in vocab.STOCK_TOOLS or not state.tool_result.rows:
         return
     from .actions import offer_restock
 
     with state.trace.step("offer_restock") as detail:
-        state.proposal, note = offer_restock(state)
-        detail["proposal"] = state.proposal
+        state.proposal, note, offer = offer_restock(state)
+        detail["proposal"], detail["offer"] = state.proposal, offer
+        if offer:
+            state.pending_action = offer
         if note:
             state.answer = state.answer.rstrip() + "\n" + note
 

@@ -4,6 +4,7 @@ business records: proposals wait for a person."""
 from __future__ import annotations
 
 import hashlib
+import json
 
 from django.core.exceptions import PermissionDenied, ValidationError
 
@@ -65,16 +66,17 @@ def pending_restock_for(store: Store, skus: list[str], *, any_of: bool = False) 
 
 def restock_offer(state):
     """After a stock answer for one store (its low stock, or one product below its safety level):
-    a pending restock proposal with the suggested quantities (safety stock + 7 days of sales −
-    on hand) for what is neither on its way nor already waiting for the manager: every
-    low-stock question used to add another identical proposal."""
+    an offer of a restock proposal with the suggested quantities (safety stock + 7 days of sales −
+    on hand) for what is neither on its way nor already waiting for the manager. Nothing is
+    proposed until the person says yes (「现在有什么酒快没货了」 created proposal #3 unasked):
+    returns (the waiting proposal or None, a note for the answer, the offer {store, lines} or None)."""
     rows = state.tool_result.rows
     stores = {r["store"] for r in rows}
     if len(stores) != 1:
-        return None, ""
+        return None, "", None
     store = Store.objects.for_user(state.user, "workflow.add_proposal").filter(name__in=stores).first()
     if store is None:
-        return None, ""
+        return None, "", None
     wanted = [r for r in rows if r["suggested_qty"] > 0 and r["on_hand"] < r["safety_stock"]]
     # Stock already on its way (a confirmed restock not yet received) is not asked for again:
     # after a manager confirmed one, the next 「什么快没货了」 proposed the same lines anew.
@@ -108,11 +110,26 @@ def restock_offer(state):
                      + "，没有重复生成。")
     if not lines:
         first = next(iter(waiting.values()), None)
-        return (proposal_dict(first, state.user) if first else None), ("这些商品" + "；".join(notes) if notes else "")
+        return (proposal_dict(first, state.user) if first else None), ("这些商品" + "；".join(notes) if notes else ""), None
+    names = {r["sku"]: r["product"] for r in wanted}
+    said = "、".join(f"{names[line['sku']]} {line['quantity']}{line['unit']}" for line in lines)
+    question = (f"要我为{store.name}生成补货提案吗？建议补：{said}（安全库存 + 近7天销量 − 在库）。"
+                f"回复「好」生成，店长确认之前不会下单。")
+    return None, "\n".join([*(("其余商品" + n) for n in notes), question]), {"store": store.name, "lines": lines}
+
+
+def restock_offer_accept(*, user, store: str, lines: list[dict], today) -> tuple[Proposal | None, str]:
+    """The person said yes to an offered restock: propose exactly the offered lines (idempotent:
+    saying yes twice to the same offer gives one proposal), unless one is already waiting."""
+    store_obj = Store.objects.get(name=store)
+    waiting = pending_restock_for(store_obj, [line["sku"] for line in lines], any_of=True)
+    if waiting is not None:
+        return waiting, f"{store_obj.name}已有待确认的补货提案 #{waiting.pk}（{waiting.proposed_by.username} 提交），没有重复生成。"
+    digest = hashlib.sha256(json.dumps([store, lines, str(today)], sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
     try:
-        proposal, _ = propose_from_chat(user=state.user, kind=Proposal.Kind.RESTOCK, store=store, payload={"lines": lines},
-                                        key=_key(state, "offer"))
-    except (PermissionDenied, ValidationError):
-        return None, ""
-    made = f"已按建议量生成补货提案 #{proposal.pk}（待店长确认，确认前不会下单）。"
-    return proposal_dict(proposal, state.user), made + ("其余商品" + "；".join(notes) if notes else "")
+        proposal, _ = propose_from_chat(user=user, kind=Proposal.Kind.RESTOCK, store=store_obj, payload={"lines": lines},
+                                        key=f"chat:{user.pk}:offer:{digest}")
+    except (PermissionDenied, ValidationError) as exc:
+        messages = exc.messages if isinstance(exc, ValidationError) else [str(exc)]
+        return None, "不能提交这个提案：" + "；".join(messages)
+    return proposal, f"已按建议量为{proposal.store.name}生成补货提案 #{proposal.pk}（待店长确认，确认前不会下单）。"

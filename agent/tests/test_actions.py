@@ -311,13 +311,17 @@ def test_asking_again_after_a_rejection_is_a_new_proposal_not_the_rejected_one(s
     assert again.proposal["id"] != first.proposal["id"] and again.proposal["status"] == "pending", again.answer
     Proposal.objects.filter(pk=again.proposal["id"]).update(status="rejected")
 
-    offered, _ = Thread(staff).ask("天河店哪些商品低于安全库存")
-    assert offered.proposal is not None
+    asked = Thread(staff)
+    asked.ask("天河店哪些商品低于安全库存")
+    offered, _ = asked.ask("好")  # the low-stock answer offers a restock; 「好」 proposes it
+    assert offered.proposal is not None, offered.answer
     proposal_reject(proposal=offered.proposal["id"], user=manager, reason="本周已到货")
     from ops.models import Inventory
 
     Inventory.objects.filter(store__code="GZ-TH", product__sku="B001").update(on_hand=0)  # the suggestion moves
-    later, _ = Thread(staff).ask("天河店哪些商品低于安全库存")
+    asked_later = Thread(staff)
+    asked_later.ask("天河店哪些商品低于安全库存")
+    later, _ = asked_later.ask("生成补货提案")
     assert later.proposal is not None and later.proposal["id"] != offered.proposal["id"], later.answer
     assert later.proposal["status"] == "pending"
 

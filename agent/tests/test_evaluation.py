@@ -67,11 +67,13 @@ def test_eval_agent_leaves_no_pending_proposal_behind(monkeypatch, tmp_path):
     from core.models import AuditLog
     from workflow.models import Proposal
 
+    # A stock answer only offers a restock now; a restock request in one turn still proposes one.
     sets = {"tune": [{"id": "d05", "kind": "data", "query": "天河店哪些商品低于安全库存", "expect_intent": "data",
-                      "expect_tool": "low_stock", "expect_params": {"store": "广州天河店"}}]}
+                      "expect_tool": "low_stock", "expect_params": {"store": "广州天河店"}},
+                     {"id": "a01", "kind": "data", "query": "给天河店补5箱百威，快卖完了", "expect_intent": "action"}]}
     monkeypatch.setattr("agent.evaluation.load_sets", lambda: sets)
     call_command("eval", "agent", "--json", str(tmp_path / "a.json"))
     made = Proposal.objects.filter(proposed_by__username__startswith="eval_")
-    assert made.exists(), "the stock answer offered a restock (else this test shows nothing)"
+    assert made.exists(), "the restock request proposed one (else this test shows nothing)"
     assert not made.filter(status="pending").exists()
     assert AuditLog.objects.filter(action="expired", after__reason="评测生成的提案，评测结束时撤回").exists()

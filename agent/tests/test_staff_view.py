@@ -38,7 +38,8 @@ def test_staff_data_answer_has_chinese_headers_money_and_units():
     row = result.rows[0]
     assert f"¥{row['revenue']:,.2f}" in body and f"{row['orders']:,}单" in body
     assert "store_sales" not in visible(body) and "工具" not in visible(body) and '"start"' not in visible(body)
-    assert "按数据问题处理：问的是销售情况" in body and "×" not in body
+    # Staff read the answer, not how it was routed (「按数据问题处理…」 is for managers and trace viewers).
+    assert "按数据问题处理" not in body and "×" not in body
 
 
 def test_top_products_keep_units_beside_quantities_and_draw_a_chart():
@@ -84,7 +85,18 @@ def test_policy_answer_names_the_document_once_with_a_relevance_level():
         doc, _, rest = p.partition(" › ")
         assert doc not in rest
     assert re.search(r'相关度 [高中低]', body) and "检索分" not in body
-    assert "按规则问题处理：问的是怎么处理" in body
+    assert "按规则问题处理" not in body
+
+
+def test_a_manager_who_shows_details_reads_how_a_question_was_routed():
+    from agent.services import preference_set
+
+    c = login("sv_manager_route", "manager")
+    from django.contrib.auth import get_user_model
+
+    preference_set(user=get_user_model().objects.get(username="sv_manager_route"), show_details=True)
+    body = c.post("/", {"query": "上周天河店卖了多少"}, **HX).content.decode()
+    assert "按数据问题处理：问的是销售情况" in body
 
 
 def test_refused_question_is_not_badged_as_rules():

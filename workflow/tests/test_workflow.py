@@ -287,17 +287,39 @@ def test_chat_action_creates_a_pending_proposal_only(people):
     assert ticket.proposal["can_confirm"] is True
 
 
-def test_low_stock_answer_offers_a_restock_with_velocity_quantities(people):
-    # Nothing on its way (a restock another test committed would come off the suggestion).
+def offered(question: str, user):
+    """Ask a stock question and say yes to the restock it offers: (the answer, the reply to 「好」)."""
+    from agent.pipeline import context_for_next_turn
+
+    first, state = answer_question(question, user=user)
+    if not (state.pending_action or {}).get("offer_lines"):
+        return first, None
+    yes, _ = answer_question("好", user=user, previous=context_for_next_turn(state), history=[(question, first.answer)])
+    return first, yes
+
+
+def test_low_stock_answer_offers_a_restock_and_proposes_it_only_on_yes(people):
+    # 「现在有什么酒快没货了」 created proposal #3 unasked; the README says it offers one.
     RestockRequest.objects.filter(store__code="GZ-TH").update(status=RestockRequest.Status.RECEIVED)
     Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").update(status="rejected")
-    result, _ = answer_question("天河店哪些商品低于安全库存", user=people["staff"])
-    assert result.intent == "data" and result.proposal and result.proposal["kind"] == "restock"
+    before = Proposal.objects.count()
+    result, state = answer_question("天河店哪些商品低于安全库存", user=people["staff"])
+    assert result.intent == "data" and result.proposal is None and Proposal.objects.count() == before
+    assert "要我为广州天河店生成补货提案吗" in result.answer and "回复「好」" in result.answer
     rows = {r["row"]["sku"]: r["row"] for r in result.data}
-    for line in result.proposal["payload"]["lines"]:
+    offer = next(s for s in result.trace if s["step"] == "offer_restock")["detail"]["offer"]
+    for line in offer["offer_lines"]:
         assert line["quantity"] == rows[line["sku"]]["suggested_qty"]
-    offer = next(s for s in result.trace if s["step"] == "offer_restock")
-    assert offer["detail"]["proposal"]["id"] == result.proposal["id"]
+    _, yes = offered("天河店哪些商品低于安全库存", people["staff"])
+    assert yes.proposal and yes.proposal["kind"] == "restock" and f"#{yes.proposal['id']}" in yes.answer
+    assert [line["sku"] for line in yes.proposal["payload"]["lines"]] == [line["sku"] for line in offer["offer_lines"]]
+    assert Proposal.objects.count() == before + 1
+    Proposal.objects.filter(pk=yes.proposal["id"]).update(status="rejected")
+    from agent.pipeline import context_for_next_turn
+
+    _, state = answer_question("天河店哪些商品低于安全库存", user=people["staff"])
+    other, _ = answer_question("上周天河店卖了多少", user=people["staff"], previous=context_for_next_turn(state))
+    assert other.intent == "data" and other.proposal is None and Proposal.objects.count() == before + 1  # no yes: nothing
     figures = next(s for s in result.trace if s["step"] == "guards")["detail"]["data_guard"]["restock_figures"]
     assert {f["product"] for f in figures} == {r["product"] for r in rows.values()}
 
@@ -340,13 +362,13 @@ def test_low_stock_asked_again_points_at_the_pending_proposal_instead_of_adding_
     RestockRequest.objects.filter(store__code="GZ-TH").update(status=RestockRequest.Status.RECEIVED)
     pending = Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending")
     Proposal.objects.filter(pk__in=pending).update(status="rejected")  # what other tests left committed
-    first, _ = answer_question("天河店哪些商品低于安全库存", user=people["staff"])
+    _, first = offered("天河店哪些商品低于安全库存", people["staff"])
     again, _ = answer_question("天河店有啥快没货了", user=people["manager"])  # other words, another person
     assert again.proposal["id"] == first.proposal["id"]
     assert f"#{first.proposal['id']}" in again.answer and "没有重复生成" in again.answer
     assert pending.count() == 1
     Proposal.objects.filter(pk=first.proposal["id"]).update(status="rejected")
-    third, _ = answer_question("天河店哪些商品低于安全库存", user=people["manager"])
+    _, third = offered("天河店哪些商品低于安全库存", people["manager"])
     assert third.proposal["id"] != first.proposal["id"]  # nothing pending any more: a new one
 
 
@@ -359,13 +381,13 @@ def test_one_products_stock_below_safety_offers_only_what_no_proposal_is_waiting
     fine = Inventory.objects.filter(store__code="GZ-TH", on_hand__gte=F("safety_stock")).select_related("product").first()
     shown, _ = answer_question(f"天河店{fine.product.name}还剩几瓶", user=people["staff"])
     assert f"在库 {fine.on_hand}" in shown.answer and shown.proposal is None  # above its safety stock: nothing to order
-    first, _ = answer_question("天河店哪些商品低于安全库存", user=people["staff"])
+    _, first = offered("天河店哪些商品低于安全库存", people["staff"])
     again, _ = answer_question(f"天河店{low.product.name}快没货了吗", user=people["staff"])
     assert f"在库 {low.on_hand}" in again.answer
     assert again.proposal["id"] == first.proposal["id"] and "没有重复生成" in again.answer
     assert Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").count() == 1
     Proposal.objects.filter(pk=first.proposal["id"]).update(status="rejected")
-    alone, _ = answer_question(f"天河店{low.product.name}快没货了吗", user=people["staff"])
+    _, alone = offered(f"天河店{low.product.name}快没货了吗", people["staff"])
     assert [line["sku"] for line in alone.proposal["payload"]["lines"]] == [low.product.sku]
     Proposal.objects.filter(pk=alone.proposal["id"]).update(status="rejected")
 
@@ -378,7 +400,7 @@ def test_low_stock_after_a_confirmed_restock_asks_only_for_what_is_not_on_its_wa
     RestockRequest.objects.filter(store__code="GZ-TH").update(status=RestockRequest.Status.RECEIVED)
 
     Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").update(status="rejected")
-    first, _ = answer_question("天河店哪些商品低于安全库存", user=people["staff"])
+    _, first = offered("天河店哪些商品低于安全库存", people["staff"])
     lines = {line["sku"]: line["quantity"] for line in first.proposal["payload"]["lines"]}
     proposal_confirm(proposal=first.proposal["id"], user=people["manager"])
     again, _ = answer_question("天河店有啥快没货了", user=people["staff"])
@@ -386,7 +408,7 @@ def test_low_stock_after_a_confirmed_restock_asks_only_for_what_is_not_on_its_wa
     assert Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").count() == 0
     # Once the request is received (its stock booked in), nothing is on its way: what is short is asked for again.
     RestockRequest.objects.filter(proposal_id=first.proposal["id"]).update(status=RestockRequest.Status.RECEIVED)
-    third, _ = answer_question("天河店有啥快没货了", user=people["staff"])
+    _, third = offered("天河店有啥快没货了", people["staff"])
     assert third.proposal and {line["sku"]: line["quantity"] for line in third.proposal["payload"]["lines"]} == lines
 
 
@@ -485,3 +507,48 @@ def test_a_restock_line_names_its_product_by_sku_name_or_alias(people):
                         payload={"lines": [{"sku": "喜力", "quantity": 2, "unit": "箱"}]})
     message = exc.value.message_dict["payload.lines[0].sku"][0]
     assert "没有叫「喜力」的商品" in message and "科罗娜啤酒" in message
+
+
+@pytest.mark.parametrize("payload,field", [
+    ({"description": [None, None]}, "payload.description"),  # make fuzz: a 500 (.strip() on a list)
+    ({"order": ["x"]}, "payload.order"),
+    ({"member": 7}, "payload.member"),
+])
+def test_a_ticket_field_of_the_wrong_type_is_a_400_naming_it(people, payload, field):
+    base = {"category": "其他", "severity": "一般", "description": "客人反映啤酒不够冰，已更换"}
+    with pytest.raises(ValidationError) as exc:
+        proposal_create(user=people["staff"], kind="ticket", store="GZ-TH", payload={**base, **payload}, source="api")
+    assert field in exc.value.message_dict
+
+
+def test_the_same_product_on_two_lines_is_one_line(people):
+    # make fuzz: a restock naming W004 twice was a 400 the schema could not state; a POS sends 2 箱 and 6 瓶.
+    from ops.models import Product
+
+    b001 = Product.objects.get(sku="B001")
+    payload = {"lines": [{"sku": "B001", "quantity": 2, "unit": "箱", "reason": "周末"}, {"sku": "F001", "quantity": 3},
+                         {"sku": "青岛", "quantity": 6, "reason": "活动"}]}
+    proposal, _ = proposal_create(user=people["staff"], kind="restock", store="GZ-TH", payload=payload, source="api")
+    lines = proposal.payload["lines"]
+    assert [(line["sku"], line["quantity"], line["unit"]) for line in lines] == [
+        ("B001", 2 * b001.case_size + 6, b001.unit), ("F001", 3, "份")]
+    assert lines[0]["reason"] == "周末；活动"
+    both_cases = {"lines": [{"sku": "B001", "quantity": 1, "unit": "箱"}, {"sku": "B001", "quantity": 2, "unit": "箱"}]}
+    proposal, _ = proposal_create(user=people["staff"], kind="restock", store="GZ-TH", payload=both_cases, source="api")
+    assert [(line["quantity"], line["unit"]) for line in proposal.payload["lines"]] == [(3, "箱")]
+    with pytest.raises(ValidationError) as exc:  # an empty unit is not the default unit
+        proposal_create(user=people["staff"], kind="restock", store="GZ-TH", payload={"lines": [{"sku": "B001", "quantity": 1, "unit": ""}]},
+                        source="api")
+    assert "payload.lines[0].unit" in exc.value.message_dict
+
+
+def test_a_ticket_naming_an_order_or_member_that_is_not_there_is_a_404(people):
+    # make fuzz: a schema-valid ticket naming an unknown POS number was a 400; an unknown id is a 404 everywhere else.
+    c = APIClient()
+    c.force_authenticate(people["staff"])
+    body = {"kind": "ticket", "store": "GZ-TH", "payload": {"category": "其他", "severity": "一般",
+                                                            "description": "客人说上一单多收了钱", "order": "GZ-TH-NOPE-1"}}
+    r = c.post("/api/v1/proposals", body, format="json")
+    assert r.status_code == 404 and "GZ-TH-NOPE-1" in r.json()["detail"], r.content
+    body["payload"]["description"] = "短"  # a bad field and a missing order: the 400 names the field
+    assert c.post("/api/v1/proposals", body, format="json").status_code == 400
