@@ -218,7 +218,9 @@ def _state_the_callers_references(result: dict, components: dict, request) -> No
             return
         for key in ("minLength", "pattern"):
             schema.pop(key, None)
-        schema["enum"] = values
+        # OpenAPI 3.0: an enum lists every allowed value, so a nullable field's null is one of them
+        # (「"store": null」 is read as omitted; without null here the schema refused it).
+        schema["enum"] = [*values, None] if schema.get("nullable") else values
 
     for item in result.get("paths", {}).values():
         for operation in item.values():
