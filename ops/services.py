@@ -20,7 +20,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from core.audit import audit_denial, audit_record
-from core.errors import Conflict
+from core.errors import Conflict, NotFound
 from core.roles import require, sync_roles
 
 from .models import ApiToken, Inventory, InventoryAdjustment, Member, Order, OrderLine, Product, Store
@@ -136,7 +136,9 @@ def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | Non
     elif raw.get("member") not in (None, ""):
         member = ctx["members"].get(str(raw["member"]))
         if member is None:
-            errors[prefix + "member"] = [f"没有会员「{raw['member']}」。"]
+            # Well-formed, naming a member who is not there: 404 like an unknown id (as a ticket
+            # naming one is), unless the order has other errors too (then all of them, 400).
+            ctx["missing"][prefix + "member"] = [f"没有会员「{raw['member']}」。"]
 
     lines = []
     raw_lines = raw.get("lines")
@@ -240,6 +242,7 @@ def orders_ingest(*, orders: list[dict], user, token: ApiToken | None = None, ba
         "products": {p.sku: p for p in Product.objects.filter(sku__in=skus)},
         "members": members,
         "now": timezone.now(),
+        "missing": {},
     }
     errors: dict[str, list[str]] = {}
     clean: list[_CleanOrder] = []
@@ -258,7 +261,9 @@ def orders_ingest(*, orders: list[dict], user, token: ApiToken | None = None, ba
     for store in {s.id: s for s in ctx["denied"]}.values():
         audit_denial(actor=user, attempt="write orders", reason="store outside the token's scope", store=store)
     if errors:
-        raise ValidationError(errors)
+        raise ValidationError({**errors, **ctx["missing"]})
+    if ctx["missing"]:
+        raise NotFound("".join(f"{field}：{messages[0]}" for field, messages in ctx["missing"].items()))
     try:
         return _write_orders(clean)
     except IntegrityError:
@@ -401,7 +406,10 @@ def _adjust(store, product, external_id, delta, reason, note, user) -> Adjustmen
     if existing:
         return _replay_or_conflict(existing, product, delta, reason, note)
     if inv.on_hand + delta < 0:
-        raise ValidationError({"delta": [f"调整后库存为负（当前 {inv.on_hand}，调整 {delta}）。"]})
+        # Well-formed, but it contradicts the stock as recorded now: a conflict (409), as a
+        # replayed external_id with other content is; the body still names the field.
+        message = f"调整后库存为负（当前 {inv.on_hand}，调整 {delta}）。"
+        raise Conflict(message, delta=[message], on_hand=inv.on_hand)
     adj = InventoryAdjustment.objects.create(
         store=store, product=product, external_id=external_id, delta=delta, reason=reason, note=note, created_by=user
     )

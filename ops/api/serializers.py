@@ -6,6 +6,7 @@ tests); these input serializers only document the payload.
 from rest_framework import serializers
 
 from ..models import Inventory, InventoryAdjustment, Order, OrderLine, Product, Store
+from ..services import MAX_PRICE_FACTOR
 from ..tools import COLUMNS
 from ..validation import MAX_MONEY, MAX_QTY
 
@@ -34,19 +35,20 @@ class CatalogSerializer(serializers.Serializer):
 class OrderLineInSerializer(serializers.Serializer):
     sku = serializers.CharField()
     qty = serializers.IntegerField(min_value=1, max_value=MAX_QTY)
-    unit_price = serializers.DecimalField(max_digits=11, decimal_places=2, min_value=0, max_value=MAX_MONEY, help_text="最多两位小数，不四舍五入")
-    amount = serializers.DecimalField(max_digits=11, decimal_places=2, required=False, max_value=MAX_MONEY, help_text="省略时 = 数量 × 单价")
+    unit_price = serializers.DecimalField(max_digits=11, decimal_places=2, min_value=0, max_value=MAX_MONEY, help_text=f"最多两位小数，不四舍五入；不超过该商品标价（GET /api/v1/catalog 的 price）的 {MAX_PRICE_FACTOR} 倍")
+    amount = serializers.DecimalField(max_digits=11, decimal_places=2, required=False, max_value=MAX_MONEY, help_text="必须等于 数量 × 单价（精确到分）；省略时按此计算")
 
 
 class OrderInSerializer(serializers.Serializer):
     # 「"store": null」 is how many POS serializers write an unset field: it is read as omitted.
     store = serializers.CharField(required=False, allow_null=True, help_text="门店编码；POS 令牌绑定门店时可省略或为 null")
     external_id = serializers.CharField(max_length=64, help_text="POS 单号，同一门店内唯一（幂等键）")
-    created_at = serializers.DateTimeField(help_text="ISO 8601，如 2026-11-20T21:15:00+08:00；不带时区时按门店所在时区；不能在未来")
+    created_at = serializers.DateTimeField(help_text="ISO 8601，如 2026-11-20T21:15:00+08:00；年份 2000–2100，时区偏移在 -14:00 到 +14:00 之间；不带时区时按门店所在时区；不能在未来（容许 5 分钟时钟误差）")
     channel = serializers.ChoiceField(choices=Order.Channel.choices, default=Order.Channel.DINE_IN)
     status = serializers.ChoiceField(choices=Order.Status.choices, default="paid")
-    total = serializers.DecimalField(max_digits=11, decimal_places=2, max_value=MAX_MONEY, min_value=-MAX_MONEY)
-    member = serializers.CharField(required=False, allow_blank=True, allow_null=True, help_text="会员号或手机号；空或 null 表示非会员")
+    total = serializers.DecimalField(max_digits=11, decimal_places=2, max_value=MAX_MONEY, min_value=-MAX_MONEY,
+                                     help_text="订单金额，必须等于各行金额之和（精确到分）")
+    member = serializers.CharField(required=False, allow_blank=True, allow_null=True, help_text="会员号或手机号；空或 null 表示非会员；没有这个会员时整批不写、返回 404")
     lines = OrderLineInSerializer(many=True, min_length=1, max_length=200)
 
 

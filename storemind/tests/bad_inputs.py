@@ -151,7 +151,7 @@ case("adj-sku-list", "pos", "post", A, with_(ADJ, "sku", ["B001"]), 400, "sku")
 case("adj-store-object", "pos", "post", A, {**ADJ, "store": {"code": "GZ-TH"}}, 400, "store")
 case("adj-note-too-long", "pos", "post", A, with_(ADJ, "note", "x" * 201), 400, "note")
 case("adj-body-list", "pos", "post", A, [ADJ], 400, "non_field_errors")
-case("adj-negative-stock", "pos", "post", A, with_(ADJ, "delta", -100_000), 400, "delta")
+case("adj-negative-stock", "pos", "post", A, with_(ADJ, "delta", -100_000), 409, "delta")
 # --- proposals ---------------------------------------------------------------------------
 P = "/api/v1/proposals"
 case("proposal-nul-store", "staff", "post", P, with_(TICKET, "store", NUL), 400, "store")

@@ -10,6 +10,7 @@ SM_CONTRACT_PHASES) runs many more, with the stateful phase.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -21,6 +22,9 @@ from pathlib import Path
 import httpx
 import pytest
 from django.conf import settings
+
+from ops.services import MAX_PRICE_FACTOR
+from ops.validation import MAX_MONEY
 
 BASE = Path(settings.BASE_DIR)
 SCHEMATHESIS = shutil.which("schemathesis", path=str(Path(sys.executable).parent)) or shutil.which("schemathesis")
@@ -46,6 +50,7 @@ def contract_server(django_db_setup, django_db_blocker):
     from django.contrib.auth import get_user_model
     from django.db import connection, connections
 
+    from ops.models import Product
     from ops.services import api_token_issue
     from ops.tests.factories import make_user, pos_token
 
@@ -72,6 +77,7 @@ def contract_server(django_db_setup, django_db_blocker):
                         raise
                     time.sleep(0.5)
         users.delete()  # they live on in the copy only
+        prices = {sku: str(price) for sku, price in Product.objects.values_list("sku", "price")}
 
     port = _free_port()
     env = {
@@ -99,7 +105,7 @@ def contract_server(django_db_setup, django_db_blocker):
                 proc.kill()
                 pytest.fail("the contract server did not start: " + Path(log.name).read_text()[-2000:])
             time.sleep(0.3)
-        yield url, keys
+        yield url, keys, prices
     finally:
         proc.terminate()
         log.close()
@@ -119,7 +125,7 @@ def _free_port() -> int:
 
 @pytest.mark.parametrize("who", ["staff", "pos"])
 def test_every_operation_matches_the_openapi_schema(contract_server, who):
-    url, keys = contract_server
+    url, keys, prices = contract_server
     examples = os.environ.get("SM_CONTRACT_EXAMPLES", "3")
     phases = os.environ.get("SM_CONTRACT_PHASES", "examples,coverage,fuzzing")
     cmd = [SCHEMATHESIS, "run", f"{url}/api/schema/", "-H", f"Authorization: Bearer {keys[who]}", "--checks", CHECKS,
@@ -127,7 +133,12 @@ def test_every_operation_matches_the_openapi_schema(contract_server, who):
            # One worker: with two, hypothesis describes its filter lambdas with ast.parse in two threads at
            # once, which CPython 3.11 fails now and then (「AST constructor recursion depth mismatch」).
            "--workers", "1", "--request-timeout", "30", "--no-color", "--suppress-health-check", "all"]
-    r = subprocess.run(cmd, cwd=BASE, capture_output=True, text=True, timeout=1200)
+    # The order rules JSON Schema cannot state (sums, list prices, the clock) are obeyed by the
+    # generated orders through hooks; the hooks need the list prices.
+    env = {**os.environ, "SCHEMATHESIS_HOOKS": str(Path(__file__).with_name("contract_hooks.py")),
+           "SM_CONTRACT_PRICES": json.dumps(prices), "SM_CONTRACT_PRICE_FACTOR": str(MAX_PRICE_FACTOR),
+           "SM_CONTRACT_MAX_MONEY": str(MAX_MONEY)}
+    r = subprocess.run(cmd, cwd=BASE, capture_output=True, text=True, timeout=1200, env=env)
     # The whole report on disk: the assertion shows only its tail, which cut off the failing requests.
     (BASE / "var").mkdir(exist_ok=True)
     (BASE / "var" / f"contract-{who}.txt").write_text(r.stdout + r.stderr)
