@@ -125,6 +125,14 @@ def audit_collapsed(*, actor, action: str, key: dict, target=None, store=None, e
         return audit_record(actor=actor, action=action, target=target, store=store, after={**key, **(extra or {})})
 
 
+def audit_scope_refusal(*, actor, attempt: str, store, channel: str | None = None):
+    """A person asked about a store of the chain that is not theirs (「那福田店呢」 from 天河's
+    staff): refused and recorded, not as an attack (越权被拒) but as a question outside their
+    stores; repeats collapse like denials do."""
+    key = {"attempt": attempt, "reason": "store outside the user's scope", **({"channel": channel} if channel else {})}
+    return audit_collapsed(actor=actor, action="scope_refused", key=key, store=store)
+
+
 def audit_denial(*, actor, attempt: str, reason: str, target=None, store=None, channel: str | None = None, **extra):
     """A refused attempt, recorded in its own transaction so it survives the refusal; repeats
     collapse (audit_collapsed) per person, attempt, reason, store and channel, whatever the

@@ -37,6 +37,7 @@ class AuditLog(models.Model):
         REJECTED = "rejected", "拒绝"
         EXPIRED = "expired", "过期"
         PERMISSION_DENIED = "permission_denied", "越权被拒"
+        SCOPE_REFUSED = "scope_refused", "超出门店范围"
         REINDEXED = "reindexed", "重建索引"
         TOKEN_ISSUED = "token_issued", "签发令牌"
         TOKEN_REVOKED = "token_revoked", "吊销令牌"

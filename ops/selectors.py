@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 
-from core.audit import audit_denial
+from core.audit import audit_scope_refusal
 from core.memo import remembered
 
 from .models import Product, Store
@@ -39,6 +39,11 @@ _LEADING_WORDS = re.compile(
 
 class UnknownStore(ValidationError):
     pass
+
+
+class StoreNotYours(UnknownStore):
+    """A store of the chain outside the person's scope: said as such (staff know the chain's
+    stores; 「没有叫…的门店」 was false), never with its figures."""
 
 
 @dataclass(frozen=True)
@@ -223,6 +228,13 @@ def city_in_text(text: str) -> str | None:
     return None
 
 
+def scope_refusal_message(what: str, allowed, perm: str) -> str:
+    names = "、".join(s.name for s in allowed)
+    if perm.endswith("add_proposal"):
+        return f"你不能为{what}提交提案；" + (f"你可以为这些门店提交：{names}。" if names else "你还没有被分配到任何门店，请联系管理员。")
+    return f"{what}的数据你没有权限查看；" + (f"你可以查看：{names}。" if names else "你还没有被分配到任何门店，请联系管理员。")
+
+
 def unknown_store_message(value: str, allowed) -> str:
     names = "、".join(s.name for s in allowed)
     return f"没有叫「{value}」的门店。" + (f"你可以查询的门店：{names}。" if names else "你没有可以查询或操作的门店。")
@@ -230,8 +242,10 @@ def unknown_store_message(value: str, allowed) -> str:
 
 def resolve_store_for(user, value, perm: str, *, attempt: str) -> Store:
     """Resolve a store parameter (a Store, or code / name / alias) within the stores `user`
-    may exercise `perm` on. Unknown and out-of-scope stores raise the same UnknownStore; an
-    out-of-scope one is also audited as a denial."""
+    may exercise `perm` on. An unknown store raises UnknownStore; a store of the chain outside
+    the person's scope raises StoreNotYours (it exists, and is not theirs) and is audited as a
+    scope refusal. POS devices never come here: orders_ingest answers another store like an
+    unknown one."""
     allowed = list(Store.objects.for_user(user, perm))
     if isinstance(value, Store):
         store, text = value, value.name
@@ -248,14 +262,19 @@ def resolve_store_for(user, value, perm: str, *, attempt: str) -> Store:
                 raise UnknownStore(f"「{text}」有 {len(in_city)} 家你可以使用的门店：{'、'.join(s.name for s in in_city)}。"
                                    "请说是哪一家门店。") from None
             outside = Store.objects.filter(city=text).first() if text else None
-            if outside is not None and user is not None and getattr(user, "is_authenticated", False):
-                audit_denial(actor=user, attempt=attempt, reason=f"store outside the user's scope ({perm})", store=outside)
+            if outside is not None:
+                _refuse_outside_scope(user, attempt, outside, perm)
+                raise StoreNotYours(scope_refusal_message(f"{text}的门店", allowed, perm)) from None
             raise UnknownStore(unknown_store_message(text, allowed)) from None
     if store not in allowed:
-        if user is not None and getattr(user, "is_authenticated", False):
-            audit_denial(actor=user, attempt=attempt, reason=f"store outside the user's scope ({perm})", store=store)
-        raise UnknownStore(unknown_store_message(text, allowed))
+        _refuse_outside_scope(user, attempt, store, perm)
+        raise StoreNotYours(scope_refusal_message(store.name, allowed, perm))
     return store
+
+
+def _refuse_outside_scope(user, attempt: str, store: Store, perm: str) -> None:
+    if user is not None and getattr(user, "is_authenticated", False):
+        audit_scope_refusal(actor=user, attempt=f"{attempt} ({perm})", store=store)
 
 
 # --- products ---------------------------------------------------------------------------------

@@ -128,14 +128,14 @@ def test_compare_stores_named_is_validated(bad):
     assert "stores" in exc.value.message_dict
 
 
-def test_compare_stores_named_outside_the_callers_stores_reads_like_an_unknown_store():
+def test_compare_stores_named_outside_the_callers_stores_says_they_are_not_theirs():
     from ops.tests.factories import make_user
 
     staff = make_user("cmp_named_staff", role="staff", stores=["GZ-TH"])
     with pytest.raises(ValidationError) as exc:
         run_tool("compare_stores", {"period": "上周", "stores": ["天河店", "福田店"]}, user=staff)
     message = exc.value.message_dict["stores"][0]
-    assert "福田店" in message and "广州天河店" in message and "深圳福田店" not in message
+    assert message == "深圳福田店的数据你没有权限查看；你可以查看：广州天河店。"
 
 
 def test_comparing_stores_with_one_store_in_scope_says_there_is_nothing_to_compare():
@@ -462,7 +462,7 @@ def test_a_city_names_the_callers_stores_in_it():
     with pytest.raises(ValidationError) as exc:
         run_tool("store_sales", {"store": "深圳", "period": "上周"}, user=staff)
     message = exc.value.message_dict["store"][0]
-    assert "深圳福田店" not in message and "广州天河店" in message  # reads like a typo, names only theirs
+    assert message.startswith("深圳") and "没有权限查看；你可以查看：广州天河店" in message  # the chain's, not theirs
     guangzhou = run_tool("store_sales", {"store": "广州", "period": "上周"}, user=hq)  # HQ: both stores there
     assert [r["store"] for r in guangzhou.rows] == ["广州天河店", "广州珠江新城店"]
     assert guangzhou.params["store"] == "广州天河店、广州珠江新城店"

@@ -257,7 +257,7 @@ def test_6_two_turn_restock_then_the_manager_confirms(page, live, django_db_bloc
     login(page, live, "browser_staff")
     first = ask(page, "福田店啤酒快没了，帮我申请补货")
     expect(first.locator(".badge")).to_have_attribute("data-intent", "action")
-    expect(first.locator(".answer-text")).to_contain_text("没有叫「福田店」的门店")
+    expect(first.locator(".answer-text")).to_contain_text("你不能为深圳福田店提交提案")
     expect(first.locator(".answer-text")).to_contain_text("广州天河店")
     expect(first.locator(".proposal")).to_have_count(0)
     qty = random.randint(2, 9)

@@ -120,6 +120,11 @@ def world(django_db_setup, django_db_blocker):
             clean_documents()
 
 
+def _refused_store(message: str) -> bool:
+    """A store outside the caller's scope: unknown (「没有叫…」), or the chain's and not theirs."""
+    return message.startswith("没有叫「") or "没有权限查看" in message or message.startswith("你不能为")
+
+
 def denials(user) -> int:
     """Refusals recorded for the user: audit rows, each counting its repeats within a minute
     (core.DenialRepeat) — re-running the matrix within a minute counts up instead of adding rows."""
@@ -128,7 +133,7 @@ def denials(user) -> int:
 
     from core.models import AuditLog
 
-    rows = AuditLog.objects.filter(actor=user, action="permission_denied")
+    rows = AuditLog.objects.filter(actor=user, action__in=("permission_denied", "scope_refused"))
     return rows.aggregate(n=Coalesce(Sum("repeat__times"), 0))["n"] + rows.filter(repeat__isnull=True).count()
 
 
@@ -154,10 +159,10 @@ def rest(world, caller, action) -> str:
         c.credentials(HTTP_AUTHORIZATION=f"Bearer {world['tokens'][caller]}")
     if action in ("read_sales_a", "read_sales_b"):
         r = c.get("/api/v1/sales/summary", {"store": A_NAME if action.endswith("a") else B_NAME, "period": "上周"})
-        hidden = r.status_code == 400 and r.json()["store"][0].startswith("没有叫「")
+        hidden = r.status_code == 400 and _refused_store(r.json()["store"][0])
     elif action == "propose":
         r = c.post("/api/v1/proposals", {"kind": "restock", "store": A, "payload": RESTOCK}, format="json")
-        hidden = r.status_code == 400 and r.json()["store"][0].startswith("没有叫「")
+        hidden = r.status_code == 400 and _refused_store(r.json()["store"][0])
     elif action in ("confirm_restock", "confirm_ticket"):
         p, _ = pending(action.split("_")[1])
         r = c.post(f"/api/v1/proposals/{p.pk}/confirm")
@@ -213,13 +218,13 @@ def _answer_outcome(action, answer: str, data, proposal) -> str:
     if action == "propose":
         if proposal:
             return ALLOW
-        if "没有叫「" in answer:
+        if _refused_store(answer) or "你不能为" in answer:
             return HIDDEN
         assert "只有店员或店长可以提交提案" in answer, answer
         return DENY
     if data:
         return ALLOW
-    if "没有叫「" in answer:
+    if "没有叫「" in answer or "的数据你没有权限查看" in answer:
         return HIDDEN
     assert "没有查询这类数据的权限" in answer, answer
     return DENY
@@ -280,7 +285,7 @@ def mcp(world, caller, action) -> str:
     try:
         result = dispatch(user, name, args)
     except MCPError as exc:
-        assert exc.code == -32602 and "没有叫「" in str(exc), str(exc)
+        assert exc.code == -32602 and ("没有叫「" in str(exc) or "没有权限查看" in str(exc) or "你不能为" in str(exc)), str(exc)
         return HIDDEN
     if not result.is_error:
         return ALLOW

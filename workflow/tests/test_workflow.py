@@ -83,10 +83,11 @@ def test_role_kind_store_matrix(people, who, kind, allowed, reason):
 def test_proposing_needs_a_role_and_the_store(people):
     with pytest.raises(PermissionDenied):
         propose(people["nobody"])
-    with pytest.raises(ValidationError) as exc:  # another store reads like an unknown one
+    with pytest.raises(ValidationError) as exc:  # another store of the chain: it exists, and is not theirs
         propose(people["staff"], store="SZ-FT")
-    assert exc.value.message_dict["store"] == ["没有叫「深圳福田店」的门店。你可以查询的门店：广州天河店。"]
-    assert AuditLog.objects.filter(action="permission_denied", actor_username__in=["wf_nobody", "wf_staff"]).count() == 2
+    assert exc.value.message_dict["store"] == ["你不能为深圳福田店提交提案；你可以为这些门店提交：广州天河店。"]
+    assert AuditLog.objects.filter(action="permission_denied", actor_username="wf_nobody").count() == 1
+    assert AuditLog.objects.filter(action="scope_refused", actor_username="wf_staff", store__code="SZ-FT").count() == 1
 
 
 def test_idempotent_creation_and_conflict(people):
