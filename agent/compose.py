@@ -64,6 +64,9 @@ def number_sources(hits: list[Hit], tool_result: ToolResult | None, *, qvec=None
             "vector_score": round(hit.vector_score, 4) if hit.vector_score is not None else None,
             "text": section_text(section) or hit.text, "chunk_id": hit.chunk_id, "document_id": hit.document_id,
             "version": hit.version, "page": hit.page,
+            # A manager linked this question to this section: the most relevant source there is,
+            # whatever its similarity (its grade says so, so it is not listed 中 above a 高).
+            **({"taught": True} if getattr(hit, "taught", False) else {}),
         })
     if tool_result is not None:
         columns = list(tool_result.columns) + [k for k in (tool_result.rows[0] if tool_result.rows else {}) if k not in tool_result.columns]

@@ -126,6 +126,13 @@ def compared_store(question: str) -> str | None:
     return named[0][0] if len(named) == 1 else None
 
 
+def _names_a_period(question: str, today: date) -> bool:
+    try:
+        return bool(find_periods(question, today))
+    except PeriodError:
+        return True  # a period was said, only not one that parses
+
+
 def plan_data(question: str, *, today: date, previous: dict | None = None) -> DataPlan:
     """Choose the tool and its parameters; inherit from the previous turn for follow-ups
     such as 「那福田店呢」 (same tool and period, another store). A period before the first
@@ -150,7 +157,10 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
         tool, reason, inherited = previous["tool"], f"追问，沿用上一轮的工具 {previous['tool']}", True
     # 「上周卖了多少」 → 「外卖占多少」: a short question right after a data answer that names another
     # figure but no period or store keeps the previous turn's (it asked for the period again).
-    carried = inherited or (bool(previous.get("tool")) and len(question.strip()) <= SHORT_FOLLOW_UP)
+    # One that states its own period is a question of its own and keeps nothing: 「上周外卖卖了多少」
+    # after a 福田 question was answered for 福田 alone.
+    carried = inherited or (bool(previous.get("tool")) and len(question.strip()) <= SHORT_FOLLOW_UP
+                            and not _names_a_period(question, today))
     if tool is None and (named := find_product_in_text(question)):
         product = named[1]
         return DataPlan(None, clarify=f"想查{product}的哪一项？可以问「{named[0]}还剩多少」（库存）、「{named[0]}上周卖了多少」（销量）；"

@@ -232,8 +232,8 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
         store = Store.objects.get(name=pending.store)
         allowed, why = _may_propose(user, store)
         if not allowed:
-            if pending.store_said:  # 「没有叫「天河店」的门店」, as asked: the full name would confirm the store exists
-                why = why.replace(f"「{store.name}」", f"「{pending.store_said}」")
+            if "；" in why:  # 「你不能为深圳福田店提交提案」: which stores may be chosen is offered below
+                why = why.split("；", 1)[0] + "。"
             pending.store, pending.store_said = None, ""
             if not user.has_perm(PROPOSE):
                 return Step(why, None, detail={"denied": why})
@@ -256,6 +256,17 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
             return Step(f"商品里没有「{pending.not_a_product}」。可以补货的商品：{known_products_text()}。要补哪个？", pending)
         return Step("要补哪个商品？请说商品名和数量，例如「青岛啤酒，补20箱」。", pending)
     products = {p.sku: p for p in Product.objects.filter(sku__in=pending.skus)}
+    # A product already waiting is said before the quantity is asked (it asked 「要补多少？」, then
+    # refused the answer: one pending request per product).
+    waiting = pending_restock_for(Store.objects.get(name=pending.store), pending.skus, any_of=True)
+    if waiting is not None:  # one pending request per product: a second would be ordered twice
+        has = "、".join(f"{line.get('product', line.get('sku'))} {line.get('quantity')}{line.get('unit', '')}"
+                       for line in waiting.payload.get("lines", []))
+        change = ("你可以在「操作提案」里拒绝那份后再申请" if user.has_perm(CONFIRM_PERMS[Proposal.Kind.RESTOCK])
+                  else "请店长拒绝那份后再申请")  # the asker may be the manager
+        return Step(f"{waiting.store.name}已有待确认的补货提案 #{waiting.pk}（{has}，{waiting.proposed_by.username} 提交），"
+                    f"没有重复生成。要改数量，{change}。", None, waiting,
+                    detail={"proposal_id": waiting.pk, "created": False, "duplicate_of": waiting.pk})
     suggested = False
     if "qty" in missing and suggest is not None:
         figures = suggest(pending.store)
@@ -268,15 +279,6 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
         units = "、".join(sorted({products[s].unit for s in pending.skus}))
         return Step(f"{names}要补多少？可以说「补20箱」或「补二十{units}」（一箱按每箱数量折算）。", pending)
     lines, said = _lines(pending, products)
-    waiting = pending_restock_for(Store.objects.get(name=pending.store), pending.skus, any_of=True)
-    if waiting is not None:  # one pending request per product: a second would be ordered twice
-        has = "、".join(f"{line.get('product', line.get('sku'))} {line.get('quantity')}{line.get('unit', '')}"
-                       for line in waiting.payload.get("lines", []))
-        change = ("你可以在「操作提案」里拒绝那份后再申请" if user.has_perm(CONFIRM_PERMS[Proposal.Kind.RESTOCK])
-                  else "请店长拒绝那份后再申请")  # the asker may be the manager
-        return Step(f"{waiting.store.name}已有待确认的补货提案 #{waiting.pk}（{has}，{waiting.proposed_by.username} 提交），"
-                    f"没有重复生成。要改数量，{change}。", None, waiting,
-                    detail={"proposal_id": waiting.pk, "created": False, "duplicate_of": waiting.pk})
     try:
         proposal, created = propose_from_chat(user=user, kind=Proposal.Kind.RESTOCK, store=pending.store, payload={"lines": lines},
                                               key=_key(user, pending, today))

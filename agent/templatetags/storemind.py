@@ -179,6 +179,8 @@ def relevance_bounds() -> tuple[float, float]:
 
 @register.simple_tag(takes_context=True)
 def relevance(context, citation: dict) -> dict:
+    if citation.get("taught"):
+        return {"label": "高", "css": "high", "title": "店长已把这个问题关联到这一节"}
     score = citation.get("vector_score")
     if score is None:
         return {"label": "", "css": ""}

@@ -41,8 +41,8 @@ def test_the_issue_two_turn_restock_says_permission_first(staff):
     t = Thread(staff)
     first, reply = t.ask("福田店啤酒快没了，帮我申请补货")
     assert first.intent == "action" and first.proposal is None
-    # said at once, as asked (the full name 深圳福田店 would confirm a store outside theirs), own store offered
-    assert "没有叫「福田店」的门店" in first.answer and "深圳福田店" not in first.answer and "广州天河店" in first.answer
+    # said at once (the store exists and is not theirs: 「没有叫「福田店」的门店」 was false), own store offered
+    assert "你不能为深圳福田店提交提案" in first.answer and "没有叫" not in first.answer and "广州天河店" in first.answer
     assert reply.context["pending_action"]["offer_store"] == "广州天河店"
     second, reply = t.ask("好的，青岛啤酒，补20箱")
     assert second.intent == "action" and second.proposal["status"] == "pending" and second.proposal["store"] == "广州天河店"
@@ -150,7 +150,7 @@ def test_a_ticket_over_two_turns_and_permission_first(staff):
 
     other = Thread(staff)
     denied, _ = other.ask("福田店客人投诉服务态度差，帮我建个工单")
-    assert denied.proposal is None and "没有叫「福田店」的门店" in denied.answer and "广州天河店" in denied.answer
+    assert denied.proposal is None and "你不能为深圳福田店提交提案" in denied.answer and "广州天河店" in denied.answer
     accepted, _ = other.ask("好")
     assert accepted.proposal["kind"] == "ticket" and accepted.proposal["store"] == "广州天河店"
     assert accepted.proposal["payload"]["category"] == "服务态度"
@@ -172,6 +172,12 @@ def test_a_product_already_in_a_pending_restock_is_not_requested_twice(staff, ma
     assert Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").count() == 1
     other, _ = Thread(staff).ask("帮我给天河店补3箱青岛啤酒")  # a product not waiting: proposed as usual
     assert other.proposal["id"] != first.proposal["id"]
+    # Asked without a quantity, the waiting proposal is said first: it asked 「要补多少？」 and then
+    # refused whatever amount was given.
+    thread = Thread(manager_two_stores)
+    asked, _ = thread.ask("天河店帮我补一下科罗娜")
+    assert "要补多少" not in asked.answer and f"#{first.proposal['id']}" in asked.answer, asked.answer
+    assert Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").count() == 2
 
 
 @pytest.mark.parametrize("text,category,severity", [
@@ -340,3 +346,29 @@ def test_a_ticket_request_with_words_between_verb_and_complaint_is_a_ticket(staf
     for question in ("帮我登记这个投诉", "帮我登记下投诉"):
         asked, _, _ = chat_ask(user=staff, query=question)
         assert not asked.proposal and "客人投诉的情况" in asked.answer, question
+
+
+def test_another_product_after_a_restock_and_then_its_quantity_are_one_request(staff):
+    # In one thread 「那百威也补一下」 was answered as a rule question and the 「5箱」 after it as
+    # 「与门店运营无关」.
+    Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").update(status="rejected")
+    t = Thread(staff)
+    first, _ = t.ask("帮我给天河店补3箱青岛啤酒")
+    assert first.proposal and first.proposal["status"] == "pending"
+    also, reply = t.ask("那百威也补一下")
+    assert also.intent == "action", also.answer
+    if also.proposal is None:  # asked how much (百威 not below its safety stock)
+        assert "要补多少" in also.answer, also.answer
+        also, _ = t.ask("5箱")
+        assert also.intent == "action" and also.proposal, also.answer
+        assert also.proposal["payload"]["lines"][0]["quantity"] == 5 * 24
+    else:  # below its safety stock: the suggested quantity, said as such
+        assert "按建议量" in also.answer
+    assert also.proposal["id"] != first.proposal["id"]
+    assert [line["product"] for line in also.proposal["payload"]["lines"]] == ["百威啤酒"]
+    # And the quantity alone, right after the product was asked for, fills it.
+    t2 = Thread(staff)
+    asked, _ = t2.ask("帮我补一下科罗娜")
+    if asked.proposal is None and "要补多少" in asked.answer:
+        five, _ = t2.ask("5箱")
+        assert five.intent == "action" and five.proposal and five.proposal["payload"]["lines"][0]["product"] == "科罗娜啤酒", five.answer

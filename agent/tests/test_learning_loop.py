@@ -107,6 +107,7 @@ def test_linking_a_section_teaches_the_index_at_once(manager, staff):
 
     result, _ = answer_question(question, user=staff)
     assert result.citations[0]["section_path"] == target.section_path
+    assert result.citations[0].get("taught") and not any(c.get("taught") for c in result.citations[1:])  # graded 高 on the page
     judged = next(s for s in result.trace if s["step"] == "judge")["detail"]
     assert judged["layer"] == "taught" and judged["enough"]
     # Linking twice is refused; nothing half-written when the section does not exist.

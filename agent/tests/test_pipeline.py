@@ -60,8 +60,8 @@ def test_unknown_store_and_missing_period_become_clarifying_replies(staff):
     result, _ = answer_question("上周北京三里屯店卖了多少", user=staff)
     assert "北京三里屯店" in result.answer and "广州天河店" in result.answer and not result.data
     assert "深圳福田店" not in result.answer  # only the asker's own stores are listed
-    other, _ = answer_question("上周福田店卖了多少", user=staff)  # a store outside the asker's scope
-    assert "「福田店」" in other.answer and "深圳福田店" not in other.answer and not other.data
+    other, _ = answer_question("上周福田店卖了多少", user=staff)  # a store of the chain outside the asker's scope
+    assert "深圳福田店的数据你没有权限查看；你可以查看：广州天河店" in other.answer and not other.data
     result, _ = answer_question("天河店卖了多少", user=staff)
     assert "哪段时间" in result.answer and not result.data
 
@@ -499,7 +499,7 @@ def test_a_store_named_with_invisible_characters_or_spaces_is_the_store_named():
     staff = make_user("agent_zero_width", role="staff", stores=["GZ-TH"])
     for question in ("福\u200b田店上周卖了多少", "福 田 店上周卖了多少"):
         result, _, _ = chat_ask(user=staff, query=question)
-        assert not result.data and "福田店" in result.answer and "广州天河店" not in result.answer.split("。")[0], question
+        assert not result.data and result.answer.startswith("深圳福田店的数据你没有权限查看"), question
 
 
 def test_a_follow_up_to_a_comparison_compares_again_and_stores_are_not_summed_silently():
@@ -594,12 +594,22 @@ def test_a_product_follow_up_to_a_per_store_figure_says_it_cannot_be_split_by_pr
     assert "不能按商品拆分" in result.answer and "科罗娜卖了多少" in result.answer and not result.data
 
 
-def test_a_store_compared_outside_the_askers_scope_is_echoed_as_asked_never_by_its_full_name():
-    # 「天河跟福田比」 from 天河's staff answered 「没有叫「深圳福田店」的门店」: the full name
-    # confirms a store the asker may not see.
+def test_a_store_of_the_chain_outside_the_askers_scope_is_said_to_be_not_theirs():
+    # 「那福田店呢」 from 天河's staff answered 「没有叫「福田店」的门店」 and was audited as 越权被拒:
+    # staff know the chain's stores. It exists, is not theirs, and is recorded as a scope refusal.
+    from core.models import AuditLog
+
     staff = make_user("agent_compare_scope", role="staff", stores=["GZ-TH"])
-    result, _, _ = chat_ask(user=staff, query="上周天河跟福田比谁卖得多")
-    assert "深圳福田店" not in result.answer and "福田" in result.answer and not result.data
+    _, conv, _ = chat_ask(user=staff, query="上周卖了多少")
+    result, _, _ = chat_ask(user=staff, query="那福田店呢", thread_id=conv.thread_id)
+    assert "深圳福田店的数据你没有权限查看；你可以查看：广州天河店" in result.answer and not result.data, result.answer
+    assert "没有叫" not in result.answer
+    rows = AuditLog.objects.filter(actor=staff)
+    assert rows.filter(action="scope_refused", store__code="SZ-FT").exists() and not rows.filter(action="permission_denied").exists()
+    compared, _, _ = chat_ask(user=staff, query="上周天河跟福田比谁卖得多")
+    assert "深圳福田店的数据你没有权限查看" in compared.answer and not compared.data
+    typo, _, _ = chat_ask(user=staff, query="上周三里屯店卖了多少")  # not a store of the chain: still said so
+    assert "没有叫「三里屯店」的门店" in typo.answer and "深圳福田店" not in typo.answer
 
 
 def test_hq_comparing_two_named_stores_sees_those_two_and_the_follow_up_keeps_them():
@@ -1184,3 +1194,20 @@ def test_a_question_that_also_asks_for_figures_is_hedged_when_its_rule_part_did_
     assert not pipeline.barely_enough(state)
     state.chosen.layer, state.chosen.verdict = "llm", Verdict(0.6, True, 0.5, {})
     assert not pipeline.barely_enough(state)
+
+
+@pytest.mark.parametrize("question, keeps_store", [
+    ("上周外卖卖了多少", False), ("本月每天的营业额", False), ("上周卖了多少", False),
+    ("外卖占多少", True), ("那上周呢", True),
+])
+def test_a_question_that_states_its_own_period_inherits_no_store(question, keeps_store):
+    # Head office: 「上周外卖卖了多少」 after a 福田 question was answered for 福田 only, and
+    # 「本月每天的营业额」 after a 天河 one for 天河 only. A question of its own keeps nothing.
+    from agent.data_guard import plan_data
+
+    today = local_today()
+    previous = {"tool": "store_sales", "params": {"store": "深圳福田店", "period": {
+        "label": "昨天", "start": (today - timedelta(days=1)).isoformat(), "end": (today - timedelta(days=1)).isoformat()}}}
+    plan = plan_data(question, today=today, previous=previous)
+    assert plan.tool is not None, plan
+    assert (plan.params.get("store") == "深圳福田店") is keeps_store, plan

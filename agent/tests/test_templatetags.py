@@ -15,3 +15,17 @@ def test_a_table_in_an_answer_is_rendered_as_a_table_with_its_citation():
 def test_answer_text_is_escaped_and_lines_are_kept():
     html = str(cite_links("<script>x</script>[1]\n第二行", 3))
     assert "<script>" not in html and "&lt;script&gt;" in html and "<br>第二行" in html
+
+
+def test_a_taught_source_is_graded_high_whatever_its_similarity():
+    # After a manager's teaching the sources read 「[1] 中」 above 「[2] 高」: the section the
+    # manager chose goes first, and its grade came from its similarity alone.
+    from django.template import Context
+
+    from agent.templatetags.storemind import relevance
+
+    context = Context({})
+    context.render_context["relevance_bounds"] = (0.80, 0.87)
+    assert relevance(context, {"vector_score": 0.82})["label"] == "中"
+    taught = relevance(context, {"vector_score": 0.82, "taught": True})
+    assert taught["label"] == "高" and "店长" in taught["title"]
