@@ -89,6 +89,15 @@ def _list_stores(user, args):
     return "\n".join(f"{r['code']} {r['name']}（{'、'.join(r['aliases'])}）" for r in rows), {"stores": rows}
 
 
+def _list_products(user, args):
+    from ops.selectors import catalog_for
+
+    rows = [{"sku": p.sku, "name": p.name, "aliases": p.aliases, "category": p.category, "unit": p.unit,
+             "case_size": p.case_size, "price": str(p.price), "active": p.active} for p in catalog_for(user)]
+    return "\n".join(f"{r['sku']} {r['name']}（{'、'.join(r['aliases'])}）· {r['unit']} · 每箱 {r['case_size']} · ¥{r['price']}"
+                     + ("" if r["active"] else " · 停售") for r in rows), {"products": rows}
+
+
 def _ops_params_help() -> str:
     """Each tool's parameters, from its own schema (a client learned them from errors: that
     period_compare needs baseline, member_balance takes member)."""
@@ -178,6 +187,8 @@ TOOLS: list[ToolDef] = [
              "required": ["query"], "additionalProperties": False}, _ask),
     ToolDef("list_stores", "列出你能查看的门店的编码、名称和别名。查询经营数据和提交提案时用这些名字指定门店。",
             {"type": "object", "properties": {}, "additionalProperties": False}, _list_stores),
+    ToolDef("list_products", "列出商品目录：编码、名称、别名、单位、每箱数量、标价、是否在售。补货和查销量时可以用编码、名称或别名指定商品。",
+            {"type": "object", "properties": {}, "additionalProperties": False}, _list_products),
     ToolDef("query_ops",
             f"运行一个白名单经营数据工具（{'、'.join(OPS_TOOLS)}），参数先校验再查询，从不执行自由 SQL。返回数据行、一句话摘要和实际使用的参数。",
             {"type": "object", "properties": {
@@ -189,8 +200,13 @@ TOOLS: list[ToolDef] = [
             {"type": "object", "properties": {
                 "store": _STORE,
                 "lines": {"type": "array", "minItems": 1, "maxItems": 50, "items": {"type": "object", "properties": {
-                    "sku": {"type": "string"}, "quantity": {"type": "integer", "minimum": 1}, "unit": {"type": "string"},
-                    "reason": {"type": "string"}}, "required": ["sku", "quantity"]}},
+                    "sku": {"type": "string", "minLength": 1, "description": "商品编码、名称或别名（list_products），如 B001、青岛、科罗娜"},
+                    "product": {"type": "string", "minLength": 1, "description": "也可以用这个字段写商品名称或别名"},
+                    "quantity": {"type": "integer", "minimum": 1},
+                    "unit": {"type": "string", "description": "商品的单位（瓶、杯…）或「箱」，省略时按商品单位"},
+                    "reason": {"type": "string"}},
+                    "anyOf": [{"required": ["sku"]}, {"required": ["product"]}], "required": ["quantity"],
+                    "additionalProperties": False}},
                 "idempotency_key": {"type": "string", "maxLength": 128}},
              "required": ["store", "lines"], "additionalProperties": False}, _propose_restock),
     ToolDef("propose_ticket",

@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 BASE = Path(settings.BASE_DIR)
-TOOL_NAMES = {"search_knowledge", "list_documents", "ask", "list_stores", "query_ops", "propose_restock", "propose_ticket",
+TOOL_NAMES = {"search_knowledge", "list_documents", "ask", "list_stores", "list_products", "query_ops", "propose_restock", "propose_ticket",
               "list_pending", "confirm_proposal", "reject_proposal"}
 
 
@@ -68,9 +68,40 @@ def world(django_db_setup, django_db_blocker):
             clean()
 
 
-def stdio_params(world, user="mcp_staff"):
-    return StdioServerParameters(command=sys.executable, args=[str(BASE / "manage.py"), "mcp", "--stdio", "--user", user],
-                                 env=world["env"], cwd=str(BASE))
+def stdio_params(world, user=None):
+    # As an MCP client's config would: the person's API token in SM_MCP_TOKEN; --user for an operator.
+    if user is not None:
+        return StdioServerParameters(command=sys.executable, args=[str(BASE / "manage.py"), "mcp", "--stdio", "--user", user],
+                                     env=world["env"], cwd=str(BASE))
+    return StdioServerParameters(command=sys.executable, args=[str(BASE / "manage.py"), "mcp", "--stdio"],
+                                 env={**world["env"], "SM_MCP_TOKEN": world["staff_token"]}, cwd=str(BASE))
+
+
+def test_stdio_acts_as_the_owner_of_a_token_and_refuses_any_other(world, django_db_blocker):
+    # `mcp --stdio --user NAME` let anyone at the shell act as anyone; a token names who acts.
+    from django.contrib.auth import get_user_model
+
+    from ops.tests.factories import pos_token
+
+    def run(*args, env=None):
+        return subprocess.run([sys.executable, str(BASE / "manage.py"), "mcp", "--stdio", *args], cwd=BASE,
+                              env={**world["env"], **(env or {})}, input="", capture_output=True, text=True, timeout=60)
+
+    wrong = run("--token", "not-a-token")
+    assert wrong.returncode != 0 and "令牌无效" in wrong.stderr and not wrong.stdout
+    with django_db_blocker.unblock():  # committed: the server runs in another process
+        get_user_model().objects.filter(username="mcp_pos_device").delete()
+        device_key = pos_token("GZ-TH", username="mcp_pos_device")
+    try:
+        device = run(env={"SM_MCP_TOKEN": device_key})
+    finally:
+        with django_db_blocker.unblock():
+            get_user_model().objects.filter(username="mcp_pos_device").delete()
+    assert device.returncode != 0 and "POS device token" in device.stderr
+    nobody = run()
+    assert nobody.returncode != 0 and "--token" in nobody.stderr
+    both = run("--token", world["staff_token"], "--user", "mcp_staff")
+    assert both.returncode != 0 and "not both" in both.stderr
 
 
 async def exercise(session: ClientSession, world) -> dict:
@@ -91,7 +122,9 @@ async def exercise(session: ClientSession, world) -> dict:
     await call("ask", {"query": "上周天河店卖了多少"})
     await call("list_stores", {})
     await call("query_ops", {"tool": "store_sales", "params": {"store": "天河店", "period": "上周"}})
-    await call("propose_restock", {"store": "天河店", "lines": [{"sku": "B001", "quantity": 12, "unit": "箱", "reason": "MCP"}]})
+    await call("list_products", {})
+    # A product by its everyday name, as in chat (the schema required `sku` and no tool listed products).
+    await call("propose_restock", {"store": "天河店", "lines": [{"product": "青岛", "quantity": 12, "unit": "箱", "reason": "MCP"}]})
     ticket = await call("propose_ticket", {"store": "GZ-TH", "category": "酒水品质", "severity": "一般", "description": "MCP 测试：啤酒有异味。"})
     await call("list_pending", {})
     seen["confirm_restock"] = await session.call_tool("confirm_proposal", {"proposal_id": world["restock_id"]})
@@ -140,6 +173,9 @@ def check(seen, world, django_db_blocker):
     assert not seen["trend"].is_error and len(trend["rows"]) == 7 and trend["column_labels"]["revenue"] == "营业额"
     assert "daily_trend" in seen["tools"]["query_ops"]["properties"]["tool"]["enum"]
     assert seen["propose_restock"].structured_content["status"] == "pending"
+    assert seen["propose_restock"].structured_content["payload"]["lines"][0]["sku"] == "B001"
+    products = seen["list_products"].structured_content["products"]
+    assert {"sku": "B001", "name": "青岛啤酒"}.items() <= next(p for p in products if p["sku"] == "B001").items()
     assert seen["confirm_proposal"].structured_content["status"] == "confirmed"  # staff may confirm tickets
     assert "不能再拒绝" in seen["reject_proposal"].content[0].text and seen["reject_proposal"].is_error
     denied = seen["confirm_restock"]
