@@ -31,6 +31,14 @@ class Period:
         return (self.end - self.start).days + 1
 
     def describe(self) -> str:
+        """The period as an answer states it. A period that runs into the trading day under way
+        says what that day is (at 01:53 a user could not tell why 12-01 was 「今天」)."""
+        today = _trading_day_now()
+        if self.end == today[0]:
+            so_far = f"营业日 {today[0].month}月{today[0].day}日 {today[1]:02d}:00 起，截至 {today[2]}"
+            if self.start == self.end or self.start.isoformat() in self.label:
+                return f"{self.label}（{so_far}）"
+            return f"{self.label}（{self.start.isoformat()} 至 {self.end.isoformat()}；{so_far}）"
         if self.start.isoformat() in self.label:  # 「2026-11-01 至 2026-11-07」 says its dates already
             return self.label
         if self.start == self.end:
@@ -39,6 +47,15 @@ class Period:
 
     def as_params(self) -> dict:
         return {"label": self.label, "start": self.start.isoformat(), "end": self.end.isoformat()}
+
+
+def _trading_day_now() -> tuple[date, int, str]:
+    """(the trading day under way, the hour it opened, the local time now as HH:MM)."""
+    from django.utils import timezone
+
+    from .tools import DAY_STARTS_AT, TZ, local_today
+
+    return local_today(), DAY_STARTS_AT, timezone.localtime(timezone.now(), TZ).strftime("%H:%M")
 
 
 _CN_UNITS = {"十": 10, "百": 100, "千": 1000}

@@ -102,8 +102,12 @@ def ops_seed(
     end_date: date | None = None,
     orders: int | None = None,
     progress: Callable[[int], None] | None = None,
+    until: datetime | None = None,
 ) -> SeedReport:
-    """Create the demo ops data. The database must have no ops data yet."""
+    """Create the demo ops data. The database must have no ops data yet.
+
+    Without `end_date` the demo runs up to this moment: today's trading day holds the orders
+    placed so far (「今天到现在卖了多少」 showed ¥0.00 on every demo day when it ended yesterday)."""
     if not 1 <= stores <= len(STORES):
         raise ValueError(f"--stores must be between 1 and {len(STORES)}")
     if days < 1:
@@ -113,7 +117,8 @@ def ops_seed(
     rng = random.Random(seed)
     from .tools import local_today
 
-    end_date = end_date or local_today() - timedelta(days=1)  # the last whole trading day (its night ends at 01:00)
+    if end_date is None:
+        end_date, until = local_today(), until or timezone.now()
     start_date = end_date - timedelta(days=days - 1)
 
     store_objs = Store.objects.bulk_create(
@@ -129,10 +134,45 @@ def ops_seed(
     members = _seed_members(rng, store_objs, start_date)
 
     scale = (orders / (expected_daily_orders(stores) * days)) if orders else 1.0
-    order_count, line_count = _seed_orders(rng, store_objs, products, meta, members, start_date, end_date, scale, progress)
+    order_count, line_count = _seed_orders(rng, store_objs, products, meta, members, start_date, end_date, scale, progress,
+                                           until=until)
     low = _seed_inventory(rng, store_objs, products, meta)
-    _seed_ledger(rng, members, store_objs, start_date, end_date)
+    # The ledger's visits happen at 21:00: up to the last whole trading day, never in the future.
+    _seed_ledger(rng, members, store_objs, start_date, end_date if until is None else end_date - timedelta(days=1))
     return SeedReport(len(store_objs), len(products), len(members), order_count, line_count, low, start_date, end_date)
+
+
+@dataclass
+class TopUpReport:
+    orders: int
+    lines: int
+    since: datetime | None
+
+
+@transaction.atomic
+def ops_top_up(*, seed: int = 42, now: datetime | None = None) -> TopUpReport:
+    """Bring the demo orders up to `now` (a later `make run` on a database seeded days ago):
+    the demo stores' orders from just after the last one recorded, drawn as ops_seed draws
+    them. Touches nothing but the demo stores' orders; real stores and POS orders are left alone."""
+    from .tools import local_today
+
+    now = now or timezone.now()
+    codes = [row[0] for row in STORES]
+    stores = list(Store.objects.filter(code__in=codes).order_by("code"))
+    last = Order.objects.filter(store__in=stores).order_by("-created_at").values_list("created_at", flat=True).first()
+    if not stores or last is None or last >= now:
+        return TopUpReport(0, 0, last)
+    meta = {row[0]: row for row in PRODUCTS}
+    products = list(Product.objects.filter(sku__in=meta, active=True).order_by("sku"))
+    if not products:
+        return TopUpReport(0, 0, last)
+    members = list(Member.objects.order_by("pk"))
+    first_day = (timezone.localtime(last, TZ) - timedelta(hours=6)).date()
+    rng = random.Random(f"{seed}-{first_day.isoformat()}-{now.timestamp():.0f}")
+    # "T": the first day's order numbers already given out are never reused.
+    orders, lines = _seed_orders(rng, stores, products, meta, members, first_day, local_today(), 1.0, None,
+                                 after=last, until=now, id_prefix="T")
+    return TopUpReport(orders, lines, last)
 
 
 def _seed_members(rng: random.Random, stores: list[Store], start: date) -> list[Member]:
@@ -152,7 +192,10 @@ def _seed_members(rng: random.Random, stores: list[Store], start: date) -> list[
     return Member.objects.bulk_create(members)
 
 
-def _seed_orders(rng, stores, products, meta, members, start, end, scale, progress) -> tuple[int, int]:
+def _seed_orders(rng, stores, products, meta, members, start, end, scale, progress, *, after: datetime | None = None,
+                 until: datetime | None = None, id_prefix: str = "") -> tuple[int, int]:
+    """Orders for the trading days start..end; with `after` / `until`, only those placed in
+    between (every draw is made all the same, so a day's orders do not depend on the cut)."""
     hours, hour_w = zip(*HOUR_WEIGHTS.items())
     channels, channel_w = zip(*CHANNELS)
     popularity = [meta[p.sku][6] for p in products]
@@ -178,22 +221,24 @@ def _seed_orders(rng, stores, products, meta, members, start, end, scale, progre
                     for h in rng.choices(hours, weights=hour_w, k=count)
                 )
                 for seq, created in enumerate(stamps, start=1):
+                    chosen = set(rng.choices(range(len(products)), weights=popularity, k=rng.choice((1, 1, 2, 2, 3, 4))))
+                    qtys = {idx: rng.randint(1, meta[products[idx].sku][7]) for idx in sorted(chosen)}
+                    channel = rng.choices(channels, weights=channel_w)[0]
+                    status = "refunded" if rng.random() < 0.02 else "paid"
+                    member = rng.choice(members) if rng.random() < 0.25 else None
+                    if (until is not None and created > until) or (after is not None and created <= after):
+                        continue
                     order_id = next_order_id
                     next_order_id += 1
-                    chosen = set(rng.choices(range(len(products)), weights=popularity, k=rng.choice((1, 1, 2, 2, 3, 4))))
                     lines, total = [], Decimal("0")
-                    for idx in sorted(chosen):
+                    for idx, qty in qtys.items():
                         product = products[idx]
-                        qty = rng.randint(1, meta[product.sku][7])
                         amount = product.price * qty
                         total += amount
                         lines.append((product, qty, product.price, amount))
                         line_rows.append((next_line_id, order_id, product.id, qty, product.price, amount))
                         next_line_id += 1
-                    channel = rng.choices(channels, weights=channel_w)[0]
-                    status = "refunded" if rng.random() < 0.02 else "paid"
-                    member = rng.choice(members) if rng.random() < 0.25 else None
-                    external_id = f"{store.code}-{day:%Y%m%d}-{seq:05d}"
+                    external_id = f"{store.code}-{day:%Y%m%d}-{id_prefix}{seq:05d}"
                     fingerprint = _fingerprint(
                         {
                             "store": store.code, "external_id": external_id,

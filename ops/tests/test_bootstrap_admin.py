@@ -147,3 +147,54 @@ def test_bootstrap_without_demo_never_invents_sales(settings):
     out = io.StringIO()
     call_command("bootstrap", stdout=out, stderr=io.StringIO())
     assert Order.objects.count() == 0 and "not seeding demo ops data" in out.getvalue()
+
+
+def _empty_ops_tables():
+    with connection.cursor() as cur:  # inside the test's transaction: rolled back afterwards
+        cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cur.execute("ALTER TABLE workflow_auditlog DISABLE TRIGGER core_audit_no_truncate")
+        cur.execute("TRUNCATE workflow_auditlog, workflow_restockline, workflow_restockrequest, workflow_ticket, workflow_proposal, "
+                    "ops_apitoken, ops_inventoryadjustment, ops_storedvaluetxn, ops_storedvalueaccount, ops_orderline, ops_order, "
+                    "ops_inventory, ops_member, ops_product, ops_store_members, ops_store CASCADE")
+
+
+def test_the_demo_runs_up_to_this_moment_and_a_later_bootstrap_continues_it():
+    # 「今天到现在卖了多少」 showed ¥0.00 on every demo day: the seed ended yesterday.
+    from datetime import datetime, time, timedelta
+
+    from ops import seed
+    from ops.tools import TZ, local_today
+
+    today = local_today()
+    until = datetime.combine(today, time(19, 30), tzinfo=TZ)  # 19:30 of the trading day under way
+    with transaction.atomic():
+        _empty_ops_tables()
+        report = seed.ops_seed(days=3, until=until)
+        assert report.end == today
+        todays = Order.objects.filter(created_at__gte=datetime.combine(today, time(6), tzinfo=TZ))
+        assert todays.exists() and not todays.filter(created_at__gt=until).exists()
+
+        # A `make run` two days later: the demo stores' orders continue from the last one to now.
+        later = until + timedelta(days=2)
+        last = Order.objects.order_by("-created_at").first().created_at
+        added = seed.ops_top_up(now=later)
+        assert added.orders > 0 and added.since == last
+        new = Order.objects.filter(created_at__gt=last)
+        assert new.count() == added.orders and not Order.objects.filter(created_at__gt=later).exists()
+        assert Order.objects.values("store", "external_id").distinct().count() == Order.objects.count()
+        assert seed.ops_top_up(now=later).orders == 0  # nothing twice
+        transaction.set_rollback(True)
+
+
+def test_a_period_running_into_today_says_what_today_is():
+    # At 01:53 a user did not know why 12-01 was 「今天」: the trading day opens at 06:00.
+    from ops.periods import Period
+    from ops.tools import local_today
+
+    today = local_today()
+    said = Period(today, today, "今天").describe()
+    assert said.startswith(f"今天（营业日 {today.month}月{today.day}日 06:00 起，截至 "), said
+    week = Period(today.replace(day=1), today, "本月").describe()
+    assert "营业日" in week and today.replace(day=1).isoformat() in week
+    yesterday = today.fromordinal(today.toordinal() - 1)
+    assert Period(yesterday, yesterday, "昨天").describe() == f"昨天（{yesterday.isoformat()}）"

@@ -19,7 +19,12 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         sync_roles()
         if seed.has_ops_data():
-            self.stdout.write("ops data present: not seeding again.")
+            if settings.SM_DEMO:  # a demo seeded on an earlier day: its orders continue up to now
+                added = seed.ops_top_up()
+                self.stdout.write(f"ops data present: demo orders brought up to now (+{added.orders} orders, +{added.lines} lines)."
+                                  if added.orders else "ops data present: not seeding again.")
+            else:
+                self.stdout.write("ops data present: not seeding again.")
         elif settings.SM_DEMO:
             call_command("seed_ops", verbosity=opts["verbosity"], stdout=self.stdout, stderr=self.stderr)
         else:

@@ -15,7 +15,7 @@ class Command(BaseCommand):
         parser.add_argument("--stores", type=int, default=4)
         parser.add_argument("--days", type=int, default=60)
         parser.add_argument("--seed", type=int, default=42)
-        parser.add_argument("--end-date", type=date.fromisoformat, default=None, help="last day (default: yesterday)")
+        parser.add_argument("--end-date", type=date.fromisoformat, default=None, help="last trading day, seeded whole (default: today, up to this moment)")
         parser.add_argument("--orders", type=int, default=None, help="approximate total orders (scales daily volume)")
         parser.add_argument("--reset", action="store_true", help="delete existing ops data first")
         parser.add_argument("--if-empty", action="store_true", help="do nothing when ops data already exists")
