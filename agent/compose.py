@@ -73,7 +73,7 @@ def number_sources(hits: list[Hit], tool_result: ToolResult | None, *, qvec=None
         for i, row in enumerate(tool_result.rows, start=1):
             # jsonb does not keep key order: the column order travels with the row.
             sources.data.append({"ref": f"D{i}", "tool": tool_result.tool, "params": tool_result.params, "row": row,
-                                 "columns": columns})
+                                 "columns": columns, "shown": list(tool_result.columns)})
     return sources
 
 
@@ -324,7 +324,7 @@ ROW_FORMATS = {
     "top_products": lambda r: f"第 {r['rank']} 名 {r['product']}：{r['qty']}{r['unit']}，销售额 ¥{r['revenue']:,.2f}",
     "compare_stores": lambda r: f"第 {r['rank']} 名 {r['store']}：营业额 ¥{r['revenue']:,.2f}（占 {r['revenue_share']}%），订单 {r['orders']} 单，客单价 ¥{r['avg_ticket']:,.2f}",
     "hourly_peak": lambda r: f"{r['hour']}：{r['orders']} 单，¥{r['revenue']:,.2f}",
-    "daily_trend": lambda r: f"{r['date']}（{r['weekday']}）：¥{r['revenue']:,.2f}，{r['orders']} 单",
+    "daily_trend": lambda r: (f"{r['store']} " if r.get("store") else "") + f"{r['date']}（{r['weekday']}）：¥{r['revenue']:,.2f}，{r['orders']} 单",
     "product_sales": lambda r: f"{r['store']}：卖出 {r['qty']:,}{r['unit']}，销售额 ¥{r['revenue']:,.2f}，{r['orders']} 单",
     "low_stock": lambda r: (
         f"{r['store']} {r['product']}：在库 {r['on_hand']}{r['unit']}，安全库存 {r['safety_stock']}，"
@@ -369,6 +369,22 @@ def row_key(tool: str, row: dict) -> str:
     return ""
 
 
+def _per_store_trend_lines(sources: Sources) -> list[str]:
+    lines = []
+    for store in dict.fromkeys(d["row"]["store"] for d in sources.data):
+        mine = [d for d in sources.data if d["row"]["store"] == store]
+        if not any(d["row"]["orders"] for d in mine):
+            lines.append(f"- {store}：没有已支付订单 [{mine[0]['ref']}]")
+            continue
+        best = max(mine, key=lambda d: d["row"]["revenue"])
+        worst = min(mine, key=lambda d: d["row"]["revenue"])
+        total = sum(d["row"]["revenue"] for d in mine)
+        lines.append(f"- {store}：合计 ¥{total:,.2f}，{sum(d['row']['orders'] for d in mine):,} 单；"
+                     f"最高 {best['row']['date']}（{best['row']['weekday']}）¥{best['row']['revenue']:,.2f} [{best['ref']}]，"
+                     f"最低 {worst['row']['date']}（{worst['row']['weekday']}）¥{worst['row']['revenue']:,.2f} [{worst['ref']}]")
+    return lines
+
+
 def extractive_data_answer(tool_result: ToolResult, sources: Sources, question: str = "", *, store_named: bool = False) -> str:
     """`store_named`: the question named its store (the plan's, not the tool's resolved scope)."""
     summary = tool_result.summary
@@ -380,6 +396,11 @@ def extractive_data_answer(tool_result: ToolResult, sources: Sources, question: 
         asked = [d for d in sources.data if d["row"]["channel"] in question]
         if len(asked) == 1:
             lines[0] = lines[0].removesuffix("：").removesuffix(" 按渠道") + f" {fmt(asked[0]['row'])} [{asked[0]['ref']}]。各渠道："
+    if tool_result.tool == "daily_trend" and "store" in tool_result.columns:
+        # A series per store (head office's 「各店每天营业额趋势」): per store its total and its best
+        # and weakest day; every day of every store is in the chart and the table below.
+        lines += _per_store_trend_lines(sources)
+        return "\n".join(lines)
     for d in sources.data:
         lines.append(f"- {fmt(d['row'])} [{d['ref']}]")
     if tool_result.tool == "daily_trend" and len(sources.data) > 1 and any(d["row"]["orders"] for d in sources.data):

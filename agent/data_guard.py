@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 
 from ops.models import Product
 from ops.periods import (
@@ -49,6 +49,10 @@ from .vocabulary import (
 
 PERIOD_TOOLS = {"store_sales", "top_products", "compare_stores", "hourly_peak", "daily_trend", "product_sales", "channel_sales",
                 "period_compare"}
+HOURLY_PEAK = "hourly_peak"
+# 「一般几点最忙」 with no period: the usual day over the last four whole weeks.
+PEAK_DEFAULT_DAYS = 28
+TYPICALLY = re.compile(r"一般|平时|通常|平常|往常|一向|向来|通常来说")
 _PHONE = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)")
 _MEMBER_NO = re.compile(r"(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
 _N = r"([0-9一二两三四五六七八九十]+)"
@@ -188,6 +192,7 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
         return DataPlan(tool, clarify=f"你问到了{'、'.join(named)}。{what}一次查一个商品，请分开问，比如「{named[0]}{example}」。",
                         reason=reason)
     compared: list = []
+    defaulted = ""  # a period chosen for the asker, said in the answer
     if tool in (STORE_SALES, COMPARE_STORES) and not product and len(find_stores_in_text(question)) < 2 \
             and vocab.PERIOD_CHANGE.search(question):
         # 「上周跟上上周比涨了还是跌了」: two periods side by side; one period and 环比 / 涨了还是跌了:
@@ -312,6 +317,11 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
             monthly = asked.start.day == 1 and (28 <= days <= 31 or asked.label.startswith(("本月", "这个月", "这月")))
             if (unit in ("周", "星期", "礼拜") and weekly) or (unit in ("天", "日") and days == 1) or (unit == "月" and monthly):
                 period = previous_period(asked)
+        if period is None and tool == HOURLY_PEAK and (TYPICALLY.search(question) or not (carried and prev_params.get("period"))):
+            # 「一般几点最忙」 asks about a usual day: the last four whole weeks, said as such (it asked
+            # for a period, or kept the previous turn's 「今天」).
+            period = Period(today - timedelta(days=PEAK_DEFAULT_DAYS), today - timedelta(days=1), "最近四周")
+            defaulted = "没说时间，按最近四周统计；要看别的时间可以说「上周几点最忙」。"
         if period is not None:
             params["period"] = {"label": period.label, "start": period.start.isoformat(), "end": period.end.isoformat()}
         elif carried and prev_params.get("period"):
@@ -321,12 +331,15 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
 
     # 「哪个时段最忙」 → 「跟上上周比呢」 / 「跟福田比」 showed the other period's or store's figures as if
     # they were the comparison: say what is shown and which comparison can be asked.
-    note = ""
+    note = defaulted
     if inherited and tool in ("hourly_peak", TOP_PRODUCTS, "daily_trend", PRODUCT_SALES) and vocab.STORES_COMPARED.search(question) \
             and (asked := prev_params.get("period")) and params.get("period") and params["period"] != asked:
         note = _cannot_compare(tool, "两段时间", params["period"]["label"], asked["label"], params["period"]["label"])
     elif inherited and other_store and prev_params.get("store") and params.get("store") != prev_params["store"]:
         note = _cannot_compare(tool, "两家店", store_words or other_store, prev_params["store"], other_store)
+    if tool == vocab.DAILY_TREND and params.get("store") is None and (vocab.ACROSS_STORES.search(question)
+                                                                     or (carried and prev_params.get("by_store"))):
+        params["by_store"] = True  # 「11月各店每天营业额趋势」: a series per store, not the chain's total
     if tool == TOP_PRODUCTS:
         params["n"] = top_n(question)
         for category in Product.Category.values:

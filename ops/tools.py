@@ -135,6 +135,7 @@ class Chart:
     label: str
     value: str
     orientation: str = "vertical"  # horizontal for long labels (product names)
+    series: str = ""  # rows carrying this key are drawn as one line per value (one store each)
 
 
 @dataclass(frozen=True)
@@ -418,13 +419,18 @@ WEEKDAY_NAMES = "一二三四五六日"
 MAX_TREND_DAYS = 92
 
 
-def daily_trend(*, store: Store | None, period: Period, scope: list[Store] | None = None) -> ToolResult:
-    """Revenue and orders per day; days without sales are rows with zeros, not gaps."""
+def daily_trend(*, store: Store | None, period: Period, scope: list[Store] | None = None, by_store: bool = False) -> ToolResult:
+    """Revenue and orders per day; days without sales are rows with zeros, not gaps. With
+    `by_store` and no one store asked for, one series per store (「11月各店每天营业额趋势」 was
+    the chain's total): a row per day and store."""
     days = StoreDaySales.objects.filter(day__gte=period.start, day__lte=period.end)  # the daily rollup
     if store:
         days = days.filter(store=store)
     elif scope is not None:
         days = days.filter(store__in=scope)
+    stores = list(scope if scope is not None else Store.objects.order_by("code")) if by_store and store is None else []
+    if len(stores) > 1:
+        return _daily_trend_by_store(days, period, stores, scope)
     agg = {a["day"]: a for a in days.values("day").annotate(orders=Sum("orders"), revenue=Sum("revenue")).order_by()}
     rows = []
     for i in range(period.days):
@@ -440,6 +446,27 @@ def daily_trend(*, store: Store | None, period: Period, scope: list[Store] | Non
     else:
         summary = f"{_store_label(store, scope)} {period.describe()} 没有已支付订单（营业额 ¥0.00）。"
     return ToolResult("daily_trend", {}, rows, summary, ["date", "weekday", "revenue", "orders"])
+
+
+def _daily_trend_by_store(days, period: Period, stores: list[Store], scope) -> ToolResult:
+    agg = {(a["day"], a["store_id"]): a for a in days.values("day", "store_id").annotate(orders=Sum("orders"), revenue=Sum("revenue")).order_by()}
+    rows = []
+    for i in range(period.days):
+        day = period.start + timedelta(days=i)
+        for s in stores:
+            a = agg.get((day, s.pk), {})
+            rows.append({"date": day.isoformat(), "weekday": f"周{WEEKDAY_NAMES[day.weekday()]}", "store": s.name,
+                         "revenue": _money(a.get("revenue")), "orders": a.get("orders", 0)})
+    parts = []
+    for s in stores:
+        mine = [r for r in rows if r["store"] == s.name]
+        if any(r["orders"] for r in mine):
+            best = max(mine, key=lambda r: r["revenue"])
+            parts.append(f"{s.name}合计 {_yuan(round(sum(r['revenue'] for r in mine), 2))}（最高 {best['date']} {_yuan(best['revenue'])}）")
+        else:
+            parts.append(f"{s.name}没有已支付订单")
+    summary = f"{_store_label(None, scope)} {period.describe()} 各门店每天的营业额：{'；'.join(parts)}。"
+    return ToolResult("daily_trend", {}, rows, summary, ["date", "weekday", "store", "revenue", "orders"])
 
 
 def restock_suggestion(on_hand: int, safety_stock: int, sold: int, cover_days: int = 7) -> int:
@@ -593,9 +620,12 @@ TOOLS: dict[str, ToolSpec] = {
         ToolSpec("hourly_peak", "高峰时段", "一段时间内按小时统计的订单数和营业额，找出最忙的时段。",
                  {"type": "object", "properties": {"store": _STORE, "period": _PERIOD}, "required": ["period"], "additionalProperties": False},
                  hourly_peak, ("hour", "orders", "revenue"), Chart("hour", "orders")),
-        ToolSpec("daily_trend", "每日趋势", "一段时间内（最多 92 天）每天的营业额和订单数，没有销售的日子记为 0。",
-                 {"type": "object", "properties": {"store": _STORE, "period": _PERIOD}, "required": ["period"], "additionalProperties": False},
-                 daily_trend, ("date", "weekday", "revenue", "orders"), Chart("date", "revenue")),
+        ToolSpec("daily_trend", "每日趋势", "一段时间内（最多 92 天）每天的营业额和订单数，没有销售的日子记为 0；by_store 为真且不指定门店时，每家门店一条曲线。",
+                 {"type": "object", "properties": {
+                     "store": _STORE, "period": _PERIOD,
+                     "by_store": {"type": "boolean", "default": False, "description": "按门店分开（每家门店一组数据）；指定了门店时不起作用"}},
+                  "required": ["period"], "additionalProperties": False},
+                 daily_trend, ("date", "weekday", "revenue", "orders"), Chart("date", "revenue", series="store")),
         ToolSpec("low_stock", "低库存", "在库低于安全库存的商品，附近 7 天日均销量、可售天数和建议补货量。",
                  {"type": "object", "properties": {"store": _STORE}, "additionalProperties": False},
                  low_stock, STOCK_COLUMNS, perm="ops.view_inventory"),
@@ -753,6 +783,11 @@ def _validate(spec: ToolSpec, params: dict[str, Any], today: date, user) -> tupl
             errors["member"] = ["没有找到这个会员（请核对手机号或会员号）。"]
         else:
             kwargs["member"], used["member"] = member, member.number
+    if "by_store" in props and params.get("by_store") is not None:
+        if not isinstance(params["by_store"], bool):
+            errors["by_store"] = ["by_store 只能是 true 或 false。"]
+        else:
+            kwargs["by_store"] = used["by_store"] = params["by_store"]
     if spec.name == "daily_trend" and "period" in kwargs and kwargs["period"].days > MAX_TREND_DAYS:
         errors["period"] = [f"按天趋势最多查 {MAX_TREND_DAYS} 天，请缩短时间范围。"]
     for name in ("period", "baseline"):

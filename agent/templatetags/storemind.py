@@ -223,6 +223,25 @@ def _describe_params(params: dict) -> str:
     return " · ".join(bits)
 
 
+_BULLET = re.compile(r"^\s*- ")
+
+
+@register.simple_tag
+def answer_parts(content: str, view: dict | None) -> dict:
+    """A long data answer read on a phone: its first line, the chart, then its rows folded
+    (30 bullets came before the chart), then what follows them (the best and weakest day).
+    Short answers and answers without a chart stay as they are (`rows` empty)."""
+    lines = (content or "").split("\n")
+    bullets = [i for i, line in enumerate(lines) if _BULLET.match(line)]
+    if not view or not view.get("chart") or len(bullets) <= FOLD_ROWS:
+        return {"head": content, "rows": "", "tail": "", "count": 0}
+    first, last = bullets[0], bullets[-1]
+    if any(not _BULLET.match(line) for line in lines[first:last + 1]):
+        return {"head": content, "rows": "", "tail": "", "count": 0}
+    return {"head": "\n".join(lines[:first]), "rows": "\n".join(lines[first:last + 1]),
+            "tail": "\n".join(lines[last + 1:]), "count": len(bullets)}
+
+
 @register.simple_tag
 def data_view(m) -> dict | None:
     """The data rows of an answer as staff read them: Chinese headers and formatted cells
@@ -233,7 +252,9 @@ def data_view(m) -> dict | None:
         return None
     first = m.data[0]
     spec = TOOLS.get(first.get("tool"))
-    keys = list(spec.columns) if spec and spec.columns else [k for k in first.get("columns") or first["row"] if k != "unit"]
+    keys = list(first.get("shown") or (spec.columns if spec and spec.columns else first.get("columns") or first["row"]))
+    units = {column(k).unit_key for k in keys if column(k).unit_key}
+    keys = [k for k in keys if k not in units]  # a unit is shown beside its quantity, not as a column
     rows = [{"ref": d["ref"], "cells": [{"text": format_cell(k, d["row"]), "kind": column(k).kind} for k in keys]} for d in m.data]
     period = first.get("params", {}).get("period") or {}
     view = {
@@ -246,9 +267,13 @@ def data_view(m) -> dict | None:
         "folded": len(rows) > FOLD_ROWS,
     }
     if spec and spec.chart and len(m.data) >= 2:
-        from agent.charts import bar_chart
+        from agent.charts import bar_chart, line_chart
 
-        view["chart"] = bar_chart([d["row"] for d in m.data], spec.chart, title=spec.title)
+        rows = [d["row"] for d in m.data]
+        if spec.chart.series and spec.chart.series in first["row"]:  # one line per store
+            view["chart"] = line_chart(rows, spec.chart, title=spec.title)
+        else:
+            view["chart"] = bar_chart(rows, spec.chart, title=spec.title)
     return view
 
 

@@ -1211,3 +1211,29 @@ def test_a_question_that_states_its_own_period_inherits_no_store(question, keeps
     plan = plan_data(question, today=today, previous=previous)
     assert plan.tool is not None, plan
     assert (plan.params.get("store") == "深圳福田店") is keeps_store, plan
+
+
+def test_when_it_is_busiest_with_no_period_is_the_last_four_weeks_said_as_such():
+    # 「一般几点最忙」 asked for a period (or kept the previous turn's 「今天」).
+    from agent.data_guard import plan_data
+
+    today = local_today()
+    plan = plan_data("一般几点最忙", today=today)
+    assert plan.tool == "hourly_peak" and not plan.clarify, plan
+    period = plan.params["period"]
+    assert period["label"] == "最近四周" and period["end"] == (today - timedelta(days=1)).isoformat()
+    assert period["start"] == (today - timedelta(days=28)).isoformat() and "最近四周" in plan.note
+    previous = {"tool": "store_sales", "params": {"store": "广州天河店", "period": {
+        "label": "今天", "start": today.isoformat(), "end": today.isoformat()}}}
+    assert plan_data("一般几点最忙", today=today, previous=previous).params["period"]["label"] == "最近四周"
+    assert plan_data("上周几点最忙", today=today).params["period"]["label"] == "上周"
+
+
+@pytest.mark.parametrize("question, by_store", [
+    ("11月各店每天营业额趋势", True), ("上个月每家店每天的营业额", True), ("本月每天的营业额", False), ("上周天河店每天卖了多少", False),
+])
+def test_a_daily_trend_across_stores_is_asked_per_store(question, by_store):
+    from agent.data_guard import plan_data
+
+    plan = plan_data(question, today=local_today())
+    assert plan.tool == "daily_trend" and bool(plan.params.get("by_store")) is by_store, plan

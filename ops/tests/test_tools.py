@@ -347,6 +347,33 @@ def test_daily_trend_has_a_row_per_day_matching_sql_zeros_included():
     assert result.params["store"] == "广州天河店" and result.params["period"]["start"] == start.isoformat()
 
 
+def test_daily_trend_by_store_is_one_series_per_store_matching_sql():
+    # 「11月各店每天营业额趋势」 from head office returned the chain's total, not a series per store.
+    from ops.tests.factories import make_user
+
+    today = local_today()
+    result = run_tool("daily_trend", {"period": "最近7天", "by_store": True}, today=today, user=None)
+    stores = list(Store.objects.order_by("code").values_list("name", flat=True))
+    assert "store" in result.columns and len(result.rows) == 7 * len(stores)
+    start = today - timedelta(days=7)
+    lo, hi = day_bounds(start, today - timedelta(days=1))
+    for name, revenue, orders in sql_one(
+            "SELECT s.name, SUM(o.total), COUNT(*) FROM ops_order o JOIN ops_store s ON s.id=o.store_id "
+            "WHERE o.status='paid' AND o.created_at >= %s AND o.created_at < %s GROUP BY 1", [lo, hi]):
+        mine = [r for r in result.rows if r["store"] == name]
+        assert round(sum(r["revenue"] for r in mine), 2) == float(revenue) and sum(r["orders"] for r in mine) == orders
+    assert result.params["by_store"] is True and "合计" in result.summary
+    # One store asked for, or a person with one store: that store's days, no store column.
+    one = run_tool("daily_trend", {"store": "天河店", "period": "最近7天", "by_store": True}, today=today, user=None)
+    assert "store" not in one.columns and len(one.rows) == 7
+    staff = make_user("trend_by_store_staff", role="staff", stores=["GZ-TH"])
+    own = run_tool("daily_trend", {"period": "最近7天", "by_store": True}, today=today, user=staff)
+    assert "store" not in own.columns and len(own.rows) == 7
+    with pytest.raises(ValidationError) as exc:
+        run_tool("daily_trend", {"period": "上周", "by_store": "yes"}, user=None)
+    assert "by_store" in exc.value.message_dict
+
+
 def test_daily_trend_is_validated_like_the_others():
     with pytest.raises(ValidationError) as exc:
         run_tool("daily_trend", {"period": {"start": "2026-01-01", "end": "2026-06-30"}}, user=None)

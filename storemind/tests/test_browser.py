@@ -358,6 +358,35 @@ def test_7_trend_question_draws_bars_that_match_the_tool_rows(sized, live, djang
     shot(page, f"7-trend-{page.viewport_label}", doc=f"trend-{page.viewport_label}")
 
 
+def test_7b_head_office_sees_one_line_per_store_in_a_daily_trend(sized, live, django_db_blocker):
+    """「11月各店每天营业额趋势」 from head office was the chain's total: one series per store, a
+    legend, the rows folded under the chart, and the first day's label not cut at the edge."""
+    from ops.tools import local_today, run_tool
+
+    page = sized
+    login(page, live, "browser_hq")
+    answer = ask(page, "上个月各店每天营业额趋势")
+    expect(answer.locator("figure.data-table")).to_have_attribute("data-tool", "daily_trend")
+    with django_db_blocker.unblock():
+        rows = run_tool("daily_trend", {"period": "上个月", "by_store": True}, today=local_today(), user=None).rows
+    stores = list(dict.fromkeys(r["store"] for r in rows))
+    assert len(stores) >= 2
+    lines = answer.locator("svg.chart-lines polyline.series")
+    expect(lines).to_have_count(len(stores))
+    for line in lines.all():
+        name = line.get_attribute("data-series")
+        assert [float(v) for v in line.get_attribute("data-values").split(",")] == [r["revenue"] for r in rows if r["store"] == name]
+    for store in stores:  # each store's total, as the rows add up
+        total = sum(r["revenue"] for r in rows if r["store"] == store)
+        expect(answer.locator(".answer-text").first).to_contain_text(f"{store}：合计 ¥{total:,.2f}")
+    expect(answer.locator("figure.data-table th[data-key=store]")).to_have_count(1)
+    first_label = answer.locator("svg.chart-lines text").filter(has_text=re.compile(r"^\d\d-01$")).first
+    chart_box = answer.locator("svg.chart-lines").bounding_box()
+    assert first_label.bounding_box()["x"] >= chart_box["x"] - 0.5  # 「.1-01」 was cut off
+    assert_fits(page)
+    shot(page, f"7b-trend-stores-{page.viewport_label}", doc=f"trend-stores-{page.viewport_label}")
+
+
 def test_8_typing_indicator_shows_as_soon_as_the_question_is_sent(page, live):
     login(page, live, "browser_staff")
     held = []
@@ -555,9 +584,15 @@ def test_16_a_long_table_is_folded_under_the_lines_that_already_list_it(page, li
     expect(answer.locator("details.table-more summary")).to_contain_text("明细表")
     expect(table).not_to_be_visible()
     expect(answer.locator("svg.chart")).to_be_visible()
-    answer.locator("a.cite", has_text="D3").first.click()
+    # The answer's own 30 lines are folded under the chart too (chart first on a phone); the
+    # best and weakest day stay in view, and their [D…] link opens the table at that row.
+    expect(answer.locator("details.answer-rows summary")).to_contain_text("逐条列出")
+    expect(answer.locator(".answer-text .chart-first svg.chart")).to_be_visible()
+    link = answer.locator(".answer-text > a.cite-data").first
+    ref = link.inner_text().strip("[]")
+    link.click()
     expect(table).to_be_visible()
-    expect(answer.locator("tr.highlight, tr[id$='-D3']").first).to_be_visible()
+    expect(answer.locator(f"tr[id$='-{ref}']")).to_be_visible()
     short = ask(page, "上周天河店卖了多少")
     expect(short.locator("details.table-more")).to_have_count(0)
     expect(short.locator("figure.data-table table")).to_be_visible()
