@@ -123,6 +123,11 @@ def _windows(units: list[tuple[str, bool, bool]], max_chars: int, overlap_chars:
     return [_join(w) for w in windows]
 
 
+def without_aliases(text: str) -> str:
+    """A document's text without its 常见问法 lines (what a reader of the document is shown)."""
+    return "".join(line for line in text.splitlines(keepends=True) if not _ALIASES.match(line))
+
+
 def split_aliases(lines: list[str]) -> tuple[list[str], list[str]]:
     """(the section's lines without its 常见问法 lines, the questions listed there)."""
     kept, aliases = [], []

@@ -13,17 +13,17 @@ another and the demo data stays intact. Reads files; writes only the bare copy u
 """
 from __future__ import annotations
 
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
 
+from .chunking import without_aliases
+
 BARE_DIR = Path(settings.BASE_DIR) / "var" / "eval" / "bundled-bare"
 # The lists a corpus folder may carry beside its documents (optional aids, never required).
 CORPUS_LISTS = ("synonyms.txt", "userdict.txt", "uncovered.txt")
-_ALIAS_LINE = re.compile(r"^\s*(?:>\s*)?常见问法\s*[：:]")
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def eval_corpus(name: str) -> EvalCorpus:
 
 def strip_alias_lines(source: str) -> str:
     """A document without its 常见问法 lines (the questions written for it by hand)."""
-    return "".join(line for line in source.splitlines(keepends=True) if not _ALIAS_LINE.match(line))
+    return without_aliases(source)
 
 
 def build_bare_copy(source: Path | None = None, target: Path = BARE_DIR) -> Path:

@@ -342,6 +342,42 @@ def _sync(fn, *args):
     return anyio.to_thread.run_sync(call)
 
 
+# --- prompts: the three things people ask, worded so a client's model uses the tools --------
+
+
+@dataclass(frozen=True)
+class PromptDef:
+    name: str
+    title: str
+    description: str
+    arguments: tuple[tuple[str, str, bool], ...]  # (name, description, required)
+    template: str
+
+    def render(self, args: dict[str, str]) -> str:
+        return self.template.format(**{k: v or "（未指定）" for k, v in args.items()})
+
+
+PROMPTS = (
+    PromptDef("rule_question", "制度问题", "按门店制度文档回答一个问题，每句话注明出处。",
+              (("question", "要问的制度问题，如「客人说酒有异味怎么办」", True),),
+              "请用 StoreMind 的 ask 工具（或先用 search_knowledge 查找）回答这个门店制度问题：{question}\n"
+              "只根据检索到的制度章节回答，每句话后注明出处（《文档》› 章节）；制度里没有的，直接说没有，不要编。"),
+    PromptDef("data_question", "经营数据", "用白名单数据工具查询一家门店或全部门店的经营数据。",
+              (("question", "要查的经营问题，如「上周卖了多少」「哪天生意最好」", True),
+               ("store", "门店名称、编码或别名（list_stores）；省略时是你能查看的全部门店", False)),
+              "请用 StoreMind 的 query_ops 工具回答这个经营数据问题：{question}\n门店：{store}\n"
+              "先用 list_stores 确认门店名，选一个合适的工具（store_sales、daily_trend、top_products …），"
+              "按工具返回的数字作答，不要估算。"),
+    PromptDef("restock", "补货提案", "为一家门店提交补货提案（店长确认之前不会下单）。",
+              (("store", "门店名称、编码或别名", True), ("product", "商品名称、别名或编码（list_products）", True),
+               ("quantity", "数量，如 20 或「2箱」", False)),
+              "请为门店「{store}」的商品「{product}」准备补货提案，数量：{quantity}。\n"
+              "先用 query_ops 的 product_stock 看在库、安全库存和建议补货量；数量未指定时用建议量。"
+              "然后用 propose_restock 提交（只是提案，要店长确认才会下单），并把提案编号和状态告诉我。"),
+)
+PROMPTS_BY_NAME = {p.name: p for p in PROMPTS}
+
+
 # --- the server -----------------------------------------------------------------------------
 
 
@@ -410,12 +446,43 @@ def build_server(*, fixed_user=None) -> Server:
         doc = await _sync(load)
         if doc is None:  # missing and not-allowed look the same: no existence leak
             raise MCPError(types.INVALID_PARAMS, f"没有这个文档，或你无权查看：{uri}")
-        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=doc.body)])
+        from knowledge.chunking import without_aliases
+
+        # The document as its readers see it: the hand-written 常见问法 lines are the index's, not the rules.
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown",
+                                                                             text=without_aliases(doc.body))])
+
+    async def list_resource_templates(ctx, params):
+        await permitted(ctx, "resources/templates/list")
+        return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
+            name="document", title="制度文档", uri_template=RESOURCE_PREFIX + "{doc_id}", mime_type="text/markdown",
+            description="一篇制度文档的全文（doc_id 见 list_documents 或 resources/list；只能读你有权查看的文档）")])
+
+    async def list_prompts(ctx, params):
+        await identity(ctx)
+        return types.ListPromptsResult(prompts=[
+            types.Prompt(name=p.name, title=p.title, description=p.description,
+                         arguments=[types.PromptArgument(name=a, description=d, required=r) for a, d, r in p.arguments])
+            for p in PROMPTS])
+
+    async def get_prompt(ctx, params):
+        await identity(ctx)
+        prompt = PROMPTS_BY_NAME.get(params.name)
+        if prompt is None:
+            raise MCPError(types.INVALID_PARAMS, f"没有提示词 {params.name}。可用：{'、'.join(PROMPTS_BY_NAME)}")
+        args = params.arguments or {}
+        missing = [a for a, _, required in prompt.arguments if required and not str(args.get(a) or "").strip()]
+        if missing:
+            raise MCPError(types.INVALID_PARAMS, f"{params.name} 缺少参数：{'、'.join(missing)}")
+        text = prompt.render({a: str(args.get(a) or "").strip() for a, _, _ in prompt.arguments})
+        return types.GetPromptResult(description=prompt.description,
+                                     messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))])
 
     return Server(
         SERVER_NAME, version="1.0.0", title="StoreMind 门店助手",
         instructions="门店制度问答、经营数据查询和受控写操作（提案 → 有权限的人确认 → 审计）。",
         on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources, on_read_resource=read_resource,
+        on_list_resource_templates=list_resource_templates, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
     )
 
 

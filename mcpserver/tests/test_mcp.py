@@ -135,6 +135,17 @@ async def exercise(session: ClientSession, world) -> dict:
     resources = (await session.list_resources()).resources
     seen["resources"] = resources
     seen["read"] = await session.read_resource(resources[0].uri)
+    # Every document's text as its readers see it (the hand-written 常见问法 lines were included).
+    seen["read_all"] = [await session.read_resource(r.uri) for r in resources]
+    # Resource templates and prompts answered "Method not found".
+    seen["templates"] = (await session.list_resource_templates()).resource_templates
+    seen["prompts"] = (await session.list_prompts()).prompts
+    seen["prompt"] = await session.get_prompt("restock", {"store": "天河店", "product": "青岛"})
+    try:
+        await session.get_prompt("restock", {"product": "青岛"})
+        seen["prompt_missing"] = None
+    except MCPError as exc:
+        seen["prompt_missing"] = exc
     seen["k_float"] = await session.call_tool("search_knowledge", {"query": "会员卡能跨店用吗", "k": 2.0})  # was a TypeError
     for label, name, args in (("unknown_tool", "drop_tables", {}), ("bad_args", "search_knowledge", {"q": 1}),
                               ("too_long", "search_knowledge", {"query": "酒" * 20000}),
@@ -185,6 +196,12 @@ def check(seen, world, django_db_blocker):
     assert str(seen["resources"][0].uri).startswith("storemind://corpus/")
     assert all("店长手册" != r.title for r in seen["resources"])
     assert seen["read"].contents[0].text.startswith("#")
+    assert not any("常见问法" in r.contents[0].text for r in seen["read_all"])
+    assert [t.uri_template for t in seen["templates"]] == ["storemind://corpus/{doc_id}"]
+    assert {p.name for p in seen["prompts"]} == {"rule_question", "data_question", "restock"}
+    text = seen["prompt"].messages[0].content.text
+    assert "天河店" in text and "青岛" in text and "propose_restock" in text
+    assert isinstance(seen["prompt_missing"], MCPError) and "store" in str(seen["prompt_missing"])
     for label in ("unknown_tool", "bad_args", "bad_params", "missing_resource", "too_long", "wrong_type"):
         assert isinstance(seen[label], MCPError), label
         assert seen[label].code == -32602, (label, seen[label].code)
