@@ -144,10 +144,12 @@ def _load_synthetic(cmd, n_chunks: int, dimension: int, vocabulary: list[tuple[s
         with raw.copy("COPY knowledge_gram (chunk_id, term, tf, n_terms) FROM STDIN") as cp:
             for row in gram_rows:
                 cp.write_row(row)
-        with raw.copy("COPY knowledge_sentence (chunk_id, kind, text, audience, embedding) FROM STDIN WITH (FORMAT BINARY)") as cp:
-            cp.set_types(["int8", "varchar", "text", "varchar", "vector"])
+        # `generated` has no database default: a COPY that leaves it out writes NULL and fails. The
+        # synthetic question aliases stand for the forms the product writes at ingest.
+        with raw.copy("COPY knowledge_sentence (chunk_id, kind, text, audience, embedding, generated) FROM STDIN WITH (FORMAT BINARY)") as cp:
+            cp.set_types(["int8", "varchar", "text", "varchar", "vector", "bool"])
             for row in sentence_rows:
-                cp.write_row(row)
+                cp.write_row((*row, row[1] == "alias"))
         cur.execute("SELECT setval(pg_get_serial_sequence('knowledge_chunk', 'id'), %s)", [n_chunks])
         cur.execute("SET maintenance_work_mem = '1GB'")
         for statement in tqdm(rebuild, desc="rebuild indexes", file=cmd.stderr):

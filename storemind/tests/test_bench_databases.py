@@ -65,3 +65,21 @@ def test_each_bench_asks_for_its_own_database(monkeypatch):
         with pytest.raises(Chosen):
             getattr(module, fn)(None, {"chunks": 10, "orders": 10, "queries": 1})
     assert len({bench_database_name("storemind", *args) for args in chosen}) == 3
+
+
+def test_the_retrieval_bench_loads_its_synthetic_corpus_with_every_column_the_models_require(restore_database):
+    # `bench retrieval` failed at its COPY (knowledge_sentence.generated has no database default)
+    # after the generated question forms were added: every figure of #26's 100k-chunk target was unmeasurable.
+    import io
+
+    from knowledge.bench import _load_synthetic
+    from knowledge.models import Chunk, Sentence
+
+    class Out:
+        stderr = io.StringIO()
+
+    use_bench_database("retrieval")
+    _load_synthetic(Out(), 20, 384, [("门店", 5), ("酒水", 3), ("补货", 2), ("盘点", 1)])
+    assert Chunk.objects.count() == 20
+    assert Sentence.objects.filter(kind="alias", generated=True).count() == 10
+    assert not Sentence.objects.filter(kind="sentence", generated=True).exists()
