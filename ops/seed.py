@@ -138,7 +138,7 @@ def ops_seed(
                                            until=until)
     low = _seed_inventory(rng, store_objs, products, meta)
     # The ledger's visits happen at 21:00: up to the last whole trading day, never in the future.
-    _seed_ledger(rng, members, store_objs, start_date, end_date if until is None else end_date - timedelta(days=1))
+    _seed_ledger(rng, members, store_objs, start_date, end_date if until is None else max(start_date, end_date - timedelta(days=1)))
     return SeedReport(len(store_objs), len(products), len(members), order_count, line_count, low, start_date, end_date)
 
 
