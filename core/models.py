@@ -36,6 +36,8 @@ class AuditLog(models.Model):
         CONFIRMED = "confirmed", "确认"
         REJECTED = "rejected", "拒绝"
         EXPIRED = "expired", "过期"
+        WITHDRAWN = "withdrawn", "撤回"
+        AMENDED = "amended", "修改提案"
         PERMISSION_DENIED = "permission_denied", "越权被拒"
         SCOPE_REFUSED = "scope_refused", "超出门店范围"
         REINDEXED = "reindexed", "重建索引"

@@ -25,7 +25,7 @@ from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 
 from ops.tools import TOOLS as OPS_TOOLS  # the one whitelist of query tools
-from workflow.services import REJECT_REASON_MAX
+from workflow.services import REJECT_REASON_MAX, TICKET_CATEGORIES, TICKET_SEVERITIES
 
 log = logging.getLogger("mcpserver")
 SERVER_NAME = "storemind"
@@ -171,7 +171,32 @@ def _reject(user, args):
     return _proposal_out(proposal_reject(proposal=args["proposal_id"], user=user, reason=args["reason"]), user)
 
 
+def _withdraw(user, args):
+    from workflow.services import proposal_withdraw
+
+    return _proposal_out(proposal_withdraw(proposal=args["proposal_id"], user=user, reason=args.get("reason", "")), user)
+
+
+def _amend(user, args):
+    from workflow.models import Proposal
+    from workflow.services import proposal_amend
+
+    if "lines" in args:
+        payload = {"lines": args["lines"]}
+    else:  # a ticket: the fields given, over what it says now (the service decides who may change it)
+        current = Proposal.objects.filter(pk=args["proposal_id"], kind=Proposal.Kind.TICKET).values_list("payload", flat=True).first() or {}
+        payload = {**current, **{k: args[k] for k in ("category", "severity", "description", "order", "member") if k in args}}
+    return _proposal_out(proposal_amend(proposal=args["proposal_id"], user=user, payload=payload), user)
+
+
 _STORE = {"type": "string", "minLength": 1, "description": "门店编码、名称或别名，如 GZ-TH、天河店"}
+_RESTOCK_LINES = {"type": "array", "minItems": 1, "maxItems": 50, "items": {"type": "object", "properties": {
+    "sku": {"type": "string", "minLength": 1, "description": "商品编码、名称或别名（list_products），如 B001、青岛、科罗娜"},
+    "product": {"type": "string", "minLength": 1, "description": "也可以用这个字段写商品名称或别名"},
+    "quantity": {"type": "integer", "minimum": 1},
+    "unit": {"type": "string", "description": "商品的单位（瓶、杯…）或「箱」，省略时按商品单位"},
+    "reason": {"type": "string"}},
+    "anyOf": [{"required": ["sku"]}, {"required": ["product"]}], "required": ["quantity"], "additionalProperties": False}}
 TOOLS: list[ToolDef] = [
     ToolDef("search_knowledge",
             "在门店制度文档（SOP、规则、产品知识）里做混合检索。返回命中的章节路径、相关度分数和原文片段；店员看不到仅店长可见的文档。",
@@ -199,22 +224,15 @@ TOOLS: list[ToolDef] = [
             "为一家门店提交补货提案（只是提案，不会下单）。需要店长确认后才会生成补货单；同一个 idempotency_key 重复提交返回同一个提案。",
             {"type": "object", "properties": {
                 "store": _STORE,
-                "lines": {"type": "array", "minItems": 1, "maxItems": 50, "items": {"type": "object", "properties": {
-                    "sku": {"type": "string", "minLength": 1, "description": "商品编码、名称或别名（list_products），如 B001、青岛、科罗娜"},
-                    "product": {"type": "string", "minLength": 1, "description": "也可以用这个字段写商品名称或别名"},
-                    "quantity": {"type": "integer", "minimum": 1},
-                    "unit": {"type": "string", "description": "商品的单位（瓶、杯…）或「箱」，省略时按商品单位"},
-                    "reason": {"type": "string"}},
-                    "anyOf": [{"required": ["sku"]}, {"required": ["product"]}], "required": ["quantity"],
-                    "additionalProperties": False}},
+                "lines": _RESTOCK_LINES,
                 "idempotency_key": {"type": "string", "maxLength": 128}},
              "required": ["store", "lines"], "additionalProperties": False}, _propose_restock),
     ToolDef("propose_ticket",
             "为一家门店提交客诉工单提案，写明类别、严重程度和描述，可关联订单号或会员号。店员和店长都可以确认，确认后才建立工单。",
             {"type": "object", "properties": {
                 "store": _STORE,
-                "category": {"type": "string", "enum": ["酒水品质", "食品安全", "服务态度", "收银结账", "环境卫生", "会员储值", "其他"]},
-                "severity": {"type": "string", "enum": ["一般", "较重", "严重"]},
+                "category": {"type": "string", "enum": TICKET_CATEGORIES},
+                "severity": {"type": "string", "enum": TICKET_SEVERITIES},
                 "description": {"type": "string", "minLength": 5, "maxLength": 2000},
                 "order": {"type": "string"}, "member": {"type": "string"}, "idempotency_key": {"type": "string", "maxLength": 128}},
              "required": ["store", "category", "severity", "description"], "additionalProperties": False}, _propose_ticket),
@@ -229,6 +247,19 @@ TOOLS: list[ToolDef] = [
             {"type": "object", "properties": {"proposal_id": {"type": "integer", "minimum": 1},
                                               "reason": {"type": "string", "minLength": 1, "maxLength": REJECT_REASON_MAX}},
              "required": ["proposal_id", "reason"], "additionalProperties": False}, _reject),
+    ToolDef("withdraw_proposal", "撤回自己提交的、仍待确认的提案（数量写错了、货已经到了）。只有提交人可以撤回；记入审计日志。",
+            {"type": "object", "properties": {"proposal_id": {"type": "integer", "minimum": 1},
+                                              "reason": {"type": "string", "maxLength": REJECT_REASON_MAX}},
+             "required": ["proposal_id"], "additionalProperties": False}, _withdraw),
+    ToolDef("amend_proposal", "修改仍待确认的提案：补货给出新的 lines（整份替换，规则同 propose_restock），工单给出要改的字段。"
+                              "提交人或有权确认的人（如店长确认前改数量）可以修改；改前改后记入审计日志。",
+            {"type": "object", "properties": {
+                "proposal_id": {"type": "integer", "minimum": 1},
+                "lines": _RESTOCK_LINES,
+                "category": {"type": "string", "enum": TICKET_CATEGORIES}, "severity": {"type": "string", "enum": TICKET_SEVERITIES},
+                "description": {"type": "string", "minLength": 1, "maxLength": 2000},
+                "order": {"type": "string"}, "member": {"type": "string"}},
+             "required": ["proposal_id"], "additionalProperties": False}, _amend),
 ]
 TOOLS_BY_NAME = {t.name: t for t in TOOLS}
 

@@ -43,6 +43,9 @@ def proposal_dict(p: Proposal, user) -> dict:
         "status_display": p.get_status_display(), "payload": p.payload, "source": p.source,
         "proposed_by": p.proposed_by.username, "created_at": local_time(p.created_at, p.store).isoformat(),
         "can_confirm": allowed and p.status == Proposal.Status.PENDING, "why_not": "" if allowed else why,
+        # The person who proposed it may take it back or change it while it waits; a decider may change it too.
+        "can_withdraw": p.status == Proposal.Status.PENDING and user is not None and p.proposed_by_id == user.pk,
+        "can_amend": p.status == Proposal.Status.PENDING and user is not None and (allowed or p.proposed_by_id == user.pk),
         "decided_by": p.decided_by.username if p.decided_by_id else "", "decision_note": p.decision_note,
     }
 

@@ -21,6 +21,7 @@ class Proposal(models.Model):
         CONFIRMED = "confirmed", "已确认"
         REJECTED = "rejected", "已拒绝"
         EXPIRED = "expired", "已过期"
+        WITHDRAWN = "withdrawn", "已撤回"
 
     class Source(models.TextChoices):
         CHAT = "chat", "聊天"

@@ -240,7 +240,7 @@ def proposal_confirm(*, proposal: Proposal | int, user) -> Proposal:
             pass
         elif locked.status == Proposal.Status.CONFIRMED:
             return locked
-        elif locked.status in (Proposal.Status.REJECTED, Proposal.Status.EXPIRED):
+        elif locked.status != Proposal.Status.PENDING:  # rejected, expired, withdrawn
             raise Conflict(f"提案 #{pk} 的状态是「{locked.get_status_display()}」，不能再确认。")
         else:
             before = {"status": locked.status}
@@ -307,6 +307,78 @@ def proposal_reject(*, proposal: Proposal | int, user, reason: str) -> Proposal:
                          before={"status": "pending"}, after={"status": "rejected", "reason": reason})
             return locked
     _deny(user, locked, "reject", why)
+
+
+def _reachable(user, pk: int, attempt: str) -> None:
+    """Refuse as missing a proposal the user neither proposed nor may see (no existence leak);
+    one that exists is audited. Runs before the locking transaction, so the denial survives."""
+    found = Proposal.objects.filter(pk=pk).select_related("store").first()
+    if found is not None and user.is_authenticated and (found.proposed_by_id == user.pk or proposals_visible(user).filter(pk=pk).exists()):
+        return
+    if found is not None and user.is_authenticated:
+        audit_denial(actor=user, attempt=attempt, reason="proposal outside the user's stores", target=found, store=found.store)
+    raise NotFound(f"没有提案 #{pk}。")
+
+
+def _editable(user, pk: int) -> tuple[Proposal, bool]:
+    """Proposal `pk`, row-locked (inside the caller's transaction), and whether `user` proposed it."""
+    locked = Proposal.objects.select_for_update().select_related("store").get(pk=pk)
+    return locked, locked.proposed_by_id == user.pk
+
+
+def proposal_withdraw(*, proposal: Proposal | int, user, reason: str = "") -> Proposal:
+    """The person who proposed it takes a pending proposal back (a wrong quantity, a product
+    that arrived after all). Anyone else is refused and audited: a manager rejects instead.
+    Withdrawing twice returns the first result; a decided proposal is a Conflict."""
+    pk = proposal.pk if isinstance(proposal, Proposal) else proposal
+    reason = (reason or "").strip() if isinstance(reason, str) or reason is None else str(reason)
+    if problem := text_problem(reason):
+        raise ValidationError({"reason": [f"撤回原因{problem}"]})
+    if len(reason) > REJECT_REASON_MAX:
+        raise ValidationError({"reason": [f"撤回原因不能超过 {REJECT_REASON_MAX} 个字（现在 {len(reason)} 个）。"]})
+    _reachable(user, pk, "withdraw")
+    with transaction.atomic():
+        locked, own = _editable(user, pk)
+        if own:
+            if locked.status == Proposal.Status.WITHDRAWN:
+                return locked
+            if locked.status != Proposal.Status.PENDING:
+                raise Conflict(f"提案 #{pk} 的状态是「{locked.get_status_display()}」，不能再撤回。")
+            locked.status, locked.decided_by, locked.decided_at = Proposal.Status.WITHDRAWN, user, timezone.now()
+            locked.decision_note = reason
+            locked.save(update_fields=["status", "decided_by", "decided_at", "decision_note"])
+            audit_record(actor=user, action=AuditLog.Action.WITHDRAWN, target=locked, store=locked.store,
+                         before={"status": "pending"}, after={"status": "withdrawn", **({"reason": reason} if reason else {})})
+            return locked
+    _deny(user, locked, "withdraw", "只有提交人可以撤回提案；有权限的人请用「拒绝」并写明原因。")
+
+
+def proposal_amend(*, proposal: Proposal | int, user, payload: dict) -> Proposal:
+    """Change what a pending proposal asks for (a quantity, a line, a ticket's description):
+    the person who proposed it, or one who may decide it (a manager correcting a quantity
+    before confirming). Validated like a new proposal; audited with before and after. The same
+    content again changes nothing."""
+    pk = proposal.pk if isinstance(proposal, Proposal) else proposal
+    if not isinstance(payload, dict):
+        raise ValidationError({"payload": ["payload 必须是对象。"]})
+    reject_bad_text(payload, "payload")
+    _reachable(user, pk, "amend")
+    with transaction.atomic():
+        locked, own = _editable(user, pk)
+        may_decide, why = can_confirm(user, locked)
+        if own or may_decide:
+            if locked.status != Proposal.Status.PENDING:
+                raise Conflict(f"提案 #{pk} 的状态是「{locked.get_status_display()}」，不能再修改。")
+            clean = _clean_restock(payload) if locked.kind == Proposal.Kind.RESTOCK else _clean_ticket(payload, locked.store)
+            if clean == locked.payload:
+                return locked
+            before = locked.payload
+            locked.payload = clean
+            locked.save(update_fields=["payload"])
+            audit_record(actor=user, action=AuditLog.Action.AMENDED, target=locked, store=locked.store,
+                         before={"payload": before}, after={"payload": clean})
+            return locked
+    _deny(user, locked, "amend", why or "只有提交人或有权限确认的人可以修改提案。")
 
 
 def proposals_expire(*, older_than: timedelta | None = None, now=None, proposed_by=None, reason: str = "") -> int:

@@ -12,7 +12,7 @@ from core.throttling import throttle_web
 
 from .chat import proposal_dict
 from .models import Proposal
-from .services import proposal_confirm, proposal_reject, proposals_visible
+from .services import proposal_amend, proposal_confirm, proposal_reject, proposal_withdraw, proposals_visible
 
 
 def _audit(user):
@@ -43,6 +43,23 @@ def audit(request):
     return render(request, "htmx/audit_list.html" if request.htmx else "workflow/audit.html", context)
 
 
+def _amended_quantities(request, pk: int) -> dict:
+    """The card's quantity boxes (qty_0, qty_1 …) over the proposal's own lines: the rest of each
+    line stays as proposed. Only a restock has quantities to change here."""
+    current = proposals_visible(request.user).filter(pk=pk).first() or Proposal.objects.filter(pk=pk, proposed_by=request.user).first()
+    if current is None:
+        raise NotFound(f"没有提案 #{pk}。")
+    if current.kind != Proposal.Kind.RESTOCK:
+        raise ValidationError({"payload": ["这里只能改补货数量。"]})
+    lines = []
+    for i, line in enumerate(current.payload.get("lines", [])):
+        raw = (request.POST.get(f"qty_{i}") or "").strip()
+        if not raw.isdigit():
+            raise ValidationError({f"qty_{i}": [f"{line.get('product', line.get('sku'))}的数量要写正整数。"]})
+        lines.append({k: v for k, v in line.items() if k in ("sku", "unit", "reason")} | {"quantity": int(raw)})
+    return {"lines": lines}
+
+
 @login_required
 @require_POST
 def decide(request, pk: int, action: str):
@@ -58,6 +75,10 @@ def decide(request, pk: int, action: str):
             current = proposal_confirm(proposal=pk, user=request.user)
         elif action == "reject":
             current = proposal_reject(proposal=pk, user=request.user, reason=request.POST.get("reason", ""))
+        elif action == "withdraw":
+            current = proposal_withdraw(proposal=pk, user=request.user, reason=request.POST.get("reason", ""))
+        elif action == "amend":
+            current = proposal_amend(proposal=pk, user=request.user, payload=_amended_quantities(request, pk))
         else:
             raise NotFound("不支持的操作。")
     except PermissionDenied as exc:

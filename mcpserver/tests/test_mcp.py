@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 
 BASE = Path(settings.BASE_DIR)
 TOOL_NAMES = {"search_knowledge", "list_documents", "ask", "list_stores", "list_products", "query_ops", "propose_restock", "propose_ticket",
-              "list_pending", "confirm_proposal", "reject_proposal"}
+              "list_pending", "confirm_proposal", "reject_proposal", "withdraw_proposal", "amend_proposal"}
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +127,12 @@ async def exercise(session: ClientSession, world) -> dict:
     await call("propose_restock", {"store": "天河店", "lines": [{"product": "青岛", "quantity": 12, "unit": "箱", "reason": "MCP"}]})
     ticket = await call("propose_ticket", {"store": "GZ-TH", "category": "酒水品质", "severity": "一般", "description": "MCP 测试：啤酒有异味。"})
     await call("list_pending", {})
+    # Staff change and take back their own pending proposal (they could do neither).
+    mine = await session.call_tool("propose_restock", {"store": "天河店", "lines": [{"sku": "B002", "quantity": 2, "unit": "箱"}]})
+    await call("amend_proposal", {"proposal_id": mine.structured_content["id"], "lines": [{"product": "百威", "quantity": 3, "unit": "箱"}]})
+    await call("withdraw_proposal", {"proposal_id": mine.structured_content["id"], "reason": "MCP 测试"})
+    seen["amend_ticket"] = await session.call_tool("amend_proposal", {"proposal_id": ticket.structured_content["id"],
+                                                                      "description": "MCP 测试：啤酒有异味，已换一瓶。"})
     seen["confirm_restock"] = await session.call_tool("confirm_proposal", {"proposal_id": world["restock_id"]})
     await call("confirm_proposal", {"proposal_id": ticket.structured_content["id"]})
     await call("reject_proposal", {"proposal_id": ticket.structured_content["id"], "reason": "重复"})
@@ -187,6 +193,10 @@ def check(seen, world, django_db_blocker):
     assert seen["propose_restock"].structured_content["payload"]["lines"][0]["sku"] == "B001"
     products = seen["list_products"].structured_content["products"]
     assert {"sku": "B001", "name": "青岛啤酒"}.items() <= next(p for p in products if p["sku"] == "B001").items()
+    assert seen["amend_proposal"].structured_content["payload"]["lines"][0]["quantity"] == 3
+    assert seen["withdraw_proposal"].structured_content["status"] == "withdrawn"
+    amended = seen["amend_ticket"].structured_content
+    assert not seen["amend_ticket"].is_error and amended["payload"]["description"].endswith("已换一瓶。") and amended["payload"]["category"] == "酒水品质"
     assert seen["confirm_proposal"].structured_content["status"] == "confirmed"  # staff may confirm tickets
     assert "不能再拒绝" in seen["reject_proposal"].content[0].text and seen["reject_proposal"].is_error
     denied = seen["confirm_restock"]

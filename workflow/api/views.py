@@ -18,9 +18,11 @@ from ..services import (
     REJECT_REASON_MAX,
     TICKET_CATEGORIES,
     TICKET_SEVERITIES,
+    proposal_amend,
     proposal_confirm,
     proposal_create,
     proposal_reject,
+    proposal_withdraw,
     proposals_visible,
 )
 
@@ -37,7 +39,7 @@ class ProposalOutSerializer(serializers.Serializer):
     kind = serializers.CharField(help_text="restock | ticket")
     kind_display = serializers.CharField()
     store = serializers.CharField()
-    status = serializers.CharField(help_text="pending | confirmed | rejected | expired")
+    status = serializers.CharField(help_text="pending | confirmed | rejected | expired | withdrawn")
     status_display = serializers.CharField()
     payload = serializers.DictField()
     source = serializers.CharField()
@@ -45,6 +47,8 @@ class ProposalOutSerializer(serializers.Serializer):
     created_at = serializers.CharField()
     can_confirm = serializers.BooleanField()
     why_not = serializers.CharField(allow_blank=True)
+    can_withdraw = serializers.BooleanField(help_text="你是提交人且它仍待确认：可以撤回（POST …/withdraw）")
+    can_amend = serializers.BooleanField(help_text="仍待确认，且你是提交人或有权确认：可以修改（PATCH …/proposals/{id}）")
     decided_by = serializers.CharField(allow_blank=True, help_text="确认或拒绝的人（待确认时为空）")
     decision_note = serializers.CharField(allow_blank=True, help_text="拒绝原因")
 
@@ -52,6 +56,12 @@ class ProposalOutSerializer(serializers.Serializer):
 ProposalOut = ProposalOutSerializer
 ProposalList = ProposalOutSerializer(many=True)
 RejectIn = inline_serializer("Reject", {"reason": serializers.CharField(max_length=REJECT_REASON_MAX)})
+WithdrawIn = inline_serializer("Withdraw", {"reason": serializers.CharField(max_length=REJECT_REASON_MAX, required=False, allow_blank=True,
+                                                                           help_text="撤回原因（可省略）")})
+AmendIn = inline_serializer("ProposalAmend", {
+    "payload": serializers.DictField(help_text="整份新内容，规则同提交：restock: {lines:[{sku, quantity, unit, reason}]}; "
+                                               "ticket: {category, severity, description, order?, member?}"),
+})
 AuditEntries = inline_serializer("AuditEntry", many=True, fields={
     "id": serializers.IntegerField(), "at": serializers.CharField(), "actor": serializers.CharField(allow_blank=True),
     "action": serializers.CharField(), "target": serializers.CharField(allow_blank=True),
@@ -135,6 +145,34 @@ class ProposalRejectView(APIView):
         if not isinstance(reason, str) or not reason.strip():
             raise ValidationError({"reason": ["拒绝时请写明原因（字符串）。"]})
         return Response(proposal_dict(proposal_reject(proposal=pk, user=request.user, reason=reason or ""), request.user))
+
+
+class ProposalView(APIView):
+    throttle_scope = "api_write"
+
+    @extend_schema(summary="修改待确认的提案（提交人，或有权确认的人，如店长改数量）", request=AmendIn, responses=ProposalOut,
+                   examples=[OpenApiExample("改数量", request_only=True, value={"payload": {"lines": [
+                       {"sku": "B001", "quantity": 3, "unit": "箱", "reason": "周末备货"}]}})])
+    def patch(self, request, pk: int):
+        body = _body(request)
+        reject_unknown(body, {"payload"})
+        if "payload" not in body:
+            raise ValidationError({"payload": ["必须给出新的提案内容（payload）。"]})
+        return Response(proposal_dict(proposal_amend(proposal=pk, user=request.user, payload=body["payload"]), request.user))
+
+
+class ProposalWithdrawView(APIView):
+    throttle_scope = "decide"
+
+    @extend_schema(summary="撤回自己提交的待确认提案", request=WithdrawIn, responses=ProposalOut,
+                   examples=[OpenApiExample("货已到", request_only=True, value={"reason": "供应商下午已经送到了"})])
+    def post(self, request, pk: int):
+        body = _body(request)
+        reject_unknown(body, {"reason"})
+        reason = body.get("reason", "")
+        if not isinstance(reason, str):
+            raise ValidationError({"reason": ["撤回原因必须是字符串。"]})
+        return Response(proposal_dict(proposal_withdraw(proposal=pk, user=request.user, reason=reason), request.user))
 
 
 class AuditView(APIView):

@@ -553,3 +553,89 @@ def test_a_ticket_naming_an_order_or_member_that_is_not_there_is_a_404(people):
     assert r.status_code == 404 and "GZ-TH-NOPE-1" in r.json()["detail"], r.content
     body["payload"]["description"] = "短"  # a bad field and a missing order: the 400 names the field
     assert c.post("/api/v1/proposals", body, format="json").status_code == 400
+
+
+def test_the_proposer_withdraws_a_pending_proposal_others_may_not(people):
+    # Staff could not take back their own pending proposal in any channel (#29).
+    from workflow.services import proposal_withdraw
+
+    p = propose(people["staff"])
+    with pytest.raises(PermissionDenied, match="只有提交人可以撤回"):
+        proposal_withdraw(proposal=p, user=people["manager"])  # a manager rejects instead
+    with pytest.raises(NotFound):
+        proposal_withdraw(proposal=p, user=people["other_manager"])  # another store's: not found
+    assert audits(p, "permission_denied").count() == 2
+    done = proposal_withdraw(proposal=p, user=people["staff"], reason="货下午到了")
+    assert done.status == "withdrawn" and done.decision_note == "货下午到了"
+    row = audits(p, "withdrawn").get()
+    assert row.actor_username == "wf_staff" and row.after == {"status": "withdrawn", "reason": "货下午到了"}
+    assert proposal_withdraw(proposal=p, user=people["staff"]).status == "withdrawn"  # twice: the first result
+    assert audits(p, "withdrawn").count() == 1
+    with pytest.raises(Conflict):
+        proposal_confirm(proposal=p, user=people["manager"])
+    decided = propose(people["staff"], "ticket")
+    proposal_confirm(proposal=decided, user=people["manager"])
+    with pytest.raises(Conflict, match="不能再撤回"):
+        proposal_withdraw(proposal=decided, user=people["staff"])
+    with pytest.raises(ValidationError):
+        proposal_withdraw(proposal=propose(people["staff"]), user=people["staff"], reason="x\x00")
+
+
+def test_the_proposer_or_a_manager_amends_a_pending_restock_audited_before_and_after(people):
+    from workflow.services import proposal_amend
+
+    p = propose(people["staff"])
+    amended = proposal_amend(proposal=p, user=people["staff"], payload={"lines": [{"sku": "B001", "quantity": 3, "unit": "箱"}]})
+    assert amended.payload["lines"][0]["quantity"] == 3
+    row = audits(p, "amended").get()
+    assert row.before["payload"]["lines"][0]["quantity"] == 20 and row.after["payload"]["lines"][0]["quantity"] == 3
+    # The manager changes a quantity before confirming; the restock has the manager's figure.
+    proposal_amend(proposal=p, user=people["manager"], payload={"lines": [{"sku": "青岛", "quantity": 5, "unit": "箱"}]})
+    proposal_amend(proposal=p, user=people["manager"], payload={"lines": [{"sku": "B001", "quantity": 5, "unit": "箱"}]})  # same: nothing
+    assert audits(p, "amended").count() == 2
+    with pytest.raises(ValidationError) as exc:
+        proposal_amend(proposal=p, user=people["staff"], payload={"lines": [{"sku": "B001", "quantity": 0}]})
+    assert "payload.lines[0].quantity" in exc.value.message_dict
+    other_staff = make_user("wf_staff_two", role="staff", stores=["GZ-TH"])
+    with pytest.raises(PermissionDenied):
+        proposal_amend(proposal=p, user=other_staff, payload=RESTOCK)  # another person's, and staff cannot decide restocks
+    with pytest.raises(NotFound):
+        proposal_amend(proposal=p, user=people["other_manager"], payload=RESTOCK)
+    done = proposal_confirm(proposal=p, user=people["manager"])
+    assert done.result.lines.get().quantity == 5
+    with pytest.raises(Conflict, match="不能再修改"):
+        proposal_amend(proposal=p, user=people["manager"], payload=RESTOCK)
+
+
+def test_withdraw_and_amend_over_rest_and_the_proposals_page(people):
+    api = APIClient()
+    api.force_authenticate(people["staff"])
+    p = propose(people["staff"])
+    listed = api.get("/api/v1/proposals", {"status": "pending"}).json()
+    mine = next(x for x in listed if x["id"] == p.pk)
+    assert mine["can_withdraw"] and mine["can_amend"] and not mine["can_confirm"]
+    r = api.patch(f"/api/v1/proposals/{p.pk}", {"payload": {"lines": [{"sku": "B001", "quantity": 4, "unit": "箱"}]}}, format="json")
+    assert r.status_code == 200 and r.json()["payload"]["lines"][0]["quantity"] == 4, r.json()
+    assert api.patch(f"/api/v1/proposals/{p.pk}", {"lines": []}, format="json").status_code == 400
+    r = api.post(f"/api/v1/proposals/{p.pk}/withdraw", {"reason": "不用补了"}, format="json")
+    assert r.status_code == 200 and r.json()["status"] == "withdrawn" and not r.json()["can_withdraw"]
+    assert api.post(f"/api/v1/proposals/{p.pk}/withdraw", {}, format="json").json()["status"] == "withdrawn"
+    manager = APIClient()
+    manager.force_authenticate(people["manager"])
+    other = propose(people["staff"])
+    assert manager.post(f"/api/v1/proposals/{other.pk}/withdraw", {}, format="json").status_code == 403
+    assert manager.post("/api/v1/proposals/999999999/withdraw", {}, format="json").status_code == 404
+
+    # The /proposals/ page: the card's quantity boxes and 撤回 go through the same services.
+    from django.test import Client
+
+    web = Client()
+    web.force_login(people["staff"])
+    page = web.get("/proposals/").content.decode()
+    assert f'hx-post="/proposals/{other.pk}/withdraw"' in page and "改数量" in page
+    r = web.post(f"/proposals/{other.pk}/amend", {"qty_0": "7"}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 200 and Proposal.objects.get(pk=other.pk).payload["lines"][0]["quantity"] == 7
+    r = web.post(f"/proposals/{other.pk}/amend", {"qty_0": "-1"}, HTTP_HX_REQUEST="true")
+    assert "正整数" in r.content.decode() and Proposal.objects.get(pk=other.pk).payload["lines"][0]["quantity"] == 7
+    r = web.post(f"/proposals/{other.pk}/withdraw", {}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 200 and Proposal.objects.get(pk=other.pk).status == "withdrawn" and "已撤回" in r.content.decode()
