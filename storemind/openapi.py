@@ -278,7 +278,7 @@ def _bodies_with_required_fields_are_required(result: dict, components: dict) ->
         return bool(schema.get("required"))
 
     for item in result.get("paths", {}).values():
-        for method, operation in item.items():
+        for operation in item.values():
             body = operation.get("requestBody") if isinstance(operation, dict) else None
             if body and any(needs_fields(media.get("schema", {})) for media in body.get("content", {}).values()):
                 body["required"] = True
