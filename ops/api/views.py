@@ -127,11 +127,16 @@ def _tool_view(tool: str, summary: str, *params: OpenApiParameter) -> type[APIVi
     """A read endpoint that is one query tool (the same one chat and MCP run, with the caller's
     scope): its query parameters are the tool's parameters, an unknown one is a 400."""
     names = tuple(p.name for p in params)
+    flags = {p.name for p in params if p.type is bool}
 
     class ToolView(APIView):
         @extend_schema(summary=f"{summary}（与问答用的是同一个工具 {tool}）", parameters=list(params), responses=ToolResultSerializer)
         def get(self, request):
-            return Response(tools.run_tool(tool, _query(request, names), user=request.user).as_dict())
+            query = _query(request, names)
+            for name in flags:  # a query string says true/false; the tool's schema wants a boolean
+                if name in query and query[name] in ("true", "false"):
+                    query[name] = query[name] == "true"
+            return Response(tools.run_tool(tool, query, user=request.user).as_dict())
 
     ToolView.__name__ = ToolView.__qualname__ = "".join(part.title() for part in tool.split("_")) + "View"
     return ToolView
@@ -145,7 +150,8 @@ _PRODUCT = OpenApiParameter("product", str, required=True, description="商品�
                             examples=[OpenApiExample("青岛啤酒", value="B001")])
 
 SalesSummaryView = _tool_view("store_sales", "营业额汇总", _STORE, _PERIOD)
-SalesDailyView = _tool_view("daily_trend", "每日营业额趋势（最多 92 天）", _STORE, _PERIOD)
+SalesDailyView = _tool_view("daily_trend", "每日营业额趋势（最多 92 天）", _STORE, _PERIOD, OpenApiParameter(
+    "by_store", bool, description="true：不指定门店时每家门店一组数据（每天每店一行）", examples=[OpenApiExample("各店分开", value=True)]))
 SalesProductView = _tool_view("product_sales", "单品销量", _PRODUCT, _STORE, _PERIOD)
 SalesChannelView = _tool_view("channel_sales", "按渠道的营业额和退款", _STORE, _PERIOD)
 SalesCompareView = _tool_view("period_compare", "两段时间的营业额对比", _STORE, _PERIOD, OpenApiParameter(

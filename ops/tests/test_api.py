@@ -231,6 +231,13 @@ def test_sales_daily_is_the_daily_trend_tool(staff_api):
     assert r.json()["column_labels"] == {"date": "日期", "weekday": "星期", "revenue": "营业额", "orders": "订单数"}
     bad = staff_api.get("/api/v1/sales/daily", {"period": "2026年1月1日到6月30日"})
     assert bad.status_code == 400 and "92 天" in bad.json()["period"][0]
+    # Head office's series per store, as chat draws it.
+    hq = APIClient()
+    hq.force_authenticate(make_user("api_trend_hq", role="hq"))
+    per_store = hq.get("/api/v1/sales/daily", {"period": "上周", "by_store": "true"})
+    assert per_store.status_code == 200 and per_store.json()["columns"] == ["date", "weekday", "store", "revenue", "orders"]
+    assert per_store.json() == run_tool("daily_trend", {"period": "上周", "by_store": True}, user=None).as_dict()
+    assert hq.get("/api/v1/sales/daily", {"period": "上周", "by_store": "maybe"}).status_code == 400
 
 
 def test_sales_channels_is_the_channel_sales_tool(staff_api, pos):
