@@ -1,16 +1,25 @@
 """Where managers confirm. Actions call the same services as every other entry point,
 object by object, and report per object what happened."""
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Case, IntegerField, Value, When
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 
 from core.admin_base import ReadOnlyInline, ScopedAdmin
+from core.errors import Conflict, NotFound
 
 from .models import CONFIRM_PERMS, Proposal, RestockLine, RestockRequest, Ticket
-from .services import REJECT_REASON_MAX, proposals_decide_many, reject_reason_clean
+from .services import (
+    REJECT_REASON_MAX,
+    can_confirm,
+    proposal_amend,
+    proposal_confirm,
+    proposal_reject,
+    proposals_decide_many,
+    reject_reason_clean,
+)
 
 
 class StoreScopedAdmin(ScopedAdmin):
@@ -22,9 +31,9 @@ class ProposalAdmin(StoreScopedAdmin):
     list_display = ["id", "kind", "store", "status", "summary", "proposed_by", "source", "created_at", "decided_by"]
     list_filter = ["status", "kind", "store", "source"]
     search_fields = ["id", "payload", "proposed_by__username", "idempotency_key"]
-    readonly_fields = ["kind", "store", "status", "source", "idempotency_key", "proposed_by", "created_at", "decided_by",
+    readonly_fields = ["kind", "store", "status", "source", "proposed_by", "created_at", "decided_by",
                        "decided_at", "decision_note", "payload_table", "result_link"]
-    exclude = ["payload", "result_type", "result_id"]
+    exclude = ["payload", "result_type", "result_id", "idempotency_key"]  # the key is the API's, not a manager's
     actions = ["confirm_selected", "reject_selected"]
     list_select_related = ["store", "proposed_by", "decided_by"]
 
@@ -55,6 +64,65 @@ class ProposalAdmin(StoreScopedAdmin):
         p = obj.payload
         return format_html("类别：{}<br>严重程度：{}<br>描述：{}<br>订单：{}<br>会员：{}", p.get("category"), p.get("severity"),
                            p.get("description"), p.get("order", "—"), p.get("member", "—"))
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        """Decided on its own page (the desk linked here, and it offered only 关闭): 确认 / 拒绝, the
+        quantities first if the manager corrects them, and each line's stock beside them."""
+        proposal = self.get_object(request, object_id) if str(object_id).isdigit() else None
+        if proposal is not None and request.method == "POST" and request.POST.get("_decide"):
+            self._decide_one(request, proposal)
+            return HttpResponseRedirect(request.get_full_path())
+        if proposal is not None:
+            extra_context = {**(extra_context or {}), "decision": self._decision(request, proposal)}
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def _decide_one(self, request, proposal):
+        action = request.POST["_decide"]
+        try:
+            if action in ("amend", "confirm") and proposal.kind == Proposal.Kind.RESTOCK and proposal.status == Proposal.Status.PENDING:
+                lines = [{k: v for k, v in line.items() if k in ("sku", "unit", "reason")}
+                         | {"quantity": int(q) if (q := (request.POST.get(f"qty_{i}") or "").strip()).isdigit() else q}
+                         for i, line in enumerate(proposal.payload.get("lines", []))]
+                if any(f"qty_{i}" in request.POST for i in range(len(lines))):
+                    proposal_amend(proposal=proposal.pk, user=request.user, payload={"lines": lines})
+            if action == "confirm":
+                done = proposal_confirm(proposal=proposal.pk, user=request.user)
+                self.message_user(request, f"#{done.pk} 已确认：{done.content_text()}", messages.SUCCESS)
+            elif action == "reject":
+                proposal_reject(proposal=proposal.pk, user=request.user, reason=request.POST.get("reason", ""))
+                self.message_user(request, f"#{proposal.pk} 已拒绝", messages.SUCCESS)
+            elif action == "amend":
+                self.message_user(request, f"#{proposal.pk} 的数量已保存（已记入审计）", messages.SUCCESS)
+        except ValidationError as exc:
+            self.message_user(request, "；".join(exc.messages), messages.ERROR)
+        except PermissionDenied as exc:
+            self.message_user(request, f"没有权限：{exc}", messages.ERROR)
+        except (Conflict, NotFound) as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+
+    def _decision(self, request, proposal) -> dict:
+        allowed, why = can_confirm(request.user, proposal)
+        pending = proposal.status == Proposal.Status.PENDING
+        lines = proposal.payload.get("lines", []) if proposal.kind == Proposal.Kind.RESTOCK else []
+        return {"can_decide": allowed and pending, "why_not": why if pending else "", "reason_max": REJECT_REASON_MAX,
+                "lines": lines if allowed and pending else [], "stock": self._stock(request, proposal, lines)}
+
+    @staticmethod
+    def _stock(request, proposal, lines) -> list[dict]:
+        """Each line's stock at the proposal's store (在库, 安全库存, 近7天日均, 建议补货), read
+        through the same tool as chat, with the reader's permissions."""
+        from ops.tools import run_tool
+
+        rows = []
+        for line in lines:
+            try:
+                result = run_tool("product_stock", {"product": line["sku"], "store": proposal.store.code}, user=request.user)
+            except (ValidationError, PermissionDenied):
+                continue
+            for r in result.rows[:1]:
+                rows.append({"product": line["product"], "asked": f"{line['quantity']}{line['unit']}", "on_hand": f"{r['on_hand']}{r['unit']}",
+                             "safety_stock": r["safety_stock"], "velocity": r["velocity_per_day"], "suggested": f"{r['suggested_qty']}{r['unit']}"})
+        return rows
 
     @admin.display(description="确认后生成")
     def result_link(self, obj):

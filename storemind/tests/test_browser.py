@@ -287,6 +287,39 @@ def test_6_two_turn_restock_then_the_manager_confirms(page, live, django_db_bloc
     assert actions[0] == ("proposed", "browser_staff") and ("confirmed", "browser_manager") in actions
 
 
+def test_6c_staff_withdraw_a_restock_in_chat_and_a_manager_corrects_one_on_its_admin_page(page, live, django_db_blocker):
+    """Staff could not take back their own pending proposal; the admin proposal page had no
+    确认/拒绝, no stock context, and a manager could not change a quantity before confirming."""
+    login(page, live, "browser_staff")
+    card = ask(page, f"帮我给天河店补{random.randint(2, 9)}箱百威").locator(".proposal")
+    expect(card).to_have_attribute("data-status", "pending")
+    card_id = card.get_attribute("id")
+    card.locator("button", has_text="撤回这份提案").click()
+    expect(page.locator(f"#{card_id}")).to_have_attribute("data-status", "withdrawn")
+    expect(page.locator(f"#{card_id}")).to_contain_text("已撤回")
+
+    card = ask(page, "帮我给天河店补3箱科罗娜").locator(".proposal")
+    expect(card).to_have_attribute("data-status", "pending")
+    pk = int(card.get_attribute("id").split("-")[1])
+    page.click("header form button[type=submit]")  # logout
+    login(page, live, "browser_manager")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{live}/admin/workflow/proposal/{pk}/change/")
+    decision = page.locator("#decision")
+    expect(decision.locator("table.stock-context")).to_contain_text("建议补货")
+    decision.locator("input[name=qty_0]").fill("48")
+    decision.locator("button[value=confirm]").click()
+    expect(page.locator(".messagelist")).to_contain_text("已确认")
+    shot(page, "6c-manager-decides-on-the-proposal-page")
+    with django_db_blocker.unblock():
+        from core.models import AuditLog
+        from workflow.models import Proposal
+
+        done = Proposal.objects.get(pk=pk)
+        assert done.status == "confirmed" and done.result.lines.get().quantity == 48
+        assert AuditLog.objects.filter(target_id=pk, target_type__model="proposal", action="amended", actor_username="browser_manager").exists()
+
+
 def test_5_out_of_domain_question_is_refused(page, live):
     login(page, live, "browser_staff")
     answer = ask(page, "今天天气怎么样")
@@ -449,7 +482,10 @@ def test_10_learning_loop_thumbs_down_then_the_manager_links_the_section(page, l
 
     page.locator("#logout-form button, header form button[type=submit]").first.click()
     login(page, live, "browser_manager")
+    page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{live}/admin/agent/unansweredquestion/?q={question}")
+    box = page.locator("a.learn-link").first.bounding_box()  # it sat off-screen after nine columns at 1280 px
+    assert box["x"] + box["width"] <= 1280, box
     page.locator("a.learn-link").first.click()
     expect(page.locator(".unanswered-question")).to_have_text(question)
     page.fill(".section-search input[name=q]", heading)
@@ -459,6 +495,11 @@ def test_10_learning_loop_thumbs_down_then_the_manager_links_the_section(page, l
     shot(page, "10b-manager-picks-the-section")
     choice.locator("input[type=submit]").click()
     expect(page.locator(".messagelist")).to_contain_text("常见问法")
+    # Resolved questions are no longer listed by default; 已处理 shows them.
+    page.goto(f"{live}/admin/agent/unansweredquestion/?q={question}")
+    expect(page.locator("#result_list")).to_have_count(0)
+    page.goto(f"{live}/admin/agent/unansweredquestion/?q={question}&state=done")
+    expect(page.locator("#result_list")).to_contain_text(question)
 
     page.locator("#logout-form button").first.click()
     login(page, live, "browser_staff")

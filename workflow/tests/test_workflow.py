@@ -639,3 +639,35 @@ def test_withdraw_and_amend_over_rest_and_the_proposals_page(people):
     assert "正整数" in r.content.decode() and Proposal.objects.get(pk=other.pk).payload["lines"][0]["quantity"] == 7
     r = web.post(f"/proposals/{other.pk}/withdraw", {}, HTTP_HX_REQUEST="true")
     assert r.status_code == 200 and Proposal.objects.get(pk=other.pk).status == "withdrawn" and "已撤回" in r.content.decode()
+
+
+def test_a_manager_decides_on_the_proposals_own_admin_page_with_its_stock_and_a_corrected_quantity(people):
+    # The desk linked to a page with only 关闭 and an internal 幂等键 field; no stock context.
+    from django.test import Client
+
+    p = propose(people["staff"])
+    manager = Client()
+    manager.force_login(people["manager"])
+    url = f"/admin/workflow/proposal/{p.pk}/change/"
+    page = manager.get(url).content.decode()
+    assert 'name="_decide" value="confirm"' in page and 'name="_decide" value="reject"' in page
+    assert "幂等键" not in page and "在库" in page and "安全库存" in page and "近7天日均" in page and "建议补货" in page
+    inv = Inventory.objects.get(store__code="GZ-TH", product__sku="B001")
+    assert f"{inv.on_hand}瓶" in page
+    r = manager.post(url, {"_decide": "confirm", "qty_0": "6"})
+    assert r.status_code == 302
+    p.refresh_from_db()
+    assert p.status == "confirmed" and p.result.lines.get().quantity == 6
+    amended = audits(p, "amended").get()
+    assert amended.actor_username == "wf_manager" and amended.before["payload"]["lines"][0]["quantity"] == 20
+    # Staff see the stock and the status, no buttons; a decision posted anyway is refused and audited.
+    other = propose(people["staff"])
+    staff = Client()
+    staff.force_login(people["staff"])
+    page = staff.get(f"/admin/workflow/proposal/{other.pk}/change/").content.decode()
+    assert 'value="confirm"' not in page and "必须由店长确认" in page
+    staff.post(f"/admin/workflow/proposal/{other.pk}/change/", {"_decide": "confirm"})
+    other.refresh_from_db()
+    assert other.status == "pending" and audits(other, "permission_denied").exists()
+    r = manager.post(f"/admin/workflow/proposal/{other.pk}/change/", {"_decide": "reject", "reason": ""}, follow=True)
+    assert "拒绝时请写明原因" in r.content.decode() and Proposal.objects.get(pk=other.pk).status == "pending"
