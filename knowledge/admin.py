@@ -46,7 +46,7 @@ class DocumentAdmin(ReadOnlyAdmin):
         parts = [*obj.scope_cities, *(s.name for s in obj.scope_stores.all())]
         return "、".join(parts) if parts else "全部门店"
 
-    @admin.display(description="切片数")
+    @admin.display(description="段落数")
     def chunk_count(self, obj):
         return obj.chunks.count()
 

@@ -86,7 +86,7 @@ class Chunk(models.Model):
 
     class Meta:
         ordering = ["document", "ordinal"]
-        verbose_name = verbose_name_plural = "切片"
+        verbose_name = verbose_name_plural = "段落"
         constraints = [models.UniqueConstraint(fields=["document", "ordinal"], name="chunk_unique_ordinal")]
 
     def __str__(self) -> str:
@@ -100,10 +100,10 @@ class Chunk(models.Model):
 class Term(models.Model):
     """Inverted index for BM25: one row per (chunk, term) with the term frequency."""
 
-    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="terms", verbose_name="切片", db_index=False)
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="terms", verbose_name="段落", db_index=False)
     term = models.CharField("词", max_length=64)
     tf = models.PositiveIntegerField("词频")
-    n_terms = models.PositiveIntegerField("切片词数", default=0, help_text="the chunk's length, copied so scoring needs no join")
+    n_terms = models.PositiveIntegerField("段落词数", default=0, help_text="the chunk's length, copied so scoring needs no join")
 
     class Meta:
         verbose_name = verbose_name_plural = "词项索引"
@@ -140,7 +140,7 @@ class Sentence(models.Model):
         SENTENCE = "sentence", "句子"
         ALIAS = "alias", "常见问法"
 
-    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="sentences", verbose_name="切片")
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="sentences", verbose_name="段落")
     kind = models.CharField("类型", max_length=16, choices=Kind.choices, default=Kind.SENTENCE)
     # An alias the product wrote itself at ingest (knowledge/questions.py), not one a person wrote:
     # every corpus has these, so the answerability score reads them and never the hand-written ones.
@@ -192,10 +192,10 @@ class Gram(models.Model):
     """Inverted index of character bigrams (the second lexical channel): immune to word
     segmentation errors such as 「存在天河店的酒」 read as 存在."""
 
-    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="grams", verbose_name="切片", db_index=False)
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="grams", verbose_name="段落", db_index=False)
     term = models.CharField("二元字", max_length=8)
     tf = models.PositiveIntegerField("词频")
-    n_terms = models.PositiveIntegerField("切片二元字数", default=0, help_text="the chunk's bigram count")
+    n_terms = models.PositiveIntegerField("段落二元字数", default=0, help_text="the chunk's bigram count")
 
     class Meta:
         verbose_name = verbose_name_plural = "二元字索引"
@@ -240,7 +240,7 @@ class IndexMeta(models.Model):
     backend = models.CharField("嵌入后端", max_length=32)
     model = models.CharField("嵌入模型", max_length=128)
     dimension = models.PositiveIntegerField("向量维度")
-    n_chunks = models.PositiveIntegerField("切片数", default=0)
+    n_chunks = models.PositiveIntegerField("段落数", default=0)
     avg_terms = models.FloatField("平均词数", default=0)
     avg_idf = models.FloatField("平均 IDF", default=0)
     avg_grams = models.FloatField("平均二元字数", default=0)
@@ -290,7 +290,7 @@ class DocumentVersion(models.Model):
     meta = models.JSONField("元数据", default=dict, blank=True, help_text="Markdown front matter（mandatory 等）")
     progress = models.PositiveSmallIntegerField("发布进度", default=0)
     error = models.TextField("失败原因", blank=True)
-    chunks = models.PositiveIntegerField("切片数", default=0)
+    chunks = models.PositiveIntegerField("段落数", default=0)
     created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", verbose_name="上传人")
     created_at = models.DateTimeField("上传时间", auto_now_add=True)
     published_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", verbose_name="发布人")

@@ -203,7 +203,7 @@ TOOLS: list[ToolDef] = [
             {"type": "object", "properties": {"query": {"type": "string", "minLength": 1, "maxLength": 500},
                                               "k": {"type": "integer", "minimum": 1, "maximum": 20}},
              "required": ["query"], "additionalProperties": False}, _search_knowledge),
-    ToolDef("list_documents", "列出你能看到的全部制度文档和每篇的切片数。每篇文档也能以 storemind://corpus/{id} 资源直接读取全文。",
+    ToolDef("list_documents", "列出你能看到的全部制度文档和每篇的段落数。每篇文档也能以 storemind://corpus/{id} 资源直接读取全文。",
             {"type": "object", "properties": {}, "additionalProperties": False}, _list_documents),
     ToolDef("ask",
             "完整的门店助手：路由问题、检索制度和查询经营数据、自检后给出带引用的答案。返回答案、引用、数据行和执行轨迹；传入 thread_id 可以接着上一轮追问。",

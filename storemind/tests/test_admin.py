@@ -121,3 +121,22 @@ def test_audit_titles_show_the_store_local_time_like_the_list():
     local = entry.created_at.astimezone(ZoneInfo(store.timezone))
     assert str(entry).startswith(f"{local:%Y-%m-%d %H:%M}")
     assert local.hour != entry.created_at.astimezone(UTC).hour  # UTC+8: the title is not the UTC wall clock
+
+
+def test_the_back_office_greets_in_plain_chinese_and_says_段落_not_切片():
+    # 「欢迎， demo_manager.」, 「无可选的」 and 「切片」 read as machine translation to a store manager.
+    manager = make_user("admin_wording_manager", role="manager", stores=["GZ-TH"], is_staff=True)
+    manager.first_name = "小王"
+    manager.save()
+    client = Client()
+    client.force_login(manager)
+    page = client.get("/admin/").content.decode()
+    assert "你好，<strong>小王</strong>" in page and "欢迎" not in page
+    from django.utils import translation
+
+    with translation.override("zh-hans"):
+        assert translation.gettext("None available") == "暂无"
+    superuser = make_user("admin_wording_root", role=None, is_staff=True, is_superuser=True)
+    client.force_login(superuser)
+    for url in ("/admin/knowledge/document/", "/admin/knowledge/chunk/"):
+        assert "切片" not in client.get(url).content.decode(), url
