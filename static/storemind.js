@@ -2,6 +2,18 @@
 // turn, the phone menu and conversation drawer open and close, the typing indicator echoes
 // the question as soon as it is sent.
 document.addEventListener("click", function (event) {
+  const copy = event.target.closest(".copy-answer");
+  if (copy) {
+    // The answer as it reads (citations included), without the page's buttons.
+    const text = copy.closest(".answer").querySelector(".answer-text").innerText.trim();
+    const done = () => { copy.dataset.state = "copied"; copy.querySelector(".icon-label").textContent = copy.dataset.copied; };
+    if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(text).then(done, () => {});
+    else {  // plain http on a shop's LAN: the old way still works there
+      const area = Object.assign(document.createElement("textarea"), {value: text});
+      document.body.appendChild(area); area.select(); document.execCommand("copy"); area.remove(); done();
+    }
+    return;
+  }
   const toggle = event.target.closest(".menu-toggle, .drawer-toggle, .drawer-close, .drawer-backdrop");
   if (toggle) {
     const cls = toggle.classList.contains("menu-toggle") ? "menu-open" : "drawer-open";

@@ -290,6 +290,8 @@ _ICONS = {
     "trash": '<path d="M4 7h16M9 7V4h6v3M6 7l1 13h10l1-13"/>',
     "logout": '<path d="M10 4H5v16h5M14 8l4 4-4 4M18 12H9"/>',
     "close": '<path d="M6 6l12 12M18 6L6 18"/>',
+    "copy": '<path d="M9 9h11v11H9zM5 15H4V4h11v1"/>',
+    "again": '<path d="M20 11a8 8 0 1 0-2.3 5.7M20 4v7h-7"/>',
 }
 
 
