@@ -11,16 +11,27 @@ from core.scoping import StoreScopedQuerySet
 
 class ConversationQuerySet(models.QuerySet):
     def of_owner(self, user):
-        """The threads a user sees in the sidebar: their own, not deleted."""
+        """A user's own threads, not deleted (every channel's)."""
         return self.filter(user=user, deleted_at__isnull=True)
+
+    def in_sidebar(self, user):
+        """The chat page's threads: the user's own started there. Threads an API client or an MCP
+        client opened are theirs too, but were listed among the web ones (21 mixed after one tour)."""
+        return self.of_owner(user).filter(channel=Conversation.Channel.WEB)
 
 
 class Conversation(models.Model):
+    class Channel(models.TextChoices):
+        WEB = "web", "网页"
+        REST = "rest", "API"
+        MCP = "mcp", "MCP"
+
     # Unique per user, not globally: a client names its own threads, and another user's id
     # must neither reach their conversation nor reveal that it exists.
     thread_id = models.CharField("会话 ID", max_length=64, default=uuid.uuid4)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations", verbose_name="用户")
     title = models.CharField("标题", max_length=80, blank=True)
+    channel = models.CharField("渠道", max_length=8, choices=Channel.choices, default=Channel.WEB, db_index=True)
     created_at = models.DateTimeField("创建时间", auto_now_add=True)
     updated_at = models.DateTimeField("更新时间", auto_now=True)
     deleted_at = models.DateTimeField("删除时间", null=True, blank=True, help_text="用户删除后不再显示；记录保留")

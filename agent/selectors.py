@@ -47,3 +47,18 @@ def thread_turns(conv, user) -> list[dict]:
             r.proposal = proposal_dict(current[r.proposal["id"]], user)
         r.saved_feedback = given.get(r.pk)
     return turns
+
+
+def sidebar_threads(user, query: str = "", *, limit: int = 30):
+    """The chat page's threads, newest first; with `query`, those whose title or any message
+    contains it (past threads could only be scrolled)."""
+    from django.db.models import Exists, OuterRef, Q
+
+    from .models import Conversation, Message
+
+    threads = Conversation.objects.in_sidebar(user)
+    query = " ".join((query or "").split())[:100]
+    if query:
+        said = Message.objects.filter(conversation=OuterRef("pk"), content__icontains=query)
+        threads = threads.filter(Q(title__icontains=query) | Exists(said))
+    return threads[:limit]

@@ -75,10 +75,10 @@ def thread_for(*, user, thread_id: str | None) -> str:
     return conv.thread_id if conv else (validate_thread_id(thread_id) or str(uuid.uuid4()))
 
 
-def _conversation_get_or_create(*, user, thread_id: str, title: str) -> tuple[Conversation, bool]:
+def _conversation_get_or_create(*, user, thread_id: str, title: str, channel: str) -> tuple[Conversation, bool]:
     """Inside the turn's transaction. Concurrent first questions in one new thread: the
     unique (user, thread_id) decides, the others read the winner's row (get_or_create retries)."""
-    return Conversation.objects.get_or_create(user=user, thread_id=thread_id, defaults={"title": title})
+    return Conversation.objects.get_or_create(user=user, thread_id=thread_id, defaults={"title": title, "channel": channel})
 
 
 def assistant_require(user) -> None:
@@ -103,7 +103,15 @@ def _history(conv: Conversation) -> tuple[dict, list[tuple[str, str]]]:
 REFUSAL_LAYERS = {"router": "不属于门店问题", "answerability": "制度里找不到能回答的内容", "uncovered": "制度不管的话题"}
 
 
-def chat_ask(*, user, query, thread_id: str | None = None, on_step=None) -> tuple[AgentResult, Conversation, Message]:
+def _channel(channel: str | None) -> str:
+    """The channel a new thread belongs to: given, or the request's (web, rest, mcp)."""
+    from core.audit import request_meta
+
+    said = channel or (request_meta.get() or {}).get("channel")
+    return said if said in Conversation.Channel.values else Conversation.Channel.WEB
+
+
+def chat_ask(*, user, query, thread_id: str | None = None, on_step=None, channel: str | None = None) -> tuple[AgentResult, Conversation, Message]:
     """Answer one question in a thread and store both turns with the trace.
 
     Few round trips: a new thread has no history to read and is created with its title;
@@ -118,9 +126,10 @@ def chat_ask(*, user, query, thread_id: str | None = None, on_step=None) -> tupl
     with transaction.atomic():
         created = False
         if conv is None and requested is None:  # a fresh random thread id cannot exist yet
-            conv, created = Conversation.objects.create(thread_id=str(uuid.uuid4()), user=user, title=query[:80]), True
+            conv, created = Conversation.objects.create(thread_id=str(uuid.uuid4()), user=user, title=query[:80],
+                                                        channel=_channel(channel)), True
         elif conv is None:
-            conv, created = _conversation_get_or_create(user=user, thread_id=requested, title=query[:80])
+            conv, created = _conversation_get_or_create(user=user, thread_id=requested, title=query[:80], channel=_channel(channel))
         if not created:
             conv.title = conv.title or query[:80]
             conv.save(update_fields=["title", "updated_at"])

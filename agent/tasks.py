@@ -32,7 +32,7 @@ def _lost_after_s() -> int:
     return int(getattr(settings, "SM_CHAT_TASK_LOST_AFTER_S", 600))
 
 
-def submit_ask(user_id: int, query: str, thread_id: str | None):
+def submit_ask(user_id: int, query: str, thread_id: str | None, channel: str | None = None):
     """Queue a question. Its id, owner and state are a ChatTask row first, so nothing a client
     holds lives only in the broker; raises QueueUnavailable at once (no publish retries) when
     the broker does not answer, so the caller can fall back or say 503 (and the row goes)."""
@@ -40,7 +40,10 @@ def submit_ask(user_id: int, query: str, thread_id: str | None):
 
     task = ChatTask.objects.create(user_id=user_id, query=query, thread_id=thread_id or "")
     try:
-        return ask_task.apply_async((user_id, query, thread_id), task_id=str(task.id), retry=False)
+        from core.audit import request_meta
+
+        channel = channel or (request_meta.get() or {}).get("channel") or "web"  # the worker has no request
+        return ask_task.apply_async((user_id, query, thread_id, channel), task_id=str(task.id), retry=False)
     except _queue_errors() as exc:
         ChatTask.objects.filter(pk=task.pk).delete()  # never queued: the caller answers it or says 503
         log.warning("broker unavailable, question not queued: %s: %s", type(exc).__name__, exc)
@@ -91,7 +94,7 @@ def progress_reporter(task_id: str | None):
 
 
 @shared_task(name="agent.ask", bind=True)
-def ask_task(self, user_id: int, query: str, thread_id: str | None = None) -> dict:
+def ask_task(self, user_id: int, query: str, thread_id: str | None = None, channel: str = "web") -> dict:
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
@@ -101,7 +104,7 @@ def ask_task(self, user_id: int, query: str, thread_id: str | None = None) -> di
     task_id = self.request.id
     user = get_user_model().objects.get(pk=user_id)
     try:
-        result, conv, reply = chat_ask(user=user, query=query, thread_id=thread_id, on_step=progress_reporter(task_id))
+        result, conv, reply = chat_ask(user=user, query=query, thread_id=thread_id, on_step=progress_reporter(task_id), channel=channel)
     except Exception:
         ChatTask.objects.filter(pk=task_id).update(status=ChatTask.Status.FAILED, finished_at=timezone.now())
         raise

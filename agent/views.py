@@ -13,9 +13,10 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from core.throttling import throttle_web
+from ops.validation import text_problem
 
 from .models import Conversation, Message
-from .selectors import thread_turns
+from .selectors import sidebar_threads, thread_turns
 from .services import (
     assistant_require,
     chat_ask,
@@ -78,7 +79,7 @@ def chat(request):
             return redirect(f"{request.path}?thread={conv.thread_id}")
         response = render(request, "htmx/turn.html", {
             "turn": {"question": query.strip(), "reply": reply}, "thread_id": conv.thread_id,
-            "oob_thread": thread_id != conv.thread_id, "conversations": Conversation.objects.of_owner(user)[:30],
+            "oob_thread": thread_id != conv.thread_id, "conversations": Conversation.objects.in_sidebar(user)[:30],
         })
         if thread_id != conv.thread_id:  # a new thread: the address says which, so a reload reopens it (was ?new=1: empty)
             response["HX-Replace-Url"] = f"{request.path}?thread={conv.thread_id}"
@@ -90,9 +91,9 @@ def chat(request):
         if conv is None:
             raise Http404("没有这个会话。")
     elif not request.GET.get("new"):
-        conv = Conversation.objects.of_owner(user).first()
+        conv = Conversation.objects.in_sidebar(user).first()
     context = {"turns": thread_turns(conv, user), "thread_id": conv.thread_id if conv else "", "conversation": conv,
-               "conversations": Conversation.objects.of_owner(user)[:30]}
+               "conversations": Conversation.objects.in_sidebar(user)[:30]}
     if request.htmx:
         return render(request, "htmx/turns.html", context)
     return render(request, "agent/chat.html", context)
@@ -134,6 +135,18 @@ def feedback(request, message_id: int):
 
 
 @login_required
+def threads(request):
+    """The thread list, narrowed by `q` (the drawer's search box); the whole page without HTMX."""
+    query = request.GET.get("q", "")
+    if problem := text_problem(query):
+        return _error(request, f"搜索词{problem}", 400)
+    if not request.htmx:
+        return redirect(reverse("chat:index"))
+    return render(request, "htmx/conversation_list.html", {
+        "conversations": sidebar_threads(request.user, query), "searched": " ".join(query.split())})
+
+
+@login_required
 @require_POST
 def thread_rename(request, thread_id: str):
     try:
@@ -155,7 +168,7 @@ def thread_delete(request, thread_id: str):
             return _thread_list(request, thread_id, error=_message_text(exc))
         return _error(request, _message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
     if request.htmx:
-        response = render(request, "htmx/conversation_list.html", {"conversations": Conversation.objects.of_owner(request.user)[:30]})
+        response = render(request, "htmx/conversation_list.html", {"conversations": Conversation.objects.in_sidebar(request.user)[:30]})
         if request.POST.get("current") == "1":  # the open thread is gone: start a new one
             response["HX-Redirect"] = f"{reverse('chat:index')}?new=1"
         return response
@@ -166,7 +179,7 @@ def _thread_list(request, thread_id: str, error: str = ""):
     if not request.htmx:
         return redirect(f"{reverse('chat:index')}?thread={thread_id}")
     return render(request, "htmx/conversation_list.html", {
-        "conversations": Conversation.objects.of_owner(request.user)[:30], "thread_id": thread_id, "error": error})
+        "conversations": Conversation.objects.in_sidebar(request.user)[:30], "thread_id": thread_id, "error": error})
 
 
 @login_required

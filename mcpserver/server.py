@@ -77,7 +77,7 @@ def _list_documents(user, args):
 def _ask(user, args):
     from agent.services import answer_for, chat_ask
 
-    result, conv, _ = chat_ask(user=user, query=args["query"], thread_id=args.get("thread_id"))
+    result, conv, _ = chat_ask(user=user, query=args["query"], thread_id=args.get("thread_id"), channel="mcp")
     payload = answer_for(user, result, thread_id=conv.thread_id)
     return result.answer, payload
 

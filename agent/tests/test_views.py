@@ -208,3 +208,40 @@ def test_a_wrong_password_keeps_the_username_and_puts_the_cursor_in_the_password
     page = Client().post("/accounts/login/", {"username": "login_keeps_name", "password": "wrong"}).content.decode()
     assert 'value="login_keeps_name"' in page
     assert 'type="password" autocomplete="current-password" required autofocus' in page
+
+
+def test_threads_from_the_api_and_mcp_are_kept_apart_from_the_chat_pages():
+    # After one tour the sidebar held 21 threads mixed from the web page, the REST API and MCP.
+    from rest_framework.test import APIClient
+
+    from agent.models import Conversation
+    from mcpserver.server import dispatch
+
+    user = make_user("view_channels", role="staff", stores=["GZ-TH"])
+    web = Client()
+    web.force_login(user)
+    web.post("/", {"query": "网页里问的：会员卡能跨店用吗"}, **HX)
+    api = APIClient()
+    api.force_authenticate(user)
+    assert api.post("/api/v1/chat", {"query": "API 里问的：会员卡能跨店用吗"}, format="json").status_code == 200
+    dispatch(user, "ask", {"query": "MCP 里问的：会员卡能跨店用吗"})
+    channels = dict(Conversation.objects.filter(user=user).values_list("title", "channel"))
+    assert sorted(channels.values()) == ["mcp", "rest", "web"], channels
+    page = web.get("/").content.decode()
+    assert "网页里问的" in page and "API 里问的" not in page and "MCP 里问的" not in page
+
+
+def test_past_threads_are_searched_by_title_and_by_what_was_said():
+    user = make_user("view_thread_search", role="staff", stores=["GZ-TH"])
+    c = Client()
+    c.force_login(user)
+    c.post("/", {"query": "扎啤机多久清洗一次"}, **HX)
+    c.post("/", {"query": "会员卡能跨店用吗"}, **HX)
+    found = c.get("/threads/", {"q": "扎啤"}, **HX).content.decode()
+    assert "扎啤机多久清洗一次" in found and "会员卡能跨店用吗" not in found
+    by_answer = c.get("/threads/", {"q": "储值"}, **HX).content.decode()  # a word of the answer, not of the title
+    assert "会员卡能跨店用吗" in by_answer
+    nothing = c.get("/threads/", {"q": "没有这个词的会话"}, **HX).content.decode()
+    assert "没有提到「没有这个词的会话」的会话" in nothing
+    assert c.get("/threads/", {"q": "x\x00"}).status_code == 400 and "搜索词" in c.get("/threads/", {"q": "x\x00"}, **HX).content.decode()
+    assert "扎啤机多久清洗一次" in c.get("/threads/", {"q": ""}, **HX).content.decode()
