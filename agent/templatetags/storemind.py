@@ -11,6 +11,7 @@ _REF = re.compile(r"\[(D?\d+)\]")
 
 
 FOLD_ROWS = 8  # a data table longer than this is folded
+CARD_COLUMNS = 5  # a data table wider than this is a card per row on a narrow screen
 
 
 @register.filter
@@ -27,13 +28,14 @@ def cite_links(answer: str, message_id) -> str:
         return _REF.sub(link, escape(text))
 
     out, table = [], []
+    lines = _cite_once_per_paragraph((answer or "").split("\n"))
 
     def flush_table():
         if table:
             out.append(_table_html(table, inline))
             table.clear()
 
-    for line in (answer or "").split("\n"):
+    for line in lines:
         if _TABLE_ROW.match(line):
             table.append(line)
             continue
@@ -42,6 +44,20 @@ def cite_links(answer: str, message_id) -> str:
     flush_table()
     html = "".join(out)
     return mark_safe(html[:-4] if html.endswith("<br>") else html)
+
+
+_TRAILING_REF = re.compile(r"\[(D?\d+)\]\s*$")
+
+
+def _cite_once_per_paragraph(lines: list[str]) -> list[str]:
+    """Lines that each end citing the same source read with the citation once, at the end of
+    their run (「[1]」 after every sentence of one section); the stored answer keeps every one."""
+    out = list(lines)
+    for i in range(len(out) - 1):
+        here, after = _TRAILING_REF.search(out[i]), _TRAILING_REF.search(out[i + 1])
+        if here and after and here.group(1) == after.group(1) and not _TABLE_ROW.match(out[i]) and not _TABLE_ROW.match(out[i + 1]):
+            out[i] = out[i][:here.start()].rstrip()
+    return out
 
 
 # A Markdown table row as the corpus writes them (「| 充值金额 | 赠送金额 |」), a citation may follow.
@@ -255,7 +271,8 @@ def data_view(m) -> dict | None:
     keys = list(first.get("shown") or (spec.columns if spec and spec.columns else first.get("columns") or first["row"]))
     units = {column(k).unit_key for k in keys if column(k).unit_key}
     keys = [k for k in keys if k not in units]  # a unit is shown beside its quantity, not as a column
-    rows = [{"ref": d["ref"], "cells": [{"text": format_cell(k, d["row"]), "kind": column(k).kind} for k in keys]} for d in m.data]
+    rows = [{"ref": d["ref"], "cells": [{"text": format_cell(k, d["row"]), "kind": column(k).kind, "label": column(k).label} for k in keys]}
+            for d in m.data]
     period = first.get("params", {}).get("period") or {}
     view = {
         "tool": first.get("tool"), "title": spec.title if spec else "数据", "scope": _describe_params(first.get("params") or {}),
@@ -265,6 +282,8 @@ def data_view(m) -> dict | None:
         # A long table repeats the answer's lines (「上个月每天卖了多少」: 30 lines, the chart, then 30
         # rows): folded under them, opened by a [D…] link.
         "folded": len(rows) > FOLD_ROWS,
+        # A wide table (the low-stock list's 8 columns hid 建议补货 off to the right) is a card per row on a phone.
+        "cards": len(keys) > CARD_COLUMNS,
     }
     if spec and spec.chart and len(m.data) >= 2:
         from agent.charts import bar_chart, line_chart

@@ -29,3 +29,11 @@ def test_a_taught_source_is_graded_high_whatever_its_similarity():
     assert relevance(context, {"vector_score": 0.82})["label"] == "中"
     taught = relevance(context, {"vector_score": 0.82, "taught": True})
     assert taught["label"] == "高" and "店长" in taught["title"]
+
+
+def test_one_sources_citation_is_shown_once_per_run_of_lines():
+    # 「[1]」 after every sentence of one source cluttered the page; the stored answer keeps each one.
+    html = str(cite_links("按以下顺序处理：[1]\n1. 先道歉。[1]\n2. 换一瓶。[1]\n另见：[2]\n- 天河店 ¥1.00 [D1]\n- 福田店 ¥2.00 [D2]", 9))
+    assert html.count('data-target="src-9-1"') == 1 and html.index("换一瓶。") < html.index('data-target="src-9-1"')
+    assert html.count('data-target="src-9-2"') == 1
+    assert 'data-target="row-9-D1"' in html and 'data-target="row-9-D2"' in html  # each data row keeps its own

@@ -442,6 +442,23 @@ def test_7b_head_office_sees_one_line_per_store_in_a_daily_trend(sized, live, dj
     shot(page, f"7b-trend-stores-{page.viewport_label}", doc=f"trend-stores-{page.viewport_label}")
 
 
+def test_7c_a_wide_stock_table_is_a_card_per_row_on_a_phone(sized, live):
+    """The 8-column low-stock table hid 建议补货 off to the right of a phone's screen."""
+    page = sized
+    login(page, live, "browser_manager")
+    answer = ask(page, "天河店青岛啤酒还剩多少")
+    figure = answer.locator("figure.data-table")
+    expect(figure).to_have_class(re.compile(r"\bcards\b"))
+    cell = figure.locator("td[data-label=建议补货]").first
+    expect(cell).to_be_visible()
+    box = cell.bounding_box()
+    assert box["x"] + box["width"] <= page.viewport_size["width"], box
+    if page.viewport_label == "phone":
+        assert figure.locator("thead").first.bounding_box() is None  # no header row: each value is labelled
+    assert_fits(page)
+    shot(page, f"7c-stock-cards-{page.viewport_label}")
+
+
 def test_8_typing_indicator_shows_as_soon_as_the_question_is_sent(page, live):
     login(page, live, "browser_staff")
     held = []
