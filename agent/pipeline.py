@@ -46,6 +46,7 @@ from . import vocabulary as vocab
 from .data_guard import DataPlan, compared_store, plan_data
 from .llm import LLMUnavailable, get_llm, llm_budget, trim_history
 from .router import ACTION, BOTH, DATA, OUT_OF_SCOPE, POLICY, Route, route
+from .suggestions import follow_ups
 
 GREY_ZONE = 0.15  # |answerability − threshold| below this goes to the LLM judge, when one is configured
 REFUSAL_TEXT = (
@@ -158,6 +159,7 @@ class AgentResult:
             "answer": self.answer, "intent": self.intent, "route_reason": self.route_reason, "refused": self.refused,
             "citations": [{k: v for k, v in c.items() if k != "chunk_id"} for c in self.citations],
             "data": self.data, "proposal": self.proposal, "trace": self.trace,
+            "suggestions": self.context.get("suggestions", []),
         }
 
 
@@ -758,10 +760,15 @@ def answer_question(question: str, *, user, previous: dict | None = None, histor
         )
         run(state)
     intent = state.route.intent if state.route else POLICY
+    context = context_for_next_turn(state)
+    context["suggestions"] = follow_ups(
+        intent=intent, tool=state.plan.tool if state.plan and state.tool_result is not None else None,
+        params=state.tool_result.params if state.tool_result is not None else None, citations=state.sources.citations,
+        refused=state.refused or bool(state.pending_action), question=question)
     result = AgentResult(
         answer=state.answer, intent=intent, route_reason=state.route.reason if state.route else "",
         refused=state.refused, citations=state.sources.citations, data=state.sources.data, proposal=state.proposal,
-        trace=state.trace.steps, context=context_for_next_turn(state),
+        trace=state.trace.steps, context=context,
     )
     return result, state
 

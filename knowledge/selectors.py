@@ -963,3 +963,15 @@ def document_file_for(user, pk: int, number: int | None):
     if version is None or not hasattr(version, "file"):
         raise NotFound("没有这个版本的原文件。")
     return version, bytes(version.file.data)
+
+
+def neighbour_sections(document_id: int, section_path: str) -> list[str]:
+    """The section paths just before and after `section_path` in its document (reading order):
+    what a reader of one section is likely to ask next."""
+    from .models import Chunk
+
+    paths = list(dict.fromkeys(Chunk.objects.filter(document_id=document_id).order_by("ordinal").values_list("section_path", flat=True)))
+    if section_path not in paths:
+        return []
+    i = paths.index(section_path)
+    return [p for p in (paths[i + 1] if i + 1 < len(paths) else None, paths[i - 1] if i > 0 else None) if p]

@@ -320,19 +320,28 @@ def test_6c_staff_withdraw_a_restock_in_chat_and_a_manager_corrects_one_on_its_a
         assert AuditLog.objects.filter(target_id=pk, target_type__model="proposal", action="amended", actor_username="browser_manager").exists()
 
 
-def test_1b_an_answer_can_be_copied_and_asked_again(browser, live):
-    """What MaxKB, Dify or FastGPT users reach for under an answer: a copy button, ask again."""
+def test_1b_an_answer_can_be_copied_followed_up_and_asked_again(browser, live):
+    """What MaxKB, Dify or FastGPT users reach for under an answer: a copy button, clickable
+    follow-ups, ask again."""
     context = browser.new_context(viewport={"width": 1024, "height": 900}, locale="zh-CN")
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live)
     page = watch_csp(context.new_page())
     page.set_default_timeout(30_000)
     try:
         login(page, live, "browser_staff")
-        answer = ask(page, "客人说酒有异味怎么办")
+        ask(page, "客人说酒有异味怎么办")
+        answer = page.locator("#turns .answer").nth(page.locator("#turns .answer").count() - 1)  # this one, not the last
         answer.locator("button.copy-answer").click()
         expect(answer.locator("button.copy-answer")).to_contain_text("已复制")
         copied = page.evaluate("navigator.clipboard.readText()")
         assert copied and copied.strip() == answer.locator(".answer-text").inner_text().strip()
+        # A follow-up offered under the answer is asked with one tap.
+        suggestion = answer.locator("button.suggestion").first
+        offered = suggestion.inner_text().strip()
+        turns = page.locator("#turns .turn").count()
+        suggestion.click()
+        expect(page.locator("#turns .turn")).to_have_count(turns + 1)
+        expect(page.locator("#turns .turn").last.locator(".question")).to_have_text(offered)
         turns = page.locator("#turns .turn").count()
         answer.locator("button.ask-again").click()
         expect(page.locator("#turns .turn")).to_have_count(turns + 1)

@@ -1,0 +1,45 @@
+"""Follow-up questions under an answer, one tap to ask (#29)."""
+import pytest
+
+from agent.data_guard import plan_data
+from agent.pipeline import answer_question
+from knowledge.models import Chunk
+from ops.tests.factories import make_user
+from ops.tools import local_today
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def staff():
+    return make_user("suggest_staff", role="staff", stores=["GZ-TH"])
+
+
+def test_a_rules_answer_offers_the_sections_beside_the_cited_one(staff):
+    result, _ = answer_question("客人说酒有异味怎么办", user=staff)
+    cited = result.citations[0]
+    paths = list(dict.fromkeys(Chunk.objects.filter(document_id=cited["document_id"]).order_by("ordinal")
+                               .values_list("section_path", flat=True)))
+    i = paths.index(cited["section_path"])
+    beside = {p.split(" > ")[-1] for p in paths[max(0, i - 1):i + 2] if p != cited["section_path"]}
+    suggestions = result.context["suggestions"]
+    assert suggestions and all(any(h.split(" ", 1)[-1] in q for h in beside) for q in suggestions), (suggestions, beside)
+    assert result.as_dict()["suggestions"] == suggestions  # REST and MCP get them too
+
+
+def test_a_figure_offers_its_natural_next_questions_about_the_same_store_and_period(staff):
+    result, _ = answer_question("上周卖了多少", user=staff)
+    suggestions = result.context["suggestions"]
+    assert len(suggestions) == 3, suggestions
+    tools = []
+    for q in suggestions:
+        plan = plan_data(q, today=local_today())
+        assert plan.tool and not plan.clarify, (q, plan)
+        assert plan.params.get("store") == "广州天河店" and plan.params["period"]["label"] == "上周", (q, plan)
+        tools.append(plan.tool)
+    assert tools == ["daily_trend", "top_products", "hourly_peak"]
+
+
+def test_a_refusal_offers_nothing(staff):
+    result, _ = answer_question("今天天气怎么样", user=staff)
+    assert result.context["suggestions"] == []
