@@ -50,8 +50,8 @@ def django_db_setup(django_db_setup, django_db_blocker):
         assert connection.settings_dict["NAME"].startswith("test_"), "refusing to seed a non-test database"
         yesterday = local_today() - timedelta(days=1)
         last = Order.objects.aggregate(m=Max("created_at"))["m"]
-        # The seed ends with yesterday's trading day, whose night runs past midnight.
-        if last is None or (last.astimezone(TZ) - timedelta(hours=DAY_STARTS_AT)).date() != yesterday:
+        # The seed runs up to the moment it was made: older than yesterday's trading day, it is stale.
+        if last is None or (last.astimezone(TZ) - timedelta(hours=DAY_STARTS_AT)).date() < yesterday:
             # A new day: start the test database's business data over (TRUNCATE also
             # clears the append-only audit log, whose triggers are switched off for it).
             from django.db import connection
@@ -108,6 +108,7 @@ class FakeHTTPServer:
     def __init__(self):
         import json
         import threading
+        import time
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         self.routes = {}
@@ -124,7 +125,18 @@ class FakeHTTPServer:
                     self.send_response(404)
                     self.end_headers()
                     return
-                status, payload = route(body)
+                status, payload, *streamed = route(body)
+                if streamed:  # (status, [chunks…], content type): written one by one, as a streaming server sends them
+                    self.send_response(status)
+                    self.send_header("Content-Type", streamed[0])
+                    self.send_header("Cache-Control", "no-cache")
+                    self.end_headers()
+                    for chunk in payload:
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                        time.sleep(0.01)
+                    self.close_connection = True
+                    return
                 data = json.dumps(payload).encode() if not isinstance(payload, bytes) else payload
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

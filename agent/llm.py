@@ -117,6 +117,25 @@ def strip_reasoning(text: str) -> str:
     return _LEAD_NOISE.sub("", text).strip()
 
 
+class VisibleText:
+    """Pieces of a streamed reply as a reader should see them: reasoning inside <think>…</think>
+    is held back (it is stripped from the final answer too)."""
+
+    def __init__(self, on_delta):
+        self.on_delta, self.raw, self.shown = on_delta, "", 0
+
+    def add(self, piece: str) -> None:
+        self.raw += piece or ""
+        text = _THINK.sub("", self.raw)
+        if "<think>" in text.lower():  # a reasoning block still open: show what came before it
+            text = text[: text.lower().index("<think>")]
+        elif "</think>" in text:  # its opening was cut off by the server
+            text = text.split("</think>", 1)[1]
+        if len(text) > self.shown:
+            self.on_delta(text[self.shown:])
+            self.shown = len(text)
+
+
 class NoLLM:
     """SM_LLM_BACKEND=none: nothing to call; the pipeline answers extractively."""
 
@@ -124,6 +143,9 @@ class NoLLM:
     available = False
 
     def chat(self, messages, *, max_tokens: int = 512) -> str:
+        raise LLMUnavailable("no LLM configured")
+
+    def chat_stream(self, messages, *, on_delta, max_tokens: int = 512) -> str:
         raise LLMUnavailable("no LLM configured")
 
 
@@ -153,6 +175,29 @@ class OllamaLLM:
         send.configured_timeout = self.timeout
         return _guarded("ollama", self.base_url, send)
 
+    def chat_stream(self, messages, *, on_delta, max_tokens: int = 512) -> str:
+        """As chat(), with each piece of the reply passed to on_delta as it arrives (Ollama's
+        NDJSON stream: one object per line, `message.content`, the last with `done: true`)."""
+        import json
+
+        payload = {"model": self.model, "messages": messages, "stream": True, "keep_alive": "30m",
+                   "options": {"temperature": 0.2, "num_predict": max_tokens}}
+
+        def send(timeout):
+            shown = VisibleText(on_delta)
+            with self._client.stream("POST", "/api/chat", json=payload, timeout=timeout) as r:
+                r.raise_for_status()
+                for line in r.iter_lines():
+                    if line.strip():
+                        event = json.loads(line)
+                        shown.add((event.get("message") or {}).get("content") or "")
+                        if event.get("done"):
+                            break
+            return strip_reasoning(shown.raw)
+
+        send.configured_timeout = self.timeout
+        return _guarded("ollama", self.base_url, send)
+
 
 class OpenAICompatibleLLM:
     name = "openai"
@@ -170,6 +215,32 @@ class OpenAICompatibleLLM:
             r = self._client.post("/chat/completions", json=payload, headers=headers, timeout=timeout)
             r.raise_for_status()
             return strip_reasoning(r.json()["choices"][0]["message"]["content"] or "")
+
+        send.configured_timeout = self.timeout
+        return _guarded("openai-compatible", self.base_url, send)
+
+    def chat_stream(self, messages, *, on_delta, max_tokens: int = 512) -> str:
+        """As chat(), with each piece of the reply passed to on_delta as it arrives (server-sent
+        events: `data: {chat.completion.chunk}` lines with `choices[0].delta.content`, then
+        `data: [DONE]`; `reasoning_content` deltas are not the answer)."""
+        import json
+
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        payload = {"model": self.model, "messages": messages, "temperature": 0.2, "max_tokens": max_tokens, "stream": True}
+
+        def send(timeout):
+            shown = VisibleText(on_delta)
+            with self._client.stream("POST", "/chat/completions", json=payload, headers=headers, timeout=timeout) as r:
+                r.raise_for_status()
+                for line in r.iter_lines():
+                    if not line.startswith("data:"):
+                        continue  # comments, event names, keep-alives
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    for choice in json.loads(data).get("choices") or []:
+                        shown.add((choice.get("delta") or {}).get("content") or "")
+            return strip_reasoning(shown.raw)
 
         send.configured_timeout = self.timeout
         return _guarded("openai-compatible", self.base_url, send)

@@ -104,6 +104,7 @@ class AgentState:
     history: list[tuple[str, str]] = field(default_factory=list)
     max_attempts: int = 2
     trace: Trace = field(default_factory=Trace)
+    on_delta: Any = None  # called with each piece of an LLM-written answer as it arrives (the chat page streams it)
     resolved_query: str = ""
     route: Route | None = None
     plan: DataPlan | None = None
@@ -601,7 +602,7 @@ def compose_answer(state: AgentState) -> None:
                 messages = [{"role": "system", "content": compose.SYSTEM_PROMPT}]
                 messages += trim_history(state.history, settings.SM_HISTORY_TOKENS)
                 messages.append({"role": "user", "content": f"{compose.prompt_sources(state.sources)}\n\n问题：{state.question}"})
-                parts.append(llm.chat(messages))
+                parts.append(llm.chat_stream(messages, on_delta=state.on_delta) if state.on_delta else llm.chat(messages))
                 used_llm = True
             except LLMUnavailable as exc:
                 detail["degraded"] = f"LLM 不可用，已降级为抽取式回答：{str(exc)[:120]}"
@@ -749,7 +750,8 @@ def context_for_next_turn(state: AgentState) -> dict:
 
 
 def answer_question(question: str, *, user, previous: dict | None = None, history: list[tuple[str, str]] | None = None,
-                    today: date | None = None, max_attempts: int | None = None, on_step=None) -> tuple[AgentResult, AgentState]:
+                    today: date | None = None, max_attempts: int | None = None, on_step=None,
+                    on_delta=None) -> tuple[AgentResult, AgentState]:
     """Run the whole pipeline for one question (no persistence: see agent.services)."""
     warm(user)  # permissions and stores read here: the guard threads' connections may not see the user
     # One deadline for every LLM call; the store list and the index metadata read once per question.
@@ -757,6 +759,7 @@ def answer_question(question: str, *, user, previous: dict | None = None, histor
         state = AgentState(
             question=question, user=user, today=today or local_today(), previous=previous or {}, history=history or [],
             max_attempts=settings.SM_AGENT_MAX_ATTEMPTS if max_attempts is None else max_attempts, trace=Trace(on_step),
+            on_delta=on_delta,
         )
         run(state)
     intent = state.route.intent if state.route else POLICY

@@ -111,7 +111,8 @@ def _channel(channel: str | None) -> str:
     return said if said in Conversation.Channel.values else Conversation.Channel.WEB
 
 
-def chat_ask(*, user, query, thread_id: str | None = None, on_step=None, channel: str | None = None) -> tuple[AgentResult, Conversation, Message]:
+def chat_ask(*, user, query, thread_id: str | None = None, on_step=None, channel: str | None = None,
+             on_delta=None) -> tuple[AgentResult, Conversation, Message]:
     """Answer one question in a thread and store both turns with the trace.
 
     Few round trips: a new thread has no history to read and is created with its title;
@@ -122,7 +123,7 @@ def chat_ask(*, user, query, thread_id: str | None = None, on_step=None, channel
     conv = conversation_for(user=user, thread_id=thread_id)
     requested = validate_thread_id(thread_id)
     previous, history = _history(conv) if conv else ({}, [])
-    result, state = answer_question(query, user=user, previous=previous, history=history, on_step=on_step)
+    result, state = answer_question(query, user=user, previous=previous, history=history, on_step=on_step, on_delta=on_delta)
     with transaction.atomic():
         created = False
         if conv is None and requested is None:  # a fresh random thread id cannot exist yet

@@ -2,12 +2,17 @@
 partial (one turn, or one conversation). Errors render as readable messages in the page."""
 from __future__ import annotations
 
+import json
 import logging
+import queue
+import threading
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404
+from django.db import connections
+from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
@@ -15,6 +20,7 @@ from django.views.decorators.http import require_POST
 from core.throttling import throttle_web
 from ops.validation import text_problem
 
+from .llm import get_llm
 from .models import Conversation, Message
 from .selectors import sidebar_threads, thread_turns
 from .services import (
@@ -69,6 +75,10 @@ def chat(request):
                                                                  "oob_thread": thread_id != thread})
                 except QueueUnavailable:
                     pass  # no broker: answer right here instead (the same service)
+            if request.POST.get("stream") == "1" and get_llm().available:
+                assistant_require(user)
+                validate_query(query)
+                return _streamed(request, query, thread_id)
             result, conv, reply = chat_ask(user=user, query=query, thread_id=thread_id)
         except (ValidationError, PermissionDenied) as exc:
             return _error(request, _message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
@@ -77,10 +87,7 @@ def chat(request):
             return _error(request, "回答时出了问题，请稍后再试；如果一直出错，请联系店长。", 500)
         if not request.htmx:
             return redirect(f"{request.path}?thread={conv.thread_id}")
-        response = render(request, "htmx/turn.html", {
-            "turn": {"question": query.strip(), "reply": reply}, "thread_id": conv.thread_id,
-            "oob_thread": thread_id != conv.thread_id, "conversations": Conversation.objects.in_sidebar(user)[:30],
-        })
+        response = render(request, "htmx/turn.html", _turn_context(user, query, thread_id, conv, reply))
         if thread_id != conv.thread_id:  # a new thread: the address says which, so a reload reopens it (was ?new=1: empty)
             response["HX-Replace-Url"] = f"{request.path}?thread={conv.thread_id}"
         return response
@@ -93,10 +100,51 @@ def chat(request):
     elif not request.GET.get("new"):
         conv = Conversation.objects.in_sidebar(user).first()
     context = {"turns": thread_turns(conv, user), "thread_id": conv.thread_id if conv else "", "conversation": conv,
-               "conversations": Conversation.objects.in_sidebar(user)[:30]}
+               "conversations": Conversation.objects.in_sidebar(user)[:30], "stream": get_llm().available}
     if request.htmx:
         return render(request, "htmx/turns.html", context)
     return render(request, "agent/chat.html", context)
+
+
+def _turn_context(user, query: str, thread_id: str | None, conv, reply) -> dict:
+    return {"turn": {"question": query.strip(), "reply": reply}, "thread_id": conv.thread_id,
+            "oob_thread": thread_id != conv.thread_id, "conversations": Conversation.objects.in_sidebar(user)[:30]}
+
+
+def _streamed(request, query: str, thread_id: str | None) -> StreamingHttpResponse:
+    """With an LLM configured the answer is shown as it is written: one JSON object per line,
+    {"delta": text} while the model writes, then {"html": the finished turn} (the same turn the
+    page gets without streaming: guards applied, citations checked, stored). The turn runs in a
+    thread of its own, the response relays what it writes."""
+    user, pieces, outcome = request.user, queue.Queue(), {}
+
+    def work():
+        try:
+            outcome["turn"] = chat_ask(user=user, query=query, thread_id=thread_id, on_delta=lambda text: pieces.put(text))
+        except (ValidationError, PermissionDenied) as exc:
+            outcome["error"] = _message_text(exc)
+        except Exception:
+            log.exception("chat failed")
+            outcome["error"] = "回答时出了问题，请稍后再试；如果一直出错，请联系店长。"
+        finally:
+            connections.close_all()  # this thread's own connection
+            pieces.put(None)
+
+    def lines():
+        while (text := pieces.get()) is not None:
+            yield json.dumps({"delta": text}, ensure_ascii=False) + "\n"
+        if "error" in outcome:
+            yield json.dumps({"html": render_to_string("htmx/error.html", {"error": outcome["error"]}, request), "error": True},
+                             ensure_ascii=False) + "\n"
+            return
+        result, conv, reply = outcome["turn"]
+        html = render_to_string("htmx/turn.html", _turn_context(user, query, thread_id, conv, reply), request)
+        yield json.dumps({"html": html, "thread_id": conv.thread_id}, ensure_ascii=False) + "\n"
+
+    threading.Thread(target=work, name="chat-stream", daemon=True).start()
+    response = StreamingHttpResponse(lines(), content_type="application/x-ndjson; charset=utf-8")
+    response["X-Accel-Buffering"] = "no"  # a proxy must pass each line on as it comes
+    return response
 
 
 @login_required

@@ -43,6 +43,11 @@ document.addEventListener("htmx:beforeRequest", function (event) {
     event.preventDefault();
     return;
   }
+  if (form.dataset.stream === "1" && !form.querySelector("input[name=async]:checked")) {
+    event.preventDefault();  // an LLM writes the answer: shown as it is written (streamAnswer)
+    streamAnswer(form);
+    return;
+  }
   const echo = document.querySelector("#thinking .pending-question");
   form.dataset.sent = form.querySelector("textarea").value;
   if (echo) echo.textContent = form.dataset.sent;
@@ -114,3 +119,73 @@ document.addEventListener("keydown", function (event) {
   event.preventDefault();
   box.form.requestSubmit();
 });
+
+// With an LLM configured the answer appears as it is written: the same POST with stream=1
+// answers one JSON object per line, {"delta": …} while the model writes, then {"html": the
+// finished turn}, which replaces the text written so far (its citations checked, as stored).
+async function streamAnswer(form) {
+  const turns = document.getElementById("turns");
+  const box = form.querySelector("textarea");
+  const question = box.value;
+  const body = new FormData(form);
+  body.set("stream", "1");
+  const turn = document.createElement("div");
+  turn.className = "turn streaming";
+  const asked = Object.assign(document.createElement("div"), {className: "question", textContent: question});
+  const answer = Object.assign(document.createElement("div"), {className: "answer"});
+  const text = Object.assign(document.createElement("div"), {className: "answer-text"});
+  answer.appendChild(text);
+  turn.append(asked, answer);
+  turns.appendChild(turn);
+  const hint = document.getElementById("empty-hint");
+  if (hint) hint.remove();
+  box.value = "";
+  form.querySelector("button[type=submit]").disabled = true;
+  turn.scrollIntoView({block: "start"});
+  try {
+    const response = await fetch(form.action, {method: "POST", body, headers: {"X-CSRFToken": body.get("csrfmiddlewaretoken") || ""}});
+    if (!response.ok || !response.body) throw new Error(String(response.status));
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const {value, done} = await reader.read();
+      buffer += decoder.decode(value || new Uint8Array(), {stream: !done});
+      let end;
+      while ((end = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, end).trim();
+        buffer = buffer.slice(end + 1);
+        if (!line) continue;
+        const event = JSON.parse(line);
+        if (event.delta) text.textContent += event.delta;
+        if (event.html !== undefined) {
+          const holder = document.createElement("div");
+          holder.innerHTML = event.html;
+          const done = holder.querySelector(".turn");
+          if (done) {
+            turn.replaceWith(done);
+            htmx.process(done);
+            const threads = holder.querySelector("#conversation-list");  // a new thread joins the sidebar
+            const current = document.getElementById("conversation-list");
+            if (threads && current) { current.replaceWith(threads); htmx.process(threads); }
+          } else {  // an error message: the question goes back into the box to be fixed
+            turn.remove();
+            box.value = question;
+            document.getElementById("errors").innerHTML = event.html;
+          }
+          if (event.thread_id) {
+            document.getElementById("thread-id").value = event.thread_id;
+            history.replaceState(null, "", "?thread=" + encodeURIComponent(event.thread_id));
+          }
+        }
+      }
+      if (done) break;
+    }
+  } catch (error) {
+    turn.remove();
+    box.value = question;
+    document.getElementById("errors").innerHTML = '<div class="error" role="alert">网络不稳定，问题没有发出去，请重试。</div>';
+  } finally {
+    form.querySelector("button[type=submit]").disabled = false;
+  }
+}

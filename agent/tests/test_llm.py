@@ -3,7 +3,7 @@ import pytest
 
 from agent.llm import LLMUnavailable, OllamaLLM, OpenAICompatibleLLM, strip_reasoning, trim_history
 
-from .fakes import ollama_chat, openai_chat
+from .fakes import ollama_chat, ollama_chat_stream, openai_chat, openai_chat_stream
 
 
 def test_ollama_client_payload_and_think_stripping(fake_http):
@@ -47,3 +47,29 @@ def test_history_is_trimmed_by_budget_in_whole_turns():
     assert [m["content"] for m in messages] == ["问题二", "回答二", "问题三", "回答三"]
     assert messages[0]["role"] == "user"
     assert trim_history(turns, budget=2) == []
+
+
+def test_openai_compatible_streaming_hands_over_each_piece_as_it_arrives(fake_http):
+    # With an LLM configured the chat page shows the answer as it is written (#29).
+    pieces = ["<think>先看", "资料</think>", "先向客人", "道歉，", "撤下酒水[1]。"]
+    fake_http.routes["/v1/chat/completions"] = openai_chat_stream(pieces, reasoning=["用户问的是异味"])
+    llm = OpenAICompatibleLLM(fake_http.url + "/v1", "deepseek-chat", api_key="sk-test")
+    seen = []
+    text = llm.chat_stream([{"role": "user", "content": "酒有异味"}], on_delta=seen.append)
+    assert text == "先向客人道歉，撤下酒水[1]。"
+    assert seen == ["先向客人", "道歉，", "撤下酒水[1]。"]  # reasoning never shown, the answer piece by piece
+    _, body, headers = fake_http.requests[0]
+    assert body["stream"] is True and headers["Authorization"] == "Bearer sk-test"
+
+
+def test_ollama_streaming_hands_over_each_piece_as_it_arrives(fake_http):
+    fake_http.routes["/api/chat"] = ollama_chat_stream(["本金", "可以跨店", "使用[1]。"])
+    seen = []
+    assert OllamaLLM(fake_http.url, "qwen2.5:7b").chat_stream([{"role": "user", "content": "x"}], on_delta=seen.append) == "本金可以跨店使用[1]。"
+    assert seen == ["本金", "可以跨店", "使用[1]。"]
+
+
+def test_a_stream_that_breaks_raises_llm_unavailable(fake_http):
+    fake_http.routes["/v1/chat/completions"] = lambda body: (200, [b"data: {not json\n\n"], "text/event-stream")
+    with pytest.raises(LLMUnavailable):
+        OpenAICompatibleLLM(fake_http.url + "/v1", "m").chat_stream([{"role": "user", "content": "x"}], on_delta=lambda t: None)

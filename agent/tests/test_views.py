@@ -245,3 +245,4 @@ def test_past_threads_are_searched_by_title_and_by_what_was_said():
     assert "没有提到「没有这个词的会话」的会话" in nothing
     assert c.get("/threads/", {"q": "x\x00"}).status_code == 400 and "搜索词" in c.get("/threads/", {"q": "x\x00"}, **HX).content.decode()
     assert "扎啤机多久清洗一次" in c.get("/threads/", {"q": ""}, **HX).content.decode()
+

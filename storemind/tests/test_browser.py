@@ -351,6 +351,27 @@ def test_1b_an_answer_can_be_copied_followed_up_and_asked_again(browser, live):
         context.close()
 
 
+def test_1c_with_an_llm_the_answer_appears_as_it_is_written(page, live, settings, fake_http):
+    """The page reads the streamed answer (a fake streaming OpenAI-compatible server) and ends
+    with the stored turn: badge, sources, feedback."""
+    from agent.tests.fakes import openai_chat, openai_chat_stream
+
+    pieces = ["先向客人道歉，", "当面撤下酒水，", "免费更换同款[1]。"]
+    stream, plain = openai_chat_stream(pieces), openai_chat("OK")
+    fake_http.routes["/v1/chat/completions"] = lambda body: stream(body) if body.get("stream") else plain(body)
+    settings.SM_LLM_BACKEND, settings.SM_OPENAI_BASE = "openai", fake_http.url + "/v1"
+    login(page, live, "browser_staff")
+    expect(page.locator("#ask-form")).to_have_attribute("data-stream", "1")
+    before = page.locator("#turns .turn").count()
+    page.fill("textarea[name=query]", "客人说酒有异味怎么办")
+    page.click("#ask-form button[type=submit]")
+    answer = page.locator("#turns .turn").nth(before).locator(".answer")
+    expect(answer.locator(".answer-text")).to_contain_text("先向客人道歉，当面撤下酒水，免费更换同款")
+    expect(answer.locator(".badge")).to_have_attribute("data-intent", "policy")  # the finished turn replaced the stream
+    expect(answer.locator(".sources .source").first).to_be_visible()
+    expect(page.locator("textarea[name=query]")).to_have_value("")
+
+
 def test_5_out_of_domain_question_is_refused(page, live):
     login(page, live, "browser_staff")
     answer = ask(page, "今天天气怎么样")
