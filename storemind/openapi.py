@@ -32,6 +32,7 @@ DESCRIPTIONS = {
 # Operations that can conflict (409); throttled ones (429) are read off the views.
 CONFLICTS = {("post", "/api/v1/orders"), ("post", "/api/v1/inventory/adjustments"), ("post", "/api/v1/proposals"),
              ("post", "/api/v1/proposals/{id}/confirm"), ("post", "/api/v1/proposals/{id}/reject"),
+             ("post", "/api/v1/proposals/{id}/withdraw"), ("patch", "/api/v1/proposals/{id}"),
              ("post", "/api/v1/knowledge/documents/{id}/publish")}
 
 

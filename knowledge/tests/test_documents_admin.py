@@ -29,7 +29,7 @@ def test_upload_preview_correct_publish_in_the_admin(hq):
     version = DocumentVersion.objects.get(title="冰块与果汁规范")
     assert r.status_code == 302 and r["Location"].endswith(f"/version/{version.pk}/")
     preview = hq.get(r["Location"]).content.decode()
-    assert "一、冰块管理" in preview and "预计 2 个切片" in preview and "草稿：发布前不会回答任何问题" in preview
+    assert "一、冰块管理" in preview and "预计 2 个段落" in preview and "草稿：发布前不会回答任何问题" in preview
 
     fixed = hq.post(r["Location"], {"action": "section", "index": "0", "heading": "一、冰块与制冰机", "text": SOP["一、冰块管理"],
                                     "enabled": "on"}, HTTP_HX_REQUEST="true")
