@@ -15,6 +15,14 @@ WIDTH = 360
 FONT = 12
 LINES_WIDTH = 480  # a line per store needs more room than a bar per day
 LINES_FONT = 15  # drawn at 480 and shown at a phone's 350 px: still ~11 px
+# On a wide screen the same chart is drawn on a wider canvas (it filled half its card, its text
+# scaled up); the page shows one or the other by the screen's width.
+WIDE = {"bar": 640, "lines": 760}
+
+
+def responsive(draw, rows: list[dict], chart: Chart, *, title: str, narrow: int, wide: int) -> SafeString:
+    return mark_safe(f'<div class="chart-narrow">{draw(rows, chart, title=title, width=narrow)}</div>'
+                     f'<div class="chart-wide">{draw(rows, chart, title=title, width=wide)}</div>')
 
 
 def _short(label: str, key: str) -> str:
@@ -40,7 +48,7 @@ def _axis_label(x: float, y: float, text: str, *, width: int = WIDTH, font: int 
 SERIES_COLOURS = ("#8b1e3f", "#1f6f8b", "#d08c12", "#3b7d3b", "#6b4fa0", "#5f6b7a", "#b5485d", "#2a9d8f")
 
 
-def line_chart(rows: list[dict], chart: Chart, *, title: str) -> SafeString:
+def line_chart(rows: list[dict], chart: Chart, *, title: str, width: int = LINES_WIDTH) -> SafeString:
     """One line per value of `chart.series` (a store) over the labels (the days), with a legend;
     each line carries its label and values as data attributes, the figure its numbers as text."""
     labels = list(dict.fromkeys(str(r.get(chart.label, "")) for r in rows))
@@ -52,7 +60,7 @@ def line_chart(rows: list[dict], chart: Chart, *, title: str) -> SafeString:
     # 18 px each side: the first and last day's labels fit under their points.
     height, top, bottom, left = 190 + legend_h, 24 + legend_h, 26, 22
     plot_h = height - top - bottom
-    step = (LINES_WIDTH - left * 2) / max(1, len(labels) - 1)
+    step = (width - left * 2) / max(1, len(labels) - 1)
     parts: list[str] = []
     alt_parts = []
     for k, name in enumerate(series):
@@ -64,7 +72,7 @@ def line_chart(rows: list[dict], chart: Chart, *, title: str) -> SafeString:
             + " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
             + f'" data-series="{escape(name)}" data-values="{",".join(f"{v:g}" for v in figures)}"><title>{escape(name)}</title></polyline>'
         )
-        lx, ly = 4 + (k % 2) * (LINES_WIDTH / 2), 20 + 22 * (k // 2)
+        lx, ly = 4 + (k % 2) * (width / 2), 20 + 22 * (k // 2)
         parts.append(f'<rect x="{lx:.1f}" y="{ly - 10}" width="14" height="5" fill="{colour}"/>'
                      f'<text x="{lx + 19:.1f}" y="{ly - 3}" font-size="{LINES_FONT}" class="legend">{escape(name)}</text>')
         alt_parts.append(f"{name}：" + "、".join(f"{_short(lab, chart.label)} {format_cell(chart.value, {chart.value: value.get((name, lab), 0.0)})}"
@@ -72,16 +80,16 @@ def line_chart(rows: list[dict], chart: Chart, *, title: str) -> SafeString:
     every = 1 if len(labels) <= 8 else (len(labels) + 7) // 8
     for i, lab in enumerate(labels):
         if i % every == 0:
-            parts.append(_axis_label(left + i * step, height - 6, _short(lab, chart.label), width=LINES_WIDTH, font=LINES_FONT - 1))
+            parts.append(_axis_label(left + i * step, height - 6, _short(lab, chart.label), width=width, font=LINES_FONT - 1))
     parts.append(f'<text x="{left}" y="{top - 3}" font-size="{LINES_FONT - 1}" class="val">最高 {escape(_fmt_axis(peak, value_col.kind))}</text>')
     alt = f"{title}（{value_col.label}，每家门店一条线）：" + "；".join(alt_parts)
     return mark_safe(
-        f'<svg class="chart chart-lines" viewBox="0 0 {LINES_WIDTH} {height}" role="img" aria-label="{escape(alt)}" '
+        f'<svg class="chart chart-lines" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(alt)}" '
         f'data-value-key="{chart.value}" xmlns="http://www.w3.org/2000/svg"><desc>{escape(alt)}</desc>{"".join(parts)}</svg>'
     )
 
 
-def bar_chart(rows: list[dict], chart: Chart, *, title: str) -> SafeString:
+def bar_chart(rows: list[dict], chart: Chart, *, title: str, width: int = WIDTH) -> SafeString:
     values = [float(r.get(chart.value) or 0) for r in rows]
     labels = [str(r.get(chart.label, "")) for r in rows]
     peak = max(values) or 1.0
@@ -91,7 +99,7 @@ def bar_chart(rows: list[dict], chart: Chart, *, title: str) -> SafeString:
     if chart.orientation == "horizontal":
         row_h, label_w, value_w = 22, 118, 74
         height = row_h * len(rows) + 4
-        bar_room = WIDTH - label_w - value_w
+        bar_room = width - label_w - value_w
         for i, (lab, val, r) in enumerate(zip(labels, values, rows)):
             y = 2 + i * row_h
             w = max(1.0, bar_room * val / peak)
@@ -105,7 +113,7 @@ def bar_chart(rows: list[dict], chart: Chart, *, title: str) -> SafeString:
     else:
         height, top, bottom, left = 150, 14, 22, 4
         plot_h = height - top - bottom
-        slot = (WIDTH - left * 2) / len(rows)
+        slot = (width - left * 2) / len(rows)
         bar_w = max(2.0, slot * 0.7)
         every = 1 if len(rows) <= 12 else (len(rows) + 11) // 12
         for i, (lab, val, r) in enumerate(zip(labels, values, rows)):
@@ -117,10 +125,10 @@ def bar_chart(rows: list[dict], chart: Chart, *, title: str) -> SafeString:
                 f'data-label="{escape(lab)}" data-value="{val:g}"><title>{escape(lab)}：{escape(format_cell(chart.value, r))}</title></rect>'
             )
             if i % every == 0:
-                parts.append(_axis_label(x + bar_w / 2, height - 6, _short(lab, chart.label)))
+                parts.append(_axis_label(x + bar_w / 2, height - 6, _short(lab, chart.label), width=width))
         parts.append(f'<text x="{left}" y="{top - 3}" font-size="{FONT - 1}" class="val">最高 {escape(_fmt_axis(peak, value_col.kind))}</text>')
     svg = (
-        f'<svg class="chart chart-{chart.orientation}" viewBox="0 0 {WIDTH} {height}" role="img" '
+        f'<svg class="chart chart-{chart.orientation}" viewBox="0 0 {width} {height}" role="img" '
         f'aria-label="{escape(alt)}" data-value-key="{chart.value}" xmlns="http://www.w3.org/2000/svg">'
         f'<desc>{escape(alt)}</desc>{"".join(parts)}</svg>'
     )

@@ -286,13 +286,13 @@ def data_view(m) -> dict | None:
         "cards": len(keys) > CARD_COLUMNS,
     }
     if spec and spec.chart and len(m.data) >= 2:
-        from agent.charts import bar_chart, line_chart
+        from agent.charts import LINES_WIDTH, WIDE, WIDTH, bar_chart, line_chart, responsive
 
         rows = [d["row"] for d in m.data]
         if spec.chart.series and spec.chart.series in first["row"]:  # one line per store
-            view["chart"] = line_chart(rows, spec.chart, title=spec.title)
+            view["chart"] = responsive(line_chart, rows, spec.chart, title=spec.title, narrow=LINES_WIDTH, wide=WIDE["lines"])
         else:
-            view["chart"] = bar_chart(rows, spec.chart, title=spec.title)
+            view["chart"] = responsive(bar_chart, rows, spec.chart, title=spec.title, narrow=WIDTH, wide=WIDE["bar"])
     return view
 
 

@@ -430,14 +430,20 @@ def test_7_trend_question_draws_bars_that_match_the_tool_rows(sized, live, djang
     expect(answer.locator("figure.data-table")).to_have_attribute("data-tool", "daily_trend")
     with django_db_blocker.unblock():
         rows = run_tool("daily_trend", {"store": "天河店", "period": "上周"}, today=local_today(), user=None).rows
-    bars = answer.locator("svg.chart rect.bar")
+    chart = answer.locator("svg.chart:visible")  # one drawing for a phone, one for a wide screen: the one shown
+    expect(chart).to_have_count(1)
+    card = answer.locator("figure.data-table").bounding_box()
+    assert chart.bounding_box()["width"] >= 0.75 * (card["width"] - 24), (chart.bounding_box(), card)  # it filled half its card
+    assert float(chart.locator("text").first.evaluate("t => getComputedStyle(t).fontSize").rstrip("px")) * \
+        chart.bounding_box()["width"] / float(chart.get_attribute("viewBox").split()[2]) <= 18  # and its text did not grow with it
+    bars = chart.locator("rect.bar")
     expect(bars).to_have_count(len(rows))
     drawn = [(b.get_attribute("data-label"), float(b.get_attribute("data-value")), b.bounding_box()["height"]) for b in bars.all()]
     assert [(label, value) for label, value, _ in drawn] == [(r["date"], r["revenue"]) for r in rows]
     tallest = max(drawn, key=lambda d: d[1])
     for _, value, height in drawn:  # bar heights are proportional to the figures
         assert abs(height - tallest[2] * value / tallest[1]) <= 1.5
-    label = answer.locator("svg.chart").get_attribute("aria-label")
+    label = chart.get_attribute("aria-label")
     assert all(f"¥{r['revenue']:,.2f}" in label for r in rows)  # the numbers as text alternative
     assert_fits(page)
     shot(page, f"7-trend-{page.viewport_label}", doc=f"trend-{page.viewport_label}")
@@ -456,7 +462,7 @@ def test_7b_head_office_sees_one_line_per_store_in_a_daily_trend(sized, live, dj
         rows = run_tool("daily_trend", {"period": "上个月", "by_store": True}, today=local_today(), user=None).rows
     stores = list(dict.fromkeys(r["store"] for r in rows))
     assert len(stores) >= 2
-    lines = answer.locator("svg.chart-lines polyline.series")
+    lines = answer.locator("svg.chart-lines:visible polyline.series")
     expect(lines).to_have_count(len(stores))
     for line in lines.all():
         name = line.get_attribute("data-series")
@@ -465,8 +471,8 @@ def test_7b_head_office_sees_one_line_per_store_in_a_daily_trend(sized, live, dj
         total = sum(r["revenue"] for r in rows if r["store"] == store)
         expect(answer.locator(".answer-text").first).to_contain_text(f"{store}：合计 ¥{total:,.2f}")
     expect(answer.locator("figure.data-table th[data-key=store]")).to_have_count(1)
-    first_label = answer.locator("svg.chart-lines text").filter(has_text=re.compile(r"^\d\d-01$")).first
-    chart_box = answer.locator("svg.chart-lines").bounding_box()
+    first_label = answer.locator("svg.chart-lines:visible text").filter(has_text=re.compile(r"^\d\d-01$")).first
+    chart_box = answer.locator("svg.chart-lines:visible").bounding_box()
     assert first_label.bounding_box()["x"] >= chart_box["x"] - 0.5  # 「.1-01」 was cut off
     assert_fits(page)
     shot(page, f"7b-trend-stores-{page.viewport_label}", doc=f"trend-stores-{page.viewport_label}")
@@ -693,11 +699,11 @@ def test_16_a_long_table_is_folded_under_the_lines_that_already_list_it(page, li
     table = answer.locator("figure.data-table table")
     expect(answer.locator("details.table-more summary")).to_contain_text("明细表")
     expect(table).not_to_be_visible()
-    expect(answer.locator("svg.chart")).to_be_visible()
+    expect(answer.locator("svg.chart:visible")).to_be_visible()
     # The answer's own 30 lines are folded under the chart too (chart first on a phone); the
     # best and weakest day stay in view, and their [D…] link opens the table at that row.
     expect(answer.locator("details.answer-rows summary")).to_contain_text("逐条列出")
-    expect(answer.locator(".answer-text .chart-first svg.chart")).to_be_visible()
+    expect(answer.locator(".answer-text .chart-first svg.chart:visible")).to_be_visible()
     link = answer.locator(".answer-text > a.cite-data").first
     ref = link.inner_text().strip("[]")
     link.click()
