@@ -155,6 +155,11 @@ def _state_what_the_server_enforces(result: dict, components: dict) -> None:
             "description": {"type": "string", "minLength": 5, "maxLength": 2000, "pattern": r"^\s*\S[\s\S]{3,}\S\s*$"},
             "order": {"type": "string", "minLength": 1, "pattern": NO_NUL, "description": "相关的 POS 单号（可选）"},
             "member": {"type": "string", "minLength": 1, "pattern": NO_NUL, "description": "相关的会员号或完整手机号（可选）"}}}
+        amend = components.get("PatchedProposalAmendRequest")
+        if amend is not None:  # PATCH bodies are partial by default; this one must say what the proposal becomes
+            amend["required"] = ["payload"]
+            amend.setdefault("properties", {})["payload"] = {
+                "anyOf": [restock, ticket], "description": "整份新内容，形状与提案的类型一致：补货写 lines，工单写 category、severity、description"}
         base = {k: v for k, v in create.items() if k != "properties"}
         props = create.get("properties", {})
         components["ProposalCreateRequest"] = {

@@ -369,6 +369,11 @@ def proposal_amend(*, proposal: Proposal | int, user, payload: dict) -> Proposal
         if own or may_decide:
             if locked.status != Proposal.Status.PENDING:
                 raise Conflict(f"提案 #{pk} 的状态是「{locked.get_status_display()}」，不能再修改。")
+            restock = locked.kind == Proposal.Kind.RESTOCK
+            if payload and set(payload) <= (TICKET_FIELDS if restock else RESTOCK_FIELDS):
+                # Well-formed content of the other kind: it contradicts what the proposal is.
+                raise Conflict(f"提案 #{pk} 是{locked.get_kind_display()}，" + ("内容要写 lines（商品和数量）。" if restock
+                                                                          else "内容要写 category、severity、description。"))
             clean = _clean_restock(payload) if locked.kind == Proposal.Kind.RESTOCK else _clean_ticket(payload, locked.store)
             if clean == locked.payload:
                 return locked

@@ -671,3 +671,19 @@ def test_a_manager_decides_on_the_proposals_own_admin_page_with_its_stock_and_a_
     assert other.status == "pending" and audits(other, "permission_denied").exists()
     r = manager.post(f"/admin/workflow/proposal/{other.pk}/change/", {"_decide": "reject", "reason": ""}, follow=True)
     assert "拒绝时请写明原因" in r.content.decode() and Proposal.objects.get(pk=other.pk).status == "pending"
+
+
+def test_amending_a_proposal_with_the_other_kinds_content_is_a_conflict(people):
+    # make fuzz: the schema cannot know a proposal's kind from its id; content of the other
+    # kind contradicts the recorded proposal (409), it is not malformed.
+    from workflow.services import proposal_amend
+
+    restock, ticket = propose(people["staff"]), propose(people["staff"], "ticket")
+    with pytest.raises(Conflict, match="内容要写 lines"):
+        proposal_amend(proposal=restock, user=people["staff"], payload=TICKET)
+    with pytest.raises(Conflict, match="category"):
+        proposal_amend(proposal=ticket, user=people["staff"], payload=RESTOCK)
+    api = APIClient()
+    api.force_authenticate(people["staff"])
+    assert api.patch(f"/api/v1/proposals/{restock.pk}", {"payload": TICKET}, format="json").status_code == 409
+    assert api.patch(f"/api/v1/proposals/{restock.pk}", {}, format="json").status_code == 400
