@@ -76,7 +76,8 @@ def _clean_restock(payload: dict) -> dict:
         unit = line.get("unit", product.unit if product else "")  # 「"unit": ""」 is no unit, not the default
         if product is not None and unit not in (product.unit, "箱"):
             errors[p + "unit"] = [f"单位只能是 {product.unit} 或 箱。"]
-        reason = line.get("reason") or ""
+        reason = line.get("reason")
+        reason = "" if reason is None else reason  # 「"reason": {}」 was read as no reason (make fuzz)
         if not isinstance(reason, str) or len(reason) > MAX_REASON:
             # Was cut to 200 characters without a word (a 100,000-character reason was a 201).
             errors[p + "reason"] = [f"原因是不超过 {MAX_REASON} 个字的文字。"]

@@ -687,3 +687,16 @@ def test_amending_a_proposal_with_the_other_kinds_content_is_a_conflict(people):
     api.force_authenticate(people["staff"])
     assert api.patch(f"/api/v1/proposals/{restock.pk}", {"payload": TICKET}, format="json").status_code == 409
     assert api.patch(f"/api/v1/proposals/{restock.pk}", {}, format="json").status_code == 400
+
+
+@pytest.mark.parametrize("reason", [{}, [], 0, False])
+def test_a_restock_reason_that_is_not_text_is_refused_not_dropped(people, reason):
+    # make fuzz: 「"reason": {}」 was accepted and stored as no reason (falsy values read as absent).
+    from workflow.services import proposal_amend
+
+    with pytest.raises(ValidationError) as exc:
+        propose(people["staff"], payload={"lines": [{"sku": "B001", "quantity": 1, "reason": reason}]})
+    assert "payload.lines[0].reason" in exc.value.message_dict
+    p = propose(people["staff"])
+    with pytest.raises(ValidationError):
+        proposal_amend(proposal=p, user=people["staff"], payload={"lines": [{"sku": "B001", "quantity": 1, "reason": reason}]})
