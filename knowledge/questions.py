@@ -20,7 +20,7 @@ MAX_FORMS_PER_SECTION = 12
 MAX_FORM_CHARS = 48
 # Raised whenever the templates (or the chunking they read) change: the next ingest prepares
 # every document again.
-FORMS_VERSION = 4
+FORMS_VERSION = 5
 
 # Heading numbering as SOPs write it: 一、 （一） 1. 1.1 1.1.1 第一章 第3条 (一) 1）…
 _NUMBERING = re.compile(
@@ -41,7 +41,7 @@ _TABLE_SEP = re.compile(r"^\|?\s*:?-{2,}")
 @dataclass(frozen=True)
 class QuestionForm:
     text: str
-    source: str  # "heading" | "step" | "table"
+    source: str  # "heading" | "situation" | "step" | "table"
 
 
 def clean_heading(heading: str) -> str:
@@ -123,12 +123,39 @@ def _step_forms(text: str) -> list[QuestionForm]:
     return forms
 
 
+# A rule that says what to do in a situation (「如遇 TDS 超标，改用备用桶装饮用水」) answers the
+# question staff ask about that situation (「TDS 超标怎么办」): the situation, as asked. 「当」 only
+# as "when" (not 当场、当天、当班 …).
+_CONDITION = re.compile(r"(?:^|(?<=[，。；;,：:\s时后中]))(?:若(?!干)|当(?![场天日班面前地月年次即值晚周期着事])|遇(?!到)|如果|假如|如遇到?|遇到|发现|一旦)"
+                        r"(?P<what>[^，。；;,：:！？!?|的]{1}[^，。；;,：:！？!?|]{1,29}?)[，,：:]")
+# A prohibition answers 「能不能…」: 「开店人员不得少于 2 人」 → 「开店人员能不能少于 2 人」.
+_FORBIDDEN = re.compile(r"(?:^|(?<=[，。；;,：:\s]))(?P<who>[^，。；;,：:|]{0,16}?)(?:严禁|禁止|不得|不允许)(?P<what>[^，。；;,！？!?|]{2,24})")
+
+
+def _situation_forms(text: str) -> list[QuestionForm]:
+    forms = []
+    prose = "\n".join(_NUMBERING.sub("", line.lstrip("-*+ "), count=1)  # a step's number is no part of its words
+                      for line in text.split("\n") if not line.lstrip().startswith("|"))  # table rows have their own forms
+    for sentence in split_sentences(prose):
+        for m in _CONDITION.finditer(sentence):
+            # The situation ends where the rule's action starts (「发现门锁有撬痕立即停止进入」).
+            what = re.split(r"(?<=.)(?:时|后|的话|立即|立刻|马上|应|须|必须|一律|及时|需要|请|不得|禁止|不要)", m.group("what"), maxsplit=1)[0]
+            what = what.strip(" 　").removesuffix("的")
+            if len(what) >= 2 and not what.startswith(("需要", "必要", "有必要")):
+                forms.append(QuestionForm(f"{what}怎么办", "situation"))
+        for m in _FORBIDDEN.finditer(sentence):
+            who, what = _NUMBERING.sub("", m.group("who"), count=1).strip(" 　"), m.group("what").strip(" 　：:")
+            if len(what) >= 3:
+                forms.append(QuestionForm(f"{who if 2 <= len(who) <= 10 else ''}能不能{what}", "situation"))
+    return forms
+
+
 def question_forms(title: str, section_path: str, text: str, *, limit: int = MAX_FORMS_PER_SECTION) -> list[str]:
     """The generated question forms of one section (heading forms first, then table rows and
     steps), distinct, at most `limit`."""
     path = [p for p in section_path.split(" > ") if p][1:] or [title]
     tables = [body for kind, body in _blocks(text.split("\n")) if kind == "table"]
-    forms = _heading_forms(title, path) + [f for t in tables for f in _table_forms(t)] + _step_forms(text)
+    forms = _heading_forms(title, path) + [f for t in tables for f in _table_forms(t)] + _situation_forms(text) + _step_forms(text)
     out: list[str] = []
     for form in forms:
         t = " ".join(form.text.split())[:MAX_FORM_CHARS]

@@ -55,6 +55,16 @@ def test_heading_table_rows_and_steps_each_give_forms():
     assert "鲜奶开封后贴效期标签" in forms  # a numbered step
 
 
+def test_a_situation_a_rule_handles_and_a_prohibition_are_asked_as_staff_ask_them():
+    # Staff ask about the situation (「TDS 超标怎么办」「剩奶能加热吗」), SOPs write the rule for it.
+    text = ("1. 每天开店前测制茶用水 TDS，如遇 TDS 超标，改用备用桶装饮用水并报修。\n"
+            "2. 当班时发现冷藏柜温度高于 5℃ 时，立即转移原料。\n"
+            "3. 剩奶严禁二次加热。\n4. 当场拒收破损包装。\n| 物料 | 规定 |\n| --- | --- |\n| 鲜奶 | 不得超过 5℃ |")
+    forms = question_forms("原料管理规范", "原料管理规范 > 3.1 用水与鲜奶", text, limit=30)
+    assert "TDS 超标怎么办" in forms and "冷藏柜温度高于 5℃怎么办" in forms and "剩奶能不能二次加热" in forms
+    assert not any(f.startswith("场") or "|" in f for f in forms)  # 「当场」 is no condition; a table row has its own form
+
+
 def test_a_code_column_is_not_what_a_row_is_about():
     table = "| 编号 | 菜品 | 售价 |\n|---|---|---|\n| R01 | 卤肉饭 | 26 元 |\n| R02 | 牛腩饭 | 32 元 |"
     forms = question_forms("出品标准", "出品标准 > 饭类", table)
