@@ -141,8 +141,12 @@ def _state_what_the_server_enforces(result: dict, components: dict) -> None:
         batch.update(minItems=1, maxItems=settings.SM_POS_MAX_BATCH)
     create = components.get("ProposalCreateRequest")
     if create is not None:
-        restock_line = {"type": "object", "additionalProperties": False, "required": ["sku", "quantity"], "properties": {
+        restock_line = {"type": "object", "additionalProperties": False, "required": ["quantity"],
+                        "anyOf": [{"required": ["sku"]}, {"required": ["product"]}], "properties": {
             "sku": {"type": "string", "minLength": 1, "maxLength": 64, "description": "SKU、商品名或别名"},
+            # What the server returns in each line (the product's name) is accepted back as it is:
+            # a client amends a proposal by sending its lines again (make fuzz, stateful phase).
+            "product": {"type": "string", "minLength": 1, "maxLength": 64, "description": "商品名或别名（给了 sku 时以 sku 为准）"},
             "quantity": {"type": "integer", "minimum": 1, "maximum": MAX_RESTOCK_QTY},
             "unit": {"type": "string", "description": "商品的单位或 箱；省略时为商品的单位"},
             "reason": {"type": "string", "maxLength": MAX_REASON, "pattern": NO_NUL}}}
@@ -152,7 +156,7 @@ def _state_what_the_server_enforces(result: dict, components: dict) -> None:
             "category": {"type": "string", "enum": TICKET_CATEGORIES},
             "severity": {"type": "string", "enum": TICKET_SEVERITIES},
             # 5 to 2000 characters once the spaces around it are removed.
-            "description": {"type": "string", "minLength": 5, "maxLength": 2000, "pattern": r"^\s*\S[\s\S]{3,}\S\s*$"},
+            "description": {"type": "string", "minLength": 5, "maxLength": 2000, "pattern": r"^\s*[^\s\x00][^\x00]{3,}[^\s\x00]\s*$"},
             "order": {"type": "string", "minLength": 1, "pattern": NO_NUL, "description": "相关的 POS 单号（可选）"},
             "member": {"type": "string", "minLength": 1, "pattern": NO_NUL, "description": "相关的会员号或完整手机号（可选）"}}}
         amend = components.get("PatchedProposalAmendRequest")
@@ -293,10 +297,10 @@ def _bodies_with_required_fields_are_required(result: dict, components: dict) ->
 def postprocess(result, generator, request, public):
     components = result.setdefault("components", {}).setdefault("schemas", {})
     components["Error"] = ERROR_SCHEMA
-    _bodies_with_required_fields_are_required(result, components)
     _close_request_schemas(components)
     _state_what_the_server_enforces(result, components)
     _state_the_callers_references(result, components, request)
+    _bodies_with_required_fields_are_required(result, components)  # after the above: they make fields required too
     throttled = _throttled(generator)
     for path, item in result.get("paths", {}).items():
         for method, operation in item.items():
