@@ -146,7 +146,7 @@ def _state_what_the_server_enforces(result: dict, components: dict) -> None:
             "sku": {"type": "string", "minLength": 1, "maxLength": 64, "description": "SKU、商品名或别名"},
             # What the server returns in each line (the product's name) is accepted back as it is:
             # a client amends a proposal by sending its lines again (make fuzz, stateful phase).
-            "product": {"type": "string", "minLength": 1, "maxLength": 64, "description": "商品名或别名（给了 sku 时以 sku 为准）"},
+            "product": {"type": "string", "minLength": 1, "maxLength": 64, "description": "商品名或别名；与 sku 同时给出时必须是同一个商品"},
             "quantity": {"type": "integer", "minimum": 1, "maximum": MAX_RESTOCK_QTY},
             "unit": {"type": "string", "description": "商品的单位或 箱；省略时为商品的单位"},
             "reason": {"type": "string", "maxLength": MAX_REASON, "pattern": NO_NUL}}}
@@ -267,11 +267,14 @@ def _restock_units_by_product(components: dict) -> None:
         lines = branch.get("properties", {}).get("payload", {}).get("properties", {}).get("lines")
         if not lines or "sku" not in lines.get("items", {}).get("properties", {}):
             continue
-        line, groups = lines["items"], {}
-        for sku, unit in Product.objects.filter(active=True).order_by("sku").values_list("sku", "unit"):
+        line, groups, names = lines["items"], {}, {}
+        for sku, name, unit in Product.objects.filter(active=True).order_by("sku").values_list("sku", "name", "unit"):
             groups.setdefault(unit, []).append(sku)
+            names.setdefault(unit, []).append(name)
+        product = line["properties"].get("product")
         lines["items"] = {"anyOf": [
             {**line, "properties": {**line["properties"], "sku": {**line["properties"]["sku"], "enum": skus},
+                                    **({"product": {**product, "enum": names[unit]}} if product else {}),
                                     "unit": {**line["properties"]["unit"], "enum": list(dict.fromkeys([unit, "箱"]))}}}
             for unit, skus in groups.items()]}
 

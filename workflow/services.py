@@ -63,13 +63,21 @@ def _clean_restock(payload: dict) -> dict:
         if extra := sorted(set(map(str, line)) - RESTOCK_LINE_FIELDS):
             errors[p.rstrip(".")] = [f"不认识的字段：{'、'.join(extra)}。"]
             continue
-        key = str(line.get("sku") or line.get("product") or "").strip()
+        by_sku, by_name = str(line.get("sku") or "").strip(), str(line.get("product") or "").strip()
         # A SKU, a name or an alias, exactly, like chat (「科罗娜」 was 「没有商品」 over MCP and REST).
         try:
-            product = resolve_product(key[:64])
+            product = resolve_product((by_sku or by_name)[:64])
         except UnknownProduct as exc:
             product = None
-            errors[p + "sku"] = exc.messages
+            errors[p + ("sku" if by_sku else "product")] = exc.messages
+        if product is not None and by_sku and by_name:
+            # Both given (a client sending back the lines it was shown): they must name one product.
+            try:
+                same = resolve_product(by_name[:64]) == product
+            except UnknownProduct as exc:
+                same, errors[p + "product"] = True, exc.messages
+            if not same:
+                errors[p + "product"] = [f"「{by_name}」和 sku {by_sku}（{product.name}）不是同一个商品。"]
         qty = line.get("quantity")
         if isinstance(qty, bool) or not isinstance(qty, int) or not 1 <= qty <= MAX_RESTOCK_QTY:
             errors[p + "quantity"] = [f"数量必须是 1 到 {MAX_RESTOCK_QTY} 的整数。"]
@@ -82,7 +90,7 @@ def _clean_restock(payload: dict) -> dict:
             # Was cut to 200 characters without a word (a 100,000-character reason was a 201).
             errors[p + "reason"] = [f"原因是不超过 {MAX_REASON} 个字的文字。"]
         reason = reason.strip() if isinstance(reason, str) else ""
-        if product is not None and not any(p + f in errors for f in ("sku", "quantity", "unit", "reason")):
+        if product is not None and not any(p + f in errors for f in ("sku", "product", "quantity", "unit", "reason")):
             line = {"sku": product.sku, "product": product.name, "quantity": qty, "unit": unit, "reason": reason}
             if (first := by_product.get(product.id)) is None:
                 by_product[product.id] = line

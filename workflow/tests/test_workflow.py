@@ -700,3 +700,14 @@ def test_a_restock_reason_that_is_not_text_is_refused_not_dropped(people, reason
     p = propose(people["staff"])
     with pytest.raises(ValidationError):
         proposal_amend(proposal=p, user=people["staff"], payload={"lines": [{"sku": "B001", "quantity": 1, "reason": reason}]})
+
+
+def test_a_restock_line_naming_its_product_twice_must_name_one_product(people):
+    # make fuzz: a line with a valid sku and any \`product\` was accepted, the name ignored.
+    ok = propose(people["staff"], payload={"lines": [{"sku": "B001", "product": "青岛啤酒", "quantity": 1}]})
+    assert ok.payload["lines"][0]["sku"] == "B001"
+    assert propose(people["staff"], payload={"lines": [{"product": "科罗娜", "quantity": 1}]}).payload["lines"][0]["sku"] == "B003"
+    for product, message in (("百威啤酒", "不是同一个商品"), ("没有这个酒", "没有叫")):
+        with pytest.raises(ValidationError) as exc:
+            propose(people["staff"], payload={"lines": [{"sku": "B001", "product": product, "quantity": 1}]})
+        assert message in exc.value.message_dict["payload.lines[0].product"][0]
