@@ -149,7 +149,8 @@ def _state_what_the_server_enforces(result: dict, components: dict) -> None:
             "product": {"type": "string", "minLength": 1, "maxLength": 64, "description": "商品名或别名；与 sku 同时给出时必须是同一个商品"},
             "quantity": {"type": "integer", "minimum": 1, "maximum": MAX_RESTOCK_QTY},
             "unit": {"type": "string", "description": "商品的单位或 箱；省略时为商品的单位"},
-            "reason": {"type": "string", "maxLength": MAX_REASON, "pattern": NO_NUL}}}
+            # null is read as no reason (many POS serializers write an unset field so)
+            "reason": {"type": "string", "nullable": True, "maxLength": MAX_REASON, "pattern": NO_NUL}}}
         restock = {"type": "object", "additionalProperties": False, "required": ["lines"], "properties": {
             "lines": {"type": "array", "minItems": 1, "maxItems": MAX_RESTOCK_LINES, "items": restock_line}}}
         ticket = {"type": "object", "additionalProperties": False, "required": ["category", "severity", "description"], "properties": {
@@ -259,24 +260,22 @@ def _state_the_callers_references(result: dict, components: dict, request) -> No
 
 
 def _restock_units_by_product(components: dict) -> None:
-    """A restock line's unit is its product's unit or 箱 (workflow.services): one branch per unit,
-    each naming its products, so 「W005 in 瓶」 is not offered when W005 is sold by the 杯."""
+    """A restock line names one product, by its SKU, its name or both (then the same product,
+    workflow.services), in its unit or 箱: one branch per product on sale, so 「W005 in 瓶」 or
+    「F001 named 水果拼盘」 is never offered."""
     from ops.models import Product
 
     for branch in components.get("ProposalCreateRequest", {}).get("oneOf", []):
         lines = branch.get("properties", {}).get("payload", {}).get("properties", {}).get("lines")
         if not lines or "sku" not in lines.get("items", {}).get("properties", {}):
             continue
-        line, groups, names = lines["items"], {}, {}
-        for sku, name, unit in Product.objects.filter(active=True).order_by("sku").values_list("sku", "name", "unit"):
-            groups.setdefault(unit, []).append(sku)
-            names.setdefault(unit, []).append(name)
-        product = line["properties"].get("product")
+        line = lines["items"]
+        props = line["properties"]
         lines["items"] = {"anyOf": [
-            {**line, "properties": {**line["properties"], "sku": {**line["properties"]["sku"], "enum": skus},
-                                    **({"product": {**product, "enum": names[unit]}} if product else {}),
-                                    "unit": {**line["properties"]["unit"], "enum": list(dict.fromkeys([unit, "箱"]))}}}
-            for unit, skus in groups.items()]}
+            {**line, "properties": {**props, "sku": {**props["sku"], "enum": [sku]},
+                                    **({"product": {**props["product"], "enum": [name]}} if "product" in props else {}),
+                                    "unit": {**props["unit"], "enum": list(dict.fromkeys([unit, "箱"]))}}}
+            for sku, name, unit in Product.objects.filter(active=True).order_by("sku").values_list("sku", "name", "unit")]}
 
 
 def _bodies_with_required_fields_are_required(result: dict, components: dict) -> None:
