@@ -49,7 +49,8 @@ def test_top_products_keep_units_beside_quantities_and_draw_a_chart():
     assert "单位" not in headers(body) and "销量" in headers(body)
     for r in result.rows:
         assert f">{r['qty']:,}{r['unit']}<" in body
-    bars = re.findall(r'<rect class="bar"[^>]*data-label="([^"]*)" data-value="([^"]*)"', body)
+    narrow = body.split('class="chart-narrow"', 1)[1].split('class="chart-wide"', 1)[0]  # the phone's drawing (a wide one follows)
+    bars = re.findall(r'<rect class="bar"[^>]*data-label="([^"]*)" data-value="([^"]*)"', narrow)
     assert [(label, float(v)) for label, v in bars] == [(r["product"], float(r["qty"])) for r in result.rows]
     assert 'role="img" aria-label="热销商品（销量）：' in body
 
@@ -59,7 +60,8 @@ def test_trend_question_uses_daily_trend_with_a_bar_per_day():
     body = c.post("/", {"query": "上周天河店每天卖了多少"}, **HX).content.decode()
     assert 'data-tool="daily_trend"' in body
     result = run_tool("daily_trend", {"store": "天河店", "period": "上周"}, today=local_today(), user=None)
-    bars = re.findall(r'data-label="([^"]*)" data-value="([^"]*)"', body)
+    narrow = body.split('class="chart-narrow"', 1)[1].split('class="chart-wide"', 1)[0]
+    bars = re.findall(r'data-label="([^"]*)" data-value="([^"]*)"', narrow)
     assert [(label, float(v)) for label, v in bars] == [(r["date"], r["revenue"]) for r in result.rows]
     assert len(bars) == 7 and headers(body)[1:] == ["日期", "星期", "营业额", "订单数"]
 
