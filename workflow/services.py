@@ -63,7 +63,11 @@ def _clean_restock(payload: dict) -> dict:
         if extra := sorted(set(map(str, line)) - RESTOCK_LINE_FIELDS):
             errors[p.rstrip(".")] = [f"不认识的字段：{'、'.join(extra)}。"]
             continue
-        by_sku, by_name = str(line.get("sku") or "").strip(), str(line.get("product") or "").strip()
+        if any(f in line and not isinstance(line[f], str) for f in ("sku", "product")):
+            # 「"sku": 0」 was read as no SKU and the line taken by its name (make fuzz)
+            errors[p + ("sku" if not isinstance(line.get("sku", ""), str) else "product")] = ["商品要写成文字：SKU、商品名或别名。"]
+            continue
+        by_sku, by_name = line.get("sku", "").strip(), line.get("product", "").strip()
         # A SKU, a name or an alias, exactly, like chat (「科罗娜」 was 「没有商品」 over MCP and REST).
         try:
             product = resolve_product((by_sku or by_name)[:64])
