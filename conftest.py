@@ -116,16 +116,24 @@ class FakeHTTPServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
+            def do_GET(self):
+                self.do_POST(get=True)
+
+            def do_POST(self, get=False):
+                from urllib.parse import parse_qsl
+
+                path, _, query = self.path.partition("?")
                 length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+                body = dict(parse_qsl(query)) if get else json.loads(self.rfile.read(length) or b"{}")
                 server.requests.append((self.path, body, dict(self.headers)))
-                route = server.routes.get(self.path)
+                # Routes by the whole path, or by the path alone; a route that wants the query
+                # string (an access token in it, as WeCom and Feishu send them) gets it too.
+                route = server.routes.get(self.path) or server.routes.get(path)
                 if route is None:
                     self.send_response(404)
                     self.end_headers()
                     return
-                status, payload, *streamed = route(body)
+                status, payload, *streamed = route(body, dict(parse_qsl(query))) if getattr(route, "wants_query", False) else route(body)
                 if streamed:  # (status, [chunks…], content type): written one by one, as a streaming server sends them
                     self.send_response(status)
                     self.send_header("Content-Type", streamed[0])

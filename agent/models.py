@@ -25,6 +25,9 @@ class Conversation(models.Model):
         WEB = "web", "网页"
         REST = "rest", "API"
         MCP = "mcp", "MCP"
+        WECOM = "wecom", "企业微信"
+        DINGTALK = "dingtalk", "钉钉"
+        FEISHU = "feishu", "飞书"
 
     # Unique per user, not globally: a client names its own threads, and another user's id
     # must neither reach their conversation nor reveal that it exists.

@@ -1,4 +1,5 @@
-"""The app layering, checked: core ← ops ← knowledge ← workflow ← agent ← mcpserver.
+"""The app layering, checked: core ← ops ← knowledge ← workflow ← agent ← mcpserver ← channels
+(channels, like mcpserver, is an interface layer: it calls the services below it).
 
 A lower app never imports a higher one (nor the project package `storemind`, which wires
 them all together). The check reads every module's imports with `ast`, including imports
@@ -11,7 +12,7 @@ import ast
 import sys
 from pathlib import Path
 
-LAYERS = ["core", "ops", "knowledge", "workflow", "agent", "mcpserver", "storemind"]
+LAYERS = ["core", "ops", "knowledge", "workflow", "agent", "mcpserver", "channels", "storemind"]
 ROOT = Path(__file__).resolve().parent.parent
 
 

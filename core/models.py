@@ -48,6 +48,8 @@ class AuditLog(models.Model):
         MEMBER_LOOKUP = "member_lookup", "查询会员余额"
         UNANSWERED_RESOLVED = "unanswered_resolved", "未解答问题已处理"
         ALIAS_ADDED = "alias_added", "添加别名"
+        CHANNEL_BOUND = "channel_bound", "绑定消息渠道账号"
+        CHANNEL_UNBOUND = "channel_unbound", "解绑消息渠道账号"
 
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, verbose_name="操作人")
     actor_username = models.CharField("操作人用户名", max_length=150)

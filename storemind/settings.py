@@ -102,6 +102,7 @@ INSTALLED_APPS = [
     "workflow",
     "agent",
     "mcpserver",
+    "channels",
 ]
 
 MIDDLEWARE = [
@@ -333,6 +334,27 @@ SM_TRUSTED_PROXIES = env("SM_TRUSTED_PROXIES", "") or ""
 SM_PROPOSAL_TTL_HOURS = env_int("SM_PROPOSAL_TTL_HOURS", 72)
 # An async question still pending this long after it was queued is reported failed (lost).
 SM_CHAT_TASK_LOST_AFTER_S = env_int("SM_CHAT_TASK_LOST_AFTER_S", 600)
+
+# Messaging platforms (the channels app). A platform is on when its settings are; its callback
+# URL answers 404 otherwise. SM_PUBLIC_URL is where links in messages point (the chat page,
+# binding links): the address staff reach StoreMind at.
+SM_PUBLIC_URL = env("SM_PUBLIC_URL", "http://127.0.0.1:8000")
+SM_WECOM_CORP_ID = env("SM_WECOM_CORP_ID", "")
+SM_WECOM_AGENT_ID = env("SM_WECOM_AGENT_ID", "")
+SM_WECOM_SECRET = env("SM_WECOM_SECRET", "")
+SM_WECOM_TOKEN = env("SM_WECOM_TOKEN", "")
+SM_WECOM_AES_KEY = env("SM_WECOM_AES_KEY", "")
+SM_WECOM_API_BASE = env("SM_WECOM_API_BASE", "https://qyapi.weixin.qq.com")
+SM_DINGTALK_APP_SECRET = env("SM_DINGTALK_APP_SECRET", "")
+SM_DINGTALK_API_BASE = env("SM_DINGTALK_API_BASE", "https://oapi.dingtalk.com")
+SM_FEISHU_APP_ID = env("SM_FEISHU_APP_ID", "")
+SM_FEISHU_APP_SECRET = env("SM_FEISHU_APP_SECRET", "")
+SM_FEISHU_VERIFICATION_TOKEN = env("SM_FEISHU_VERIFICATION_TOKEN", "")
+SM_FEISHU_ENCRYPT_KEY = env("SM_FEISHU_ENCRYPT_KEY", "")
+SM_FEISHU_API_BASE = env("SM_FEISHU_API_BASE", "https://open.feishu.cn")
+# Sends queue behind a rate (Celery's per-worker rate limit) and retry with backoff from this base.
+SM_CHANNEL_SEND_RATE = env("SM_CHANNEL_SEND_RATE", "600/m")
+SM_CHANNEL_RETRY_BASE_S = env_float("SM_CHANNEL_RETRY_BASE_S", 2.0)
 CELERY_BEAT_SCHEDULE = {
     "expire-proposals-hourly": {"task": "workflow.expire_proposals", "schedule": 3600.0},
     "purge-chat-tasks-daily": {"task": "agent.purge_chat_tasks", "schedule": 86400.0},

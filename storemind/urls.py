@@ -26,6 +26,7 @@ urlpatterns = [
     path("api/v1/", include("knowledge.urls")),
     path("api/v1/", include("agent.urls")),
     path("api/v1/", include("workflow.urls")),
+    path("channels/", include("channels.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]

@@ -49,3 +49,23 @@ def proposal_for_status(user, pk: int) -> Proposal | None:
     """One proposal by number for 「提案6是什么」, if the asker may see it (another store's reads
     like a missing one)."""
     return Proposal.objects.restrict(user, "view").select_related("store", "decided_by", "proposed_by").filter(pk=pk).first()
+
+
+def deciders_for(proposal: Proposal) -> list:
+    """The active people who may confirm or reject `proposal`: its kind's permission (from a role
+    or given directly), held for its store. Whom a messaging channel tells it is waiting."""
+    from django.contrib.auth import get_user_model
+
+    from core.scoping import ALL, store_ids_for
+
+    perm = CONFIRM_PERMS[proposal.kind]
+    app, codename = perm.split(".")
+    holders = get_user_model().objects.filter(is_active=True).filter(
+        Q(groups__permissions__codename=codename, groups__permissions__content_type__app_label=app)
+        | Q(user_permissions__codename=codename, user_permissions__content_type__app_label=app)).distinct()
+    out = []
+    for user in holders:
+        ids = store_ids_for(user, perm)
+        if ids is ALL or proposal.store_id in ids:
+            out.append(user)
+    return out

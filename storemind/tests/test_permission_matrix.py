@@ -3,7 +3,8 @@
 Callers: staff of A, manager of A, manager of B, head office, POS of A, a role-less account,
 anonymous. Channels: REST (tokens; the POS device uses its store token), chat (the chat API),
 HTMX (the web pages, logged in), MCP (the server's dispatch, which both transports run; the
-real stdio and HTTP transports are driven for a representative subset at the end), admin.
+real stdio and HTTP transports are driven for a representative subset at the end), WeCom (a
+bound account's message or card button, through the channels services), admin.
 Each cell asserts the outcome the table promises (allowed / denied 403 / hidden: exactly what
 a missing object or unknown store gets) and, for every refusal of a known user, a
 `permission_denied` audit row written by that very attempt.
@@ -40,6 +41,8 @@ CHANNELS = {
     "htmx": ["read_sales_a", "read_sales_b", "read_member_balance", "propose", "confirm_restock", "confirm_ticket",
              "read_audit"],
     "mcp": ["read_sales_a", "read_sales_b", "read_member_balance", "propose", "confirm_restock", "confirm_ticket"],
+    # 企业微信 (the channels app): a bound account asks in a message and decides from a card.
+    "wecom": ["read_sales_a", "read_sales_b", "read_member_balance", "propose", "confirm_restock", "confirm_ticket"],
     "admin": ["read_sales_a", "read_sales_b", "list_members", "read_audit", "confirm_restock", "confirm_ticket",
               "edit_inventory_admin", "upload_doc_a"],
 }
@@ -55,8 +58,8 @@ def cells():
     for channel, actions in CHANNELS.items():
         for action in actions:
             for caller in CALLERS:
-                if channel == "mcp" and caller == "anonymous":
-                    continue  # MCP has no anonymous identity: HTTP answers 401 (tested with the transports below)
+                if channel in ("mcp", "wecom") and caller == "anonymous":
+                    continue  # no anonymous identity: MCP over HTTP answers 401; an unbound WeCom account is told to bind
                 yield pytest.param(caller, action, channel, id=f"{channel}-{action}-{caller}")
 
 
@@ -295,6 +298,36 @@ def mcp(world, caller, action) -> str:
     return HIDDEN
 
 
+def wecom(world, caller, action) -> str:
+    """A message (or, for a decision, a card button) from the caller's bound WeCom account, run
+    through the channels services as the Celery task runs it."""
+    from agent.models import Message
+    from channels.models import Identity, Inbound
+    from channels.platforms.base import Event
+    from channels.services import answer_inbound, inbound_record
+
+    user = world["users"][caller]
+    Identity.objects.get_or_create(platform="wecom", external_id=f"mx-{caller}", defaults={"user": user})
+    if action in QUESTIONS:
+        before = Message.objects.filter(conversation__user=user, role="assistant").count()
+        inbound, _ = inbound_record("wecom", Event(message_id=uuid.uuid4().hex, external_id=f"mx-{caller}", text=QUESTIONS[action]))
+        answer_inbound(inbound.pk)
+        replies = Message.objects.filter(conversation__user=user, role="assistant", conversation__channel="wecom").order_by("-id")
+        if Message.objects.filter(conversation__user=user, role="assistant").count() == before:
+            assert "不能使用门店助手" in Inbound.objects.get(pk=inbound.pk).deliveries.get().payload["text"]
+            return DENY
+        reply = replies.first()
+        return _answer_outcome(action, reply.content, reply.data, reply.proposal)
+    p, Proposal = pending(action.split("_")[1])
+    inbound, _ = inbound_record("wecom", Event(message_id=uuid.uuid4().hex, external_id=f"mx-{caller}", kind="card",
+                                              action=f"confirm:{p.pk}"))
+    answer_inbound(inbound.pk)
+    said = Inbound.objects.get(pk=inbound.pk).deliveries.get().payload["text"]
+    if Proposal.objects.get(pk=p.pk).status == "confirmed":
+        return ALLOW
+    return HIDDEN if "没有提案" in said else DENY
+
+
 def admin(world, caller, action, client) -> str:
     from ops.models import Inventory
 
@@ -381,7 +414,7 @@ def admin(world, caller, action, client) -> str:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("caller,action,channel", list(cells()))
-def test_permission_matrix(world, client, caller, action, channel):
+def test_permission_matrix(world, client, caller, action, channel, settings, fake_http):
     user = world["users"].get(caller)
     if user is not None and channel in ("htmx", "admin"):
         client.force_login(user)
@@ -394,6 +427,12 @@ def test_permission_matrix(world, client, caller, action, channel):
         observed = htmx(world, caller, action, client)
     elif channel == "mcp":
         observed = mcp(world, caller, action)
+    elif channel == "wecom":
+        from channels.tests.fakes import FakeWeCom, wecom_settings
+
+        wecom_settings(settings, fake_http)
+        FakeWeCom(fake_http)
+        observed = wecom(world, caller, action)
     else:
         observed = admin(world, caller, action, client)
     assert observed == MATRIX[caller][action], f"{CALLERS[caller]} · {ACTIONS[action]} · {channel}"

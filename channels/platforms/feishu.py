@@ -1,0 +1,154 @@
+"""飞书 (Feishu) event subscription v2: `url_verification` answered with its challenge, the
+Verification Token checked on every event, and with an Encrypt Key the body decrypted
+(AES-256-CBC, key SHA-256 of the Encrypt Key, IV the ciphertext's first 16 bytes) and the
+X-Lark-Signature checked (SHA-256 of timestamp + nonce + Encrypt Key + body). Replies go
+through the IM API with a cached tenant_access_token.
+
+Settings: SM_FEISHU_APP_ID, SM_FEISHU_APP_SECRET, SM_FEISHU_VERIFICATION_TOKEN,
+SM_FEISHU_ENCRYPT_KEY (optional), SM_FEISHU_API_BASE (https://open.feishu.cn). The callback
+URL to register: /channels/feishu/callback.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from django.conf import settings
+
+from .base import CallbackRejected, Card, Event, PlatformError, cached_token, check_timestamp, client, forget_token
+
+NAME = "feishu"
+TOKEN_KEY = "channels:feishu:tenant_token"
+TOKEN_CODES = {99991661, 99991663, 99991668}
+RETRY_CODES = TOKEN_CODES | {99991400, 230020}
+_MENTION = re.compile(r"@_user_\d+\s*")
+
+
+class Challenge(Exception):
+    """url_verification: answered with {"challenge": …}."""
+
+    def __init__(self, challenge: str):
+        super().__init__(challenge)
+        self.challenge = challenge
+
+
+def configured() -> bool:
+    return all((settings.SM_FEISHU_APP_ID, settings.SM_FEISHU_APP_SECRET, settings.SM_FEISHU_VERIFICATION_TOKEN))
+
+
+def decrypt(encrypted: str, key: str) -> str:
+    try:
+        data = base64.b64decode(encrypted, validate=True)
+    except (ValueError, TypeError):
+        raise CallbackRejected("encrypt is not base64") from None
+    if len(data) < 32 or len(data) % 16:
+        raise CallbackRejected("encrypt has the wrong length")
+    decryptor = Cipher(algorithms.AES(hashlib.sha256(key.encode()).digest()), modes.CBC(data[:16])).decryptor()
+    plain = decryptor.update(data[16:]) + decryptor.finalize()
+    pad = plain[-1]
+    if not 1 <= pad <= 16 or plain[-pad:] != bytes([pad]) * pad:
+        raise CallbackRejected("bad padding", status=403)
+    try:
+        return plain[:-pad].decode("utf-8")
+    except UnicodeDecodeError:
+        raise CallbackRejected("not UTF-8", status=403) from None
+
+
+def encrypt(plain: str, key: str, iv: bytes) -> str:
+    """The platform's side (tests build callbacks with it)."""
+    data = plain.encode()
+    pad = 16 - len(data) % 16
+    encryptor = Cipher(algorithms.AES(hashlib.sha256(key.encode()).digest()), modes.CBC(iv)).encryptor()
+    return base64.b64encode(iv + encryptor.update(data + bytes([pad]) * pad) + encryptor.finalize()).decode()
+
+
+def request_signature(timestamp: str, nonce: str, key: str, body: bytes) -> str:
+    return hashlib.sha256(timestamp.encode() + nonce.encode() + key.encode() + body).hexdigest()
+
+
+def parse(headers, body: bytes) -> list[Event]:
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        raise CallbackRejected("malformed JSON") from None
+    if not isinstance(payload, dict):
+        raise CallbackRejected("the body is not an object")
+    key = settings.SM_FEISHU_ENCRYPT_KEY
+    if key:
+        if "encrypt" not in payload:
+            raise CallbackRejected("an Encrypt Key is set: the body must be encrypted", status=403)
+        stamp, nonce, given = (headers.get(h, "") for h in ("X-Lark-Request-Timestamp", "X-Lark-Request-Nonce", "X-Lark-Signature"))
+        decrypted = decrypt(str(payload["encrypt"]), key)
+        try:
+            payload = json.loads(decrypted)
+        except ValueError:
+            raise CallbackRejected("the decrypted body is not JSON") from None
+        if payload.get("type") != "url_verification":  # the challenge is sent unsigned
+            check_timestamp(stamp)
+            if not hmac.compare_digest(request_signature(stamp, nonce, key, body), given or ""):
+                raise CallbackRejected("X-Lark-Signature does not match", status=403)
+    if payload.get("type") == "url_verification":
+        if not hmac.compare_digest(str(payload.get("token") or ""), settings.SM_FEISHU_VERIFICATION_TOKEN):
+            raise CallbackRejected("verification token does not match", status=403)
+        raise Challenge(str(payload.get("challenge") or ""))
+    header = payload.get("header") or {}
+    if not hmac.compare_digest(str(header.get("token") or ""), settings.SM_FEISHU_VERIFICATION_TOKEN):
+        raise CallbackRejected("verification token does not match", status=403)
+    if not key:
+        check_timestamp(int(header.get("create_time") or 0), milliseconds=True)
+    event = payload.get("event") or {}
+    message = event.get("message") or {}
+    sender = ((event.get("sender") or {}).get("sender_id") or {}).get("open_id") or ""
+    if header.get("event_type") != "im.message.receive_v1" or not sender or not message.get("message_id"):
+        return [Event(message_id=str(header.get("event_id") or ""), external_id=sender or "-", kind="other")]
+    text = ""
+    if message.get("message_type") == "text":
+        try:
+            text = _MENTION.sub("", json.loads(message.get("content") or "{}").get("text") or "").strip()
+        except ValueError:
+            raise CallbackRejected("message content is not JSON") from None
+    return [Event(message_id=str(message["message_id"]), external_id=sender, text=text,
+                  kind="text" if message.get("message_type") == "text" else "other",
+                  chat_id=str(message.get("chat_id") or "") if message.get("chat_type") == "group" else "")]
+
+
+def _checked(r) -> dict:
+    try:
+        data = r.json()
+    except ValueError:
+        raise PlatformError(f"Feishu answered HTTP {r.status_code} without JSON") from None
+    code = data.get("code", 0)
+    if r.status_code >= 500:
+        raise PlatformError(f"Feishu HTTP {r.status_code}")
+    if code:
+        if code in TOKEN_CODES:
+            forget_token(TOKEN_KEY)
+        raise PlatformError(f"Feishu code {code}: {data.get('msg', '')}"[:250], code=code, retryable=code in RETRY_CODES)
+    return data
+
+
+def _token() -> str:
+    def fetch():
+        with client(settings.SM_FEISHU_API_BASE) as c:
+            data = _checked(c.post("/open-apis/auth/v3/tenant_access_token/internal",
+                                   json={"app_id": settings.SM_FEISHU_APP_ID, "app_secret": settings.SM_FEISHU_APP_SECRET}))
+        return data["tenant_access_token"], data.get("expire", 7200)
+
+    return cached_token(TOKEN_KEY, fetch)
+
+
+def send_markdown(to: str, text: str, *, reply_to: str = "", chat_id: str = "") -> dict:
+    receive_type, receive_id = ("chat_id", chat_id) if chat_id else ("open_id", to)
+    card = {"config": {"wide_screen_mode": True}, "elements": [{"tag": "markdown", "content": text}]}
+    with client(settings.SM_FEISHU_API_BASE) as c:
+        return _checked(c.post("/open-apis/im/v1/messages", params={"receive_id_type": receive_type},
+                               headers={"Authorization": f"Bearer {_token()}"},
+                               json={"receive_id": receive_id, "msg_type": "interactive", "content": json.dumps(card, ensure_ascii=False)}))
+
+
+def send_card(to: str, card: Card) -> dict:
+    raise PlatformError("Feishu proposal cards are not sent: proposals arrive as text with a link", retryable=False)

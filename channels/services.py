@@ -1,0 +1,290 @@
+"""Messages from WeCom, DingTalk and Feishu answered by the same services as the chat page.
+
+A callback is verified and recorded (Inbound, once per platform message id) and acknowledged
+at once; the answer is written by a Celery task (answer_inbound) and sent through the
+platform's API (deliver, retried with backoff, each attempt on a Delivery row). Who asks is
+the StoreMind user the platform id is bound to: their roles and stores, exactly as on the chat
+page. A proposal arrives as a card; a manager's 确认 / 拒绝 on it goes through
+proposal_confirm / proposal_reject, audited as from that channel.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from core.audit import audit_record, request_meta
+from core.errors import Conflict, NotFound
+
+from .models import BindingLink, Delivery, Identity, Inbound, Platform
+from .platforms import dingtalk, feishu, wecom
+from .platforms.base import Card, Event, PlatformError
+
+log = logging.getLogger(__name__)
+ADAPTERS = {Platform.WECOM: wecom, Platform.DINGTALK: dingtalk, Platform.FEISHU: feishu}
+BINDING_LINK_TTL = timedelta(days=1)
+MAX_TEXT = 2000  # the chat's own limit on a question
+
+
+def adapter(platform: str):
+    return ADAPTERS[platform]
+
+
+def configured(platform: str) -> bool:
+    return platform in ADAPTERS and ADAPTERS[platform].configured()
+
+
+# --- receiving ------------------------------------------------------------------------------
+
+
+def inbound_record(platform: str, event: Event) -> tuple[Inbound, bool]:
+    """The event as an Inbound row; a retried delivery (the same message id) is the row already
+    there, and `created` is False: it is answered once."""
+    try:
+        with transaction.atomic():
+            return Inbound.objects.create(platform=platform, message_id=event.message_id[:128], external_id=event.external_id[:128],
+                                          chat_id=event.chat_id[:128], kind=event.kind, reply_to=(event.reply_to or "")[:512],
+                                          text=(event.action if event.kind == "card" else event.text)[:MAX_TEXT * 2]), True
+    except IntegrityError:
+        return Inbound.objects.get(platform=platform, message_id=event.message_id[:128]), False
+
+
+def _user_for(platform: str, external_id: str):
+    identity = Identity.objects.select_related("user").filter(platform=platform, external_id=external_id).first()
+    return identity.user if identity else None
+
+
+def binding_link(platform: str, external_id: str) -> str:
+    link = BindingLink.objects.create(token=secrets.token_urlsafe(24), platform=platform, external_id=external_id)
+    return f"{settings.SM_PUBLIC_URL.rstrip('/')}/channels/bind/{link.token}"
+
+
+def answer_inbound(inbound_id: int) -> None:
+    """Answer one recorded message (the Celery task's body). Runs with the platform as the
+    audit channel, so every row it writes says where the request came from."""
+    inbound = Inbound.objects.get(pk=inbound_id)
+    if inbound.status != Inbound.Status.RECEIVED:
+        return  # answered already (a task delivered twice by the broker)
+    meta = request_meta.set({"request_id": f"{inbound.platform}:{inbound.message_id}"[:64], "channel": inbound.platform})
+    try:
+        _answer(inbound)
+    finally:
+        request_meta.reset(meta)
+
+
+def _answer(inbound: Inbound) -> None:
+    platform, who = inbound.platform, inbound.external_id
+    user = _user_for(platform, who)
+    if inbound.kind not in ("text", "card") or (inbound.kind == "text" and not inbound.text.strip()):
+        _finish(inbound, Inbound.Status.IGNORED)
+        return
+    if user is None or not user.is_active:
+        line = ("这个账号已停用，请联系店长。" if user is not None else
+                f"你的{Platform(platform).label}账号还没有绑定 StoreMind。请在浏览器打开 {binding_link(platform, who)} ，登录后即完成绑定。")
+        _send_text(inbound, line)
+        return
+    if inbound.kind == "card":
+        _send_text(inbound, decide_from_card(user, inbound.text))
+        return
+    from agent.services import chat_ask
+
+    try:
+        result, conv, _ = chat_ask(user=user, query=inbound.text[:MAX_TEXT], thread_id=_thread_id(platform, who, inbound.chat_id),
+                                   channel=platform)
+    except (ValidationError, PermissionDenied) as exc:
+        _send_text(inbound, "；".join(getattr(exc, "messages", None) or [str(exc)]))
+        return
+    _send_text(inbound, answer_markdown(result, conv.thread_id))
+    if result.proposal:
+        proposal_cards(result.proposal["id"], asker=user, inbound=inbound)
+
+
+def _thread_id(platform: str, who: str, chat_id: str) -> str:
+    """One thread per person and chat on each platform (follow-ups keep their store and period)."""
+    return f"{platform}.{hashlib.sha1(f'{who}|{chat_id}'.encode()).hexdigest()[:20]}"
+
+
+def answer_markdown(result, thread_id: str) -> str:
+    """The answer as the platform shows it: its text, each source as 「《文档》› 章节」, and a link
+    to the whole answer (tables, charts) on the chat page."""
+    lines = [result.answer.strip()]
+    sources = [c for c in result.citations if c.get("section_path")]
+    if sources:
+        lines.append("")
+        lines += [f"[{c['ref']}] 《{c['document']}》› {c['section_path'].split(' > ', 1)[-1].replace(' > ', ' › ')}" for c in sources]
+    lines.append(f"\n[在 StoreMind 查看完整回答]({settings.SM_PUBLIC_URL.rstrip('/')}/?thread={thread_id})")
+    return "\n".join(lines)
+
+
+def _finish(inbound: Inbound, status: str) -> None:
+    Inbound.objects.filter(pk=inbound.pk).update(status=status, answered_at=timezone.now())
+
+
+def _send_text(inbound: Inbound, text: str) -> None:
+    delivery = Delivery.objects.create(platform=inbound.platform, to=inbound.external_id, kind="markdown", inbound=inbound,
+                                       payload={"text": text, "reply_to": inbound.reply_to, "chat_id": inbound.chat_id})
+    _finish(inbound, Inbound.Status.ANSWERED)
+    deliver(delivery.pk)
+
+
+# --- proposals as cards ----------------------------------------------------------------------
+
+
+def proposal_card(proposal, viewer) -> Card:
+    from workflow.services import can_confirm
+
+    allowed, _ = can_confirm(viewer, proposal)
+    pending = proposal.status == proposal.Status.PENDING
+    lines = [("门店", proposal.store.name), ("提议人", proposal.proposed_by.username)]
+    if proposal.kind == proposal.Kind.RESTOCK:
+        lines += [(line["product"][:5], f"{line['quantity']}{line['unit']}") for line in proposal.payload.get("lines", [])][:4]
+    else:
+        lines += [("类别", proposal.payload.get("category", "")), ("严重程度", proposal.payload.get("severity", ""))]
+    buttons = [("确认", f"confirm:{proposal.pk}"), ("拒绝", f"reject:{proposal.pk}")] if allowed and pending else []
+    return Card(proposal_id=proposal.pk, title=f"{proposal.get_kind_display()} #{proposal.pk}", lines=lines, buttons=buttons,
+                url=f"{settings.SM_PUBLIC_URL.rstrip('/')}/proposals/", status=proposal.get_status_display())
+
+
+def proposal_cards(proposal_id: int, *, asker=None, inbound: Inbound | None = None) -> int:
+    """The proposal as a card to the person who asked (status only, unless they may decide it)
+    and to every bound person who may decide it for its store; one card per person, however
+    often this runs. Returns how many were queued."""
+    from workflow.models import Proposal
+    from workflow.selectors import deciders_for
+
+    proposal = Proposal.objects.select_related("store", "proposed_by").filter(pk=proposal_id).first()
+    if proposal is None or proposal.status != Proposal.Status.PENDING:
+        return 0
+    people = {u.pk: u for u in deciders_for(proposal)}
+    if asker is not None:
+        people.setdefault(asker.pk, asker)
+    queued = 0
+    for identity in Identity.objects.filter(user_id__in=people).select_related("user"):
+        if identity.platform != Platform.WECOM or not wecom.configured():
+            continue  # cards are WeCom's; the other platforms get the answer's text and link
+        card = proposal_card(proposal, people[identity.user_id])
+        try:
+            with transaction.atomic():
+                delivery = Delivery.objects.create(platform=identity.platform, to=identity.external_id, kind="card", proposal_id=proposal.pk,
+                                                   inbound=inbound, payload={"card": card.__dict__})
+        except IntegrityError:
+            continue  # this person has the card already
+        queued += 1
+        transaction.on_commit(lambda pk=delivery.pk: _queue_delivery(pk))
+    return queued
+
+
+def decide_from_card(user, action: str) -> str:
+    """A card button: 「confirm:42」 or 「reject:42」, through the same services as every other
+    channel (the same checks, the same audit; pressing twice confirms once)."""
+    from workflow.services import proposal_confirm, proposal_reject
+
+    verb, _, number = (action or "").partition(":")
+    if verb not in ("confirm", "reject") or not number.isdigit():
+        return "这个按钮已失效，请到 StoreMind 的「操作提案」里处理。"
+    try:
+        if verb == "confirm":
+            done = proposal_confirm(proposal=int(number), user=user)
+            return f"已确认 {done.get_kind_display()} #{done.pk}：{done.content_text()}"
+        done = proposal_reject(proposal=int(number), user=user, reason=f"在{Platform(request_meta.get().get('channel', 'wecom')).label}中拒绝")
+        return f"已拒绝 {done.get_kind_display()} #{done.pk}。"
+    except PermissionDenied as exc:
+        return f"没有权限：{exc}"
+    except (Conflict, NotFound) as exc:
+        return exc.message
+    except ValidationError as exc:
+        return "；".join(exc.messages)
+
+
+# --- sending ---------------------------------------------------------------------------------
+
+
+def _queue_delivery(delivery_id: int) -> None:
+    from .tasks import send_delivery
+
+    send_delivery.delay(delivery_id)
+
+
+def deliver(delivery_id: int) -> None:
+    """Queue one delivery for sending (Celery; eager without a broker)."""
+    transaction.on_commit(lambda: _queue_delivery(delivery_id))
+
+
+def send(delivery_id: int) -> bool:
+    """One attempt at sending. True when sent (or sent before); PlatformError propagates when
+    it is worth retrying, and a failure that is not is recorded and ends there."""
+    delivery = Delivery.objects.filter(pk=delivery_id).first()
+    if delivery is None or delivery.status == Delivery.Status.SENT:
+        return True
+    Delivery.objects.filter(pk=delivery_id).update(attempts=delivery.attempts + 1)
+    platform = adapter(delivery.platform)
+    try:
+        if delivery.kind == "card":
+            platform.send_card(delivery.to, Card(**delivery.payload["card"]))
+        else:
+            p = delivery.payload
+            platform.send_markdown(delivery.to, p["text"], reply_to=p.get("reply_to", ""), chat_id=p.get("chat_id", ""))
+    except PlatformError as exc:
+        Delivery.objects.filter(pk=delivery_id).update(last_error=str(exc)[:255],
+                                                      status=Delivery.Status.PENDING if exc.retryable else Delivery.Status.FAILED)
+        if exc.retryable:
+            raise
+        log.warning("delivery %s failed for good: %s", delivery_id, exc)
+        return False
+    Delivery.objects.filter(pk=delivery_id).update(status=Delivery.Status.SENT, sent_at=timezone.now(), last_error="")
+    return True
+
+
+def give_up(delivery_id: int, error: str) -> None:
+    Delivery.objects.filter(pk=delivery_id).update(status=Delivery.Status.FAILED, last_error=error[:255])
+
+
+# --- binding ---------------------------------------------------------------------------------
+
+
+def identity_bind(*, user, platform: str, external_id: str, by) -> Identity:
+    """Bind a platform id to `user` (the user themself through a binding link, or an admin);
+    audited. A platform id bound to someone else is refused: unbind it first."""
+    external_id = (external_id or "").strip()
+    if platform not in Platform.values or not external_id or len(external_id) > 128:
+        raise ValidationError({"external_id": ["平台用户 ID 不能为空，最长 128 个字符。"]})
+    with transaction.atomic():
+        existing = Identity.objects.select_for_update().filter(platform=platform, external_id=external_id).first()
+        if existing is not None:
+            if existing.user_id == user.pk:
+                return existing
+            raise Conflict(f"这个{Platform(platform).label}账号已绑定到另一个 StoreMind 账号，请先解绑。")
+        identity = Identity.objects.create(platform=platform, external_id=external_id, user=user, bound_by=by)
+        audit_record(actor=by, action="channel_bound", target=identity, after={"platform": platform, "external_id": external_id,
+                                                                              "user": user.username})
+    return identity
+
+
+def identity_unbind(*, identity: Identity, by) -> None:
+    with transaction.atomic():
+        audit_record(actor=by, action="channel_unbound", target=identity,
+                     before={"platform": identity.platform, "external_id": identity.external_id, "user": identity.user.username})
+        identity.delete()
+
+
+def bind_with_link(*, token: str, user) -> Identity:
+    """A binding link opened by a logged-in user: one use, within BINDING_LINK_TTL."""
+    with transaction.atomic():
+        link = BindingLink.objects.select_for_update().filter(token=token).first()
+        if link is None or link.used_at is not None or link.created_at < timezone.now() - BINDING_LINK_TTL:
+            raise NotFound("这个绑定链接已失效，请在企业微信 / 钉钉 / 飞书里再发一条消息获取新链接。")
+        identity = identity_bind(user=user, platform=link.platform, external_id=link.external_id, by=user)
+        link.used_at = timezone.now()
+        link.save(update_fields=["used_at"])
+    return identity
+
+
+__all__ = ["answer_inbound", "inbound_record", "identity_bind", "identity_unbind", "bind_with_link", "send", "proposal_cards",
+           "decide_from_card", "configured", "adapter", "get_user_model"]
