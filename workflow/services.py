@@ -63,9 +63,10 @@ def _clean_restock(payload: dict) -> dict:
         if extra := sorted(set(map(str, line)) - RESTOCK_LINE_FIELDS):
             errors[p.rstrip(".")] = [f"不认识的字段：{'、'.join(extra)}。"]
             continue
-        if any(f in line and not isinstance(line[f], str) for f in ("sku", "product")):
-            # 「"sku": 0」 was read as no SKU and the line taken by its name (make fuzz)
-            errors[p + ("sku" if not isinstance(line.get("sku", ""), str) else "product")] = ["商品要写成文字：SKU、商品名或别名。"]
+        bad = [f for f in ("sku", "product") if f in line and (not isinstance(line[f], str) or not line[f].strip())]
+        if bad:
+            # 「"sku": 0」 or 「"product": ""」 was read as not given and the line taken by the other field (make fuzz)
+            errors[p + bad[0]] = ["商品要写成文字：SKU、商品名或别名，不能为空。"]
             continue
         by_sku, by_name = line.get("sku", "").strip(), line.get("product", "").strip()
         # A SKU, a name or an alias, exactly, like chat (「科罗娜」 was 「没有商品」 over MCP and REST).
