@@ -58,7 +58,7 @@ def _idf_of(terms: list[str], meta) -> dict[str, float]:
 
 def candidate_features(query: str, hits: list, terms: list[str], meta) -> list[dict]:
     """The features of each of `hits` (fused order) as the answer to `query`."""
-    from .selectors import section_snapshot
+    from .selectors import section_words
 
     salient = [t for t in dict.fromkeys(terms) if len(t) >= 2] or list(dict.fromkeys(terms))
     idf = _idf_of(salient, meta) if salient else {}
@@ -68,9 +68,10 @@ def candidate_features(query: str, hits: list, terms: list[str], meta) -> list[d
     lex_max = max([h.lexical_score or 0.0 for h in hits] + [1e-9])
     gram_max = max([h.gram_score or 0.0 for h in hits] + [1e-9])
     rows = []
+    sections = section_words([(h.document_id, h.section_path) for h in hits])  # read together, not one by one
     for rank, h in enumerate(hits, start=1):
-        snap = section_snapshot(h.document_id, h.section_path)
-        text = "\n".join(u[1] for u in snap.units)
+        snap = sections[(h.document_id, h.section_path)]
+        text = snap.text
         heading = h.section_path.split(" > ", 1)[-1]
         f = {"rank": rank, "rrf": h.score / top, "vs": h.vector_score or 0.0, "ss": h.sentence_score or 0.0, "as": h.alias_score or 0.0,
              "lex": (h.lexical_score or 0.0) / lex_max, "gram": (h.gram_score or 0.0) / gram_max,

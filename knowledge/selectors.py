@@ -765,35 +765,107 @@ def _snapshot_of(chunks: list[tuple], vectors: dict, terms: frozenset[str], form
                            _matrix(list(forms or []), dim))
 
 
-def snapshot_every_section() -> int:
-    """Every section's snapshot into this process's cache, in three queries instead of three
-    per section (a worker's warm-up: ~150 sections, 1 s → a fraction). Returns how many."""
+def _build_snapshots(sections: list[tuple[int, str]] | None) -> dict[tuple[int, str], SectionSnapshot]:
+    """The snapshots of `sections` (every section when None) in four queries, however many
+    there are: a question's ten rerank candidates at 100k chunks cost forty round trips one by one."""
     from collections import defaultdict
+
+    from django.db.models import Q
 
     from .models import Chunk, Sentence, Term
 
+    rows = Chunk.objects.order_by("document_id", "section_path", "ordinal")
+    if sections is not None:
+        if not sections:
+            return {}
+        wanted = Q()
+        for doc, path in sections:
+            wanted |= Q(document_id=doc, section_path=path)
+        rows = rows.filter(wanted)
     chunks: dict[tuple[int, str], list[tuple]] = defaultdict(list)
     section_of: dict[int, tuple[int, str]] = {}
-    for cid, doc, path, text, vec in (Chunk.objects.order_by("document_id", "section_path", "ordinal")
-                                       .values_list("id", "document_id", "section_path", "text", "embedding")):
+    for cid, doc, path, text, vec in rows.values_list("id", "document_id", "section_path", "text", "embedding"):
         chunks[(doc, path)].append((cid, text, vec))
         section_of[cid] = (doc, path)
+    ids = list(section_of) if sections is not None else None
+
+    def of(queryset):
+        return queryset.filter(chunk_id__in=ids) if ids is not None else queryset
+
     vectors: dict[tuple[int, str], dict] = defaultdict(dict)
-    for cid, text, vec in Sentence.objects.filter(kind=Sentence.Kind.SENTENCE).order_by("chunk_id", "id").values_list("chunk_id", "text", "embedding"):
+    for cid, text, vec in of(Sentence.objects.filter(kind=Sentence.Kind.SENTENCE)).order_by("chunk_id", "id").values_list("chunk_id", "text", "embedding"):
         if cid in section_of:
             vectors[section_of[cid]].setdefault(text, vec)
     forms: dict[tuple[int, str], list] = defaultdict(list)
-    for cid, vec in Sentence.objects.filter(kind=Sentence.Kind.ALIAS, generated=True).order_by("chunk_id", "id").values_list("chunk_id", "embedding"):
+    for cid, vec in of(Sentence.objects.filter(kind=Sentence.Kind.ALIAS, generated=True)).order_by("chunk_id", "id").values_list("chunk_id", "embedding"):
         if cid in section_of:
             forms[section_of[cid]].append(vec)
     terms: dict[tuple[int, str], set[str]] = defaultdict(set)
-    for cid, term in Term.objects.values_list("chunk_id", "term"):
+    for cid, term in of(Term.objects).values_list("chunk_id", "term"):
         if cid in section_of:
             terms[section_of[cid]].add(term)
-    for (doc, path), rows in chunks.items():
-        snap = _snapshot_of(rows, vectors[(doc, path)], frozenset(terms[(doc, path)]), forms[(doc, path)])
+    return {key: _snapshot_of(found, vectors[key], frozenset(terms[key]), forms[key]) for key, found in chunks.items()}
+
+
+def snapshot_every_section() -> int:
+    """Every section's snapshot into this process's cache, in four queries instead of four per
+    section (a worker's warm-up: ~150 sections, 1 s → a fraction). Returns how many."""
+    built = _build_snapshots(None)
+    for (doc, path), snap in built.items():
         index_cached(("section", doc, path), lambda snap=snap: snap)
-    return len(chunks)
+    return len(built)
+
+
+@dataclass(frozen=True)
+class SectionWords:
+    """What the rerank reads of a candidate section: its text (units joined, overlaps removed,
+    as the snapshot has them) and its words. No vectors: two queries for all ten candidates."""
+
+    text: str
+    terms: frozenset[str]
+
+
+def section_words(sections: list[tuple[int, str]]) -> dict[tuple[int, str], SectionWords]:
+    from collections import defaultdict
+
+    from django.db.models import Q
+
+    from .models import Chunk, Term
+
+    keys = list(dict.fromkeys(sections))
+    out, missing = {}, []
+    version = _index_version()
+    with _SNAPSHOT_LOCK:
+        current = _SNAPSHOT_VERSION[0] == version
+        for key in keys:
+            held = _SNAPSHOTS.get(("section_words", *key)) if current else None
+            snap = _SNAPSHOTS.get(("section", *key)) if current else None
+            if held is not None:
+                out[key] = held
+            elif snap is not None:
+                out[key] = SectionWords("\n".join(u[1] for u in snap.units), snap.terms)
+            else:
+                missing.append(key)
+    if missing:
+        wanted = Q()
+        for doc, path in missing:
+            wanted |= Q(document_id=doc, section_path=path)
+        chunks: dict[tuple[int, str], list[tuple]] = defaultdict(list)
+        section_of = {}
+        for cid, doc, path, text in Chunk.objects.filter(wanted).order_by("document_id", "section_path", "ordinal") \
+                .values_list("id", "document_id", "section_path", "text"):
+            chunks[(doc, path)].append((cid, text, None))
+            section_of[cid] = (doc, path)
+        terms: dict[tuple[int, str], set[str]] = defaultdict(set)
+        for cid, term in Term.objects.filter(chunk_id__in=list(section_of)).values_list("chunk_id", "term"):
+            terms[section_of[cid]].add(term)
+        for key, found in chunks.items():
+            units = _snapshot_of(found, {}, frozenset()).units
+            words = SectionWords("\n".join(u[1] for u in units), frozenset(terms[key]))
+            out[key] = index_cached(("section_words", *key), lambda words=words: words)
+    for key in keys:
+        out.setdefault(key, SectionWords("", frozenset()))
+    return out
 
 
 def index_cached(key, build):
