@@ -1042,7 +1042,10 @@ def neighbour_sections(document_id: int, section_path: str) -> list[str]:
     what a reader of one section is likely to ask next."""
     from .models import Chunk
 
-    paths = list(dict.fromkeys(Chunk.objects.filter(document_id=document_id).order_by("ordinal").values_list("section_path", flat=True)))
+    def read():
+        return tuple(dict.fromkeys(Chunk.objects.filter(document_id=document_id).order_by("ordinal").values_list("section_path", flat=True)))
+
+    paths = list(index_cached(("section_order", document_id), read))  # read once per process and ingest
     if section_path not in paths:
         return []
     i = paths.index(section_path)
