@@ -1,9 +1,6 @@
 """「消息渠道」 in the admin: who is bound to which platform account (bind and unbind here, both
 audited), what arrived, and every message sent with its attempts and the platform's last error."""
-from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
-
-from core.errors import Conflict
+from django.contrib import admin
 
 from .models import Delivery, Identity, Inbound
 from .services import identity_bind, identity_unbind
@@ -11,20 +8,20 @@ from .services import identity_bind, identity_unbind
 
 @admin.register(Identity)
 class IdentityAdmin(admin.ModelAdmin):
+    """The form validates (a platform id bound already is refused on the form, by the model's
+    constraint); the binding itself is identity_bind's, with its audit row."""
+
+    fields = ["platform", "external_id", "user"]
     list_display = ["platform", "external_id", "user", "bound_by", "bound_at"]
     list_filter = ["platform"]
     search_fields = ["external_id", "user__username"]
-    fields = ["platform", "external_id", "user"]
     autocomplete_fields = ["user"]
 
     def has_change_permission(self, request, obj=None):
         return False if obj is not None else super().has_change_permission(request, obj)
 
     def save_model(self, request, obj, form, change):
-        try:
-            identity_bind(user=obj.user, platform=obj.platform, external_id=obj.external_id, by=request.user)
-        except (ValidationError, Conflict) as exc:
-            self.message_user(request, getattr(exc, "message", None) or "；".join(exc.messages), messages.ERROR)
+        obj.pk = identity_bind(user=obj.user, platform=obj.platform, external_id=obj.external_id, by=request.user).pk
 
     def delete_model(self, request, obj):
         identity_unbind(identity=obj, by=request.user)

@@ -56,6 +56,7 @@ class BindingLink(models.Model):
 class Inbound(models.Model):
     class Status(models.TextChoices):
         RECEIVED = "received", "已收到"
+        ANSWERING = "answering", "回答中"
         ANSWERED = "answered", "已回复"
         IGNORED = "ignored", "未处理"
         FAILED = "failed", "失败"

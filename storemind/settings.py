@@ -355,6 +355,9 @@ SM_FEISHU_API_BASE = env("SM_FEISHU_API_BASE", "https://open.feishu.cn")
 # Sends queue behind a rate (Celery's per-worker rate limit) and retry with backoff from this base.
 SM_CHANNEL_SEND_RATE = env("SM_CHANNEL_SEND_RATE", "600/m")
 SM_CHANNEL_RETRY_BASE_S = env_float("SM_CHANNEL_RETRY_BASE_S", 2.0)
+if not DEBUG and (SM_WECOM_CORP_ID or SM_DINGTALK_APP_SECRET or SM_FEISHU_APP_ID) and env("SM_PUBLIC_URL") is None:
+    # Binding links and answer links would point at 127.0.0.1 on every phone.
+    raise ImproperlyConfigured("SM_PUBLIC_URL must be set when a messaging platform is configured and SM_DEBUG=0.")
 CELERY_BEAT_SCHEDULE = {
     "expire-proposals-hourly": {"task": "workflow.expire_proposals", "schedule": 3600.0},
     "purge-chat-tasks-daily": {"task": "agent.purge_chat_tasks", "schedule": 86400.0},

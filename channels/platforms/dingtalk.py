@@ -15,8 +15,9 @@ import re
 from urllib.parse import urlparse
 
 from django.conf import settings
+from django.core.cache import cache
 
-from .base import CallbackRejected, Card, Event, PlatformError, check_timestamp, client
+from .base import REPLAY_WINDOW_S, CallbackRejected, Card, Event, PlatformError, check_timestamp, client
 
 NAME = "dingtalk"
 _MENTION = re.compile(r"^\s*@\S+\s*")
@@ -42,8 +43,13 @@ def parse(headers, body: bytes) -> list[Event]:
         msg = json.loads(body)
     except ValueError:
         raise CallbackRejected("malformed JSON") from None
-    if not isinstance(msg, dict) or not msg.get("msgId"):
-        raise CallbackRejected("no msgId")
+    if not isinstance(msg, dict) or not msg.get("msgId") or not isinstance(msg.get("text") or {}, dict):
+        raise CallbackRejected("no msgId, or a body of the wrong shape")
+    # The sign covers the timestamp, not the body: a captured header pair is good for one message
+    # only (the same msgId again is the platform's retry; another is a replay).
+    seen = cache.get_or_set(f"channels:dingtalk:sign:{stamp}:{given}", str(msg["msgId"]), timeout=2 * REPLAY_WINDOW_S)
+    if seen != str(msg["msgId"]):
+        raise CallbackRejected("this sign was already used for another message", status=403)
     sender = str(msg.get("senderStaffId") or msg.get("senderId") or "")
     if not sender:
         raise CallbackRejected("no sender")

@@ -35,8 +35,8 @@ def _crypto(receive_id: str | None = None) -> WeComCrypto:
     try:
         return WeComCrypto(settings.SM_WECOM_TOKEN, settings.SM_WECOM_AES_KEY,
                            settings.SM_WECOM_CORP_ID if receive_id is None else receive_id)
-    except CryptoError as exc:
-        raise CallbackRejected(f"WeCom is misconfigured: {exc}", status=500) from exc
+    except CryptoError as exc:  # logged for the operator; the caller learns nothing about the setup
+        raise CallbackRejected("refused", status=503) from exc
 
 
 def _xml(text: str) -> ET.Element:
@@ -69,14 +69,17 @@ def parse(params, body: bytes, content_type: str) -> list[Event]:
     text = body.decode("utf-8", "replace").strip()
     if text.startswith("{"):  # the smart bot (group @-mentions): JSON, receiver id empty
         try:
-            encrypted = json.loads(text)["encrypt"]
+            encrypted = str(json.loads(text)["encrypt"])
         except (ValueError, KeyError, TypeError):
             raise CallbackRejected("malformed JSON: no encrypt") from None
         inner = _decrypt(sig, ts, nonce, encrypted, receive_id="")
         try:
-            return _bot_events(json.loads(inner))
+            message = json.loads(inner)
         except ValueError:
             raise CallbackRejected("the decrypted message is not JSON") from None
+        if not isinstance(message, dict) or not isinstance(message.get("from") or {}, dict) or not isinstance(message.get("text") or {}, dict):
+            raise CallbackRejected("the decrypted message has the wrong shape")
+        return _bot_events(message)
     outer = _xml(text)
     encrypted = outer.findtext("Encrypt") or ""
     if not encrypted:
@@ -100,7 +103,9 @@ def _app_events(msg: ET.Element) -> list[Event]:
                       text=(msg.findtext("Content") or "").strip())]
     if kind == "event" and msg.findtext("Event") == "template_card_event":
         key, task = msg.findtext("EventKey") or "", msg.findtext("TaskId") or ""
-        return [Event(message_id=f"card:{task}:{key}:{sender}", external_id=sender, kind="card", action=key,
+        # Each press is its own event (a press after a failure is answered again); the decision
+        # itself is idempotent in the workflow services.
+        return [Event(message_id=f"card:{task}:{key}:{sender}:{msg.findtext('CreateTime') or ''}", external_id=sender, kind="card", action=key,
                       extra={"response_code": msg.findtext("ResponseCode") or "", "task_id": task})]
     return [Event(message_id=msg.findtext("MsgId") or f"{sender}:{msg.findtext('CreateTime')}:{kind}", external_id=sender, kind="other")]
 

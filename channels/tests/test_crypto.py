@@ -43,11 +43,13 @@ def test_anything_tampered_is_refused(change):
         sig = "0" * 40
     elif change == "corp":
         corp = "ww0000000000000000"
-    elif change == "ciphertext":
-        enc = enc[:-8] + "AAAAAAA="
+    elif change == "ciphertext":  # re-signed: the decryption itself must refuse it
+        enc = enc[:-24] + "AAAAAAAAAAAAAAAAAAAAAAA="
+        sig = signature(TOKEN, ts, nonce, enc)
     elif change == "key":
         with pytest.raises(CryptoError):
             WeComCrypto(TOKEN, key[:-1], corp)
-        return
+        key = "a" * 43  # a well-formed key that is not this corp's
+        sig = signature(TOKEN, ts, nonce, enc)
     with pytest.raises(CryptoError):
         WeComCrypto(TOKEN, key, corp).verify_and_decrypt(sig, ts, nonce, enc)

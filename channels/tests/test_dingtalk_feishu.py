@@ -106,3 +106,20 @@ def test_feishu_url_verification_token_signature_and_an_answer_through_the_im_ap
     [reply] = lark
     assert reply["query"] == {"receive_id_type": "open_id"} and reply["receive_id"] == "ou_staff" and reply["msg_type"] == "interactive"
     assert "《" in json.loads(reply["content"])["elements"][0]["content"]
+
+
+def test_a_dingtalk_header_pair_is_good_for_one_message(ding, fake_http, django_capture_on_commit_callbacks):
+    # Review: the sign covers the timestamp only; a captured pair could carry any body for minutes.
+    staff = make_user("dt_replay_staff", role="staff", stores=["GZ-TH"])
+    Identity.objects.create(platform="dingtalk", external_id="dt002", user=staff)
+    stamp = str(int(time.time() * 1000))
+    first = ding_post(django_capture_on_commit_callbacks, ding_message(fake_http.url, "dt002", "会员卡能跨店用吗", "d-r1"), stamp=stamp)
+    retry = ding_post(django_capture_on_commit_callbacks, ding_message(fake_http.url, "dt002", "会员卡能跨店用吗", "d-r1"), stamp=stamp)
+    forged = ding_post(django_capture_on_commit_callbacks, ding_message(fake_http.url, "dt002", "上周卖了多少", "d-r2"), stamp=stamp)
+    assert (first.status_code, retry.status_code, forged.status_code) == (200, 200, 403)
+    assert not Inbound.objects.filter(message_id="d-r2").exists() and len(ding) == 1
+
+
+def test_feishu_is_off_without_an_encrypt_key(lark, settings):
+    settings.SM_FEISHU_ENCRYPT_KEY = ""
+    assert Client().post("/channels/feishu/callback", data="{}", content_type="application/json").status_code == 404

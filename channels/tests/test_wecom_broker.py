@@ -54,6 +54,7 @@ def test_the_callback_is_acknowledged_at_once_and_answered_once_by_a_worker(sett
             assert Inbound.objects.filter(message_id=message_id).count() == 1
             assert Delivery.objects.filter(inbound__message_id=message_id, status="sent").count() == 1
         finally:
+            Delivery.objects.filter(inbound__message_id=message_id).delete()
             Inbound.objects.filter(message_id=message_id).delete()
             get_user_model().objects.filter(username="wx_broker_staff").delete()
             app.close()
