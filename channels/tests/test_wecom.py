@@ -149,6 +149,7 @@ def test_a_proposal_arrives_as_a_card_and_a_manager_confirms_it_from_the_card(we
     assert "已确认" in wecom.markdowns("boss1")[-1]
     confirmed = AuditLog.objects.get(action="confirmed", target_id=proposal.pk)
     assert confirmed.actor == manager and AuditLog.objects.filter(action="confirmed", target_id=proposal.pk).count() == 1
+    assert confirmed.request_id.startswith("wecom:card:")  # from that channel: the platform's event it came with
 
 
 def test_tokens_refresh_rate_limits_retry_and_a_permanent_error_is_shown(wecom, post):
