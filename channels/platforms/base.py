@@ -85,3 +85,24 @@ def forget_token(key: str) -> None:
 
 def client(base_url: str, timeout: float = 10.0) -> httpx.Client:
     return httpx.Client(base_url=base_url, timeout=timeout, trust_env=not base_url.startswith(("http://127.", "http://localhost")))
+
+
+def checked(response, *, platform: str, code_key: str, message_key: str, retry_codes=frozenset(), token_codes=frozenset(),
+            token_key: str = "") -> dict:
+    """A platform API's JSON answer, or PlatformError: its error code (retryable when it is a
+    rate limit, a busy server or a token to refresh — that token is forgotten first) or an HTTP
+    5xx. Every platform answers `{<code>: 0, …}` on success, under its own key names."""
+    try:
+        data = response.json()
+    except ValueError:
+        raise PlatformError(f"{platform} answered HTTP {response.status_code} without JSON") from None
+    if response.status_code >= 500:
+        raise PlatformError(f"{platform} HTTP {response.status_code}")
+    code = data.get(code_key, 0) if isinstance(data, dict) else None
+    if code:
+        if code in token_codes and token_key:
+            forget_token(token_key)
+        raise PlatformError(f"{platform} {code_key} {code}: {data.get(message_key, '')}"[:250], code=code, retryable=code in retry_codes)
+    if not isinstance(data, dict):
+        raise PlatformError(f"{platform} answered something other than a JSON object")
+    return data

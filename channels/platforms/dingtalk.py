@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 from django.conf import settings
 from django.core.cache import cache
 
-from .base import REPLAY_WINDOW_S, CallbackRejected, Card, Event, PlatformError, check_timestamp, client
+from .base import REPLAY_WINDOW_S, CallbackRejected, Card, Event, PlatformError, check_timestamp, checked, client
 
 NAME = "dingtalk"
 _MENTION = re.compile(r"^\s*@\S+\s*")
@@ -71,15 +71,7 @@ def send_markdown(to: str, text: str, *, reply_to: str = "", chat_id: str = "") 
         raise PlatformError("no sessionWebhook on the platform's host to answer through", retryable=False)
     with client(settings.SM_DINGTALK_API_BASE) as c:
         r = c.post(reply_to, json={"msgtype": "markdown", "markdown": {"title": "StoreMind", "text": text}})
-    try:
-        data = r.json()
-    except ValueError:
-        raise PlatformError(f"DingTalk answered HTTP {r.status_code} without JSON") from None
-    if r.status_code >= 500 or data.get("errcode"):
-        code = data.get("errcode")
-        raise PlatformError(f"DingTalk errcode {code}: {data.get('errmsg', '')}"[:250], code=code,
-                            retryable=r.status_code >= 500 or code in (-1, 130101, 660026))
-    return data
+    return checked(r, platform="DingTalk", code_key="errcode", message_key="errmsg", retry_codes={-1, 130101, 660026})
 
 
 def send_card(to: str, card: Card) -> dict:

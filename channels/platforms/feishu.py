@@ -19,7 +19,7 @@ import re
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from django.conf import settings
 
-from .base import CallbackRejected, Card, Event, PlatformError, cached_token, check_timestamp, client, forget_token
+from .base import CallbackRejected, Card, Event, PlatformError, cached_token, check_timestamp, checked, client
 
 NAME = "feishu"
 TOKEN_KEY = "channels:feishu:tenant_token"
@@ -113,19 +113,9 @@ def parse(headers, body: bytes) -> list[Event]:
                   chat_id=str(message.get("chat_id") or "") if message.get("chat_type") == "group" else "")]
 
 
-def _checked(r) -> dict:
-    try:
-        data = r.json()
-    except ValueError:
-        raise PlatformError(f"Feishu answered HTTP {r.status_code} without JSON") from None
-    code = data.get("code", 0)
-    if r.status_code >= 500:
-        raise PlatformError(f"Feishu HTTP {r.status_code}")
-    if code:
-        if code in TOKEN_CODES:
-            forget_token(TOKEN_KEY)
-        raise PlatformError(f"Feishu code {code}: {data.get('msg', '')}"[:250], code=code, retryable=code in RETRY_CODES)
-    return data
+def _checked(response) -> dict:
+    return checked(response, platform="Feishu", code_key="code", message_key="msg", retry_codes=RETRY_CODES,
+                   token_codes=TOKEN_CODES, token_key=TOKEN_KEY)
 
 
 def _token() -> str:

@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 from django.conf import settings
 
 from ..crypto import CryptoError, WeComCrypto, signature
-from .base import CallbackRejected, Card, Event, PlatformError, cached_token, check_timestamp, client, forget_token
+from .base import CallbackRejected, Card, Event, PlatformError, cached_token, check_timestamp, checked, client
 
 NAME = "wecom"
 TOKEN_KEY = "channels:wecom:access_token"
@@ -133,18 +133,8 @@ def _token() -> str:
 
 
 def _checked(response) -> dict:
-    try:
-        data = response.json()
-    except ValueError:
-        raise PlatformError(f"WeCom answered HTTP {response.status_code} without JSON") from None
-    code = data.get("errcode", 0)
-    if response.status_code >= 500:
-        raise PlatformError(f"WeCom HTTP {response.status_code}")
-    if code:
-        if code in TOKEN_CODES:
-            forget_token(TOKEN_KEY)
-        raise PlatformError(f"WeCom errcode {code}: {data.get('errmsg', '')}"[:250], code=code, retryable=code in RETRY_CODES)
-    return data
+    return checked(response, platform="WeCom", code_key="errcode", message_key="errmsg", retry_codes=RETRY_CODES,
+                   token_codes=TOKEN_CODES, token_key=TOKEN_KEY)
 
 
 def _post_message(body: dict) -> dict:
