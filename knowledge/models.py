@@ -88,6 +88,12 @@ class Chunk(models.Model):
         ordering = ["document", "ordinal"]
         verbose_name = verbose_name_plural = "段落"
         constraints = [models.UniqueConstraint(fields=["document", "ordinal"], name="chunk_unique_ordinal")]
+        # The chunks not every reader sees (manager-only, or scoped to some stores): usually a few
+        # percent. BM25 excludes the ones hidden from the reader by probing this small index
+        # once, instead of joining every posting of a query term to its chunk (1,700 probes for one
+        # word at 100k chunks). Covering, so the probe reads no table page.
+        indexes = [models.Index(fields=["id"], include=["audience", "scope"], name="chunk_restricted_idx",
+                                condition=~models.Q(audience="staff") | ~models.Q(scope=[]))]
 
     def __str__(self) -> str:
         return self.section_path

@@ -22,7 +22,7 @@ import math
 import re
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -175,6 +175,12 @@ def index_read_once():
         _INDEX_MEMO.reset(token)
 
 
+def within_one_read():
+    """index_read_once() unless the caller already holds one (a chat question holds it for all
+    its rounds): a search reads the index metadata once, not again in the rerank and the caches."""
+    return index_read_once() if _INDEX_MEMO.get() is None else nullcontext()
+
+
 def current_index() -> IndexMeta | None:
     """The index metadata row (None before the first ingest); read once per question inside
     `index_read_once()`, read afresh outside it."""
@@ -251,74 +257,92 @@ _N_HIT_COLUMNS = 9
 _VISIBLE = "{t}.audience = ANY(%s) AND (%s OR {t}.scope = '{{}}' OR {t}.scope && %s::varchar[])"
 
 
-def _ranked(rows, channel: str) -> list[Hit]:
-    """Rows of (_HIT_COLUMNS…, score) in rank order → hits carrying that channel's rank and score."""
-    hits = []
-    for rank, row in enumerate(rows, start=1):
-        hit = _row_hit(row)
-        setattr(hit, f"{channel}_rank", rank)
-        setattr(hit, f"{channel}_score", float(row[_N_HIT_COLUMNS]))
+def _hit_columns(chunk_ids) -> dict[int, tuple]:
+    """Each chunk's hit columns (document, heading, text …), read once for every channel's
+    candidates together: the channel queries return chunk ids and scores only, so a chunk that
+    three channels find is read once, not joined to its document by each of them."""
+    if not chunk_ids:
+        return {}
+    rows = _fetch_prepared(f"SELECT {_HIT_COLUMNS} FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id "
+                           "WHERE c.id = ANY(%s)", [sorted(set(chunk_ids))])
+    return {row[0]: row for row in rows}
+
+
+# Sentences and question aliases: several rows of one chunk can come back, the best per chunk is kept.
+PER_CHUNK = ("sentence", "alias")
+
+
+def _as_hits(channel: str, rows, columns: dict[int, tuple], limit: int | None = None) -> list[Hit]:
+    """A channel's (chunk_id, score, matched text) rows, best first → ranked hits; for sentences
+    and aliases one per chunk, at most `limit` chunks."""
+    hits, seen = [], set()
+    per_chunk = channel in PER_CHUNK
+    for chunk_id, score_, text in rows:
+        if chunk_id not in columns or (per_chunk and (chunk_id in seen or len(hits) >= limit)):
+            continue
+        seen.add(chunk_id)
+        hit = _row_hit(columns[chunk_id])
+        setattr(hit, f"{channel}_rank", len(hits) + 1)
+        setattr(hit, f"{channel}_score", float(score_))
+        if per_chunk:
+            setattr(hit, f"{channel}_text", text)
         hits.append(hit)
     return hits
 
 
-def vector_channel(qvec, audiences, limit: int) -> list[Hit]:
-    literal = _vector_literal(qvec)
-    _set_ef_search(max(40, limit * 2))
-    rows = _fetch_prepared(
-        f"SELECT {_HIT_COLUMNS}, 1 - (c.embedding <=> %s::vector) AS sim FROM knowledge_chunk c "
-        f"JOIN knowledge_document d ON d.id = c.document_id WHERE {_VISIBLE.format(t='c')} "
-        "ORDER BY c.embedding <=> %s::vector LIMIT %s",
-        [literal, *as_visibility(audiences).params(), literal, limit],
-    )
-    return _ranked(rows, "vector")
+def _filled(rows: dict[str, list], limit: int) -> dict[str, list[Hit]]:
+    columns = _hit_columns([r[0] for channel_rows in rows.values() for r in channel_rows])
+    return {channel: _as_hits(channel, channel_rows, columns, limit) for channel, channel_rows in rows.items()}
 
 
-# Nearest sentences (or question aliases) through that kind's own partial HNSW index (the
-# literal kind in the WHERE clause is what lets the planner use it). Several rows of one
-# chunk can come back; the best per chunk is kept.
-_NEAREST_SENTENCES_SQL = """
-SELECT {columns}, 1 - (s.embedding <=> %s::vector) AS sim, s.text
-FROM (SELECT chunk_id, text, embedding FROM knowledge_sentence s WHERE kind = '{kind}' AND {visible}
-      ORDER BY embedding <=> %s::vector LIMIT %s) s
-JOIN knowledge_chunk c ON c.id = s.chunk_id JOIN knowledge_document d ON d.id = c.document_id
-ORDER BY sim DESC, c.id
-"""
-# The best sentence of each given chunk, exactly (no index: a few hundred distances).
-_BEST_SENTENCE_OF_SQL = """
-SELECT DISTINCT ON (s.chunk_id) {columns}, 1 - (s.embedding <=> %s::vector) AS sim, s.text
-FROM knowledge_sentence s JOIN knowledge_chunk c ON c.id = s.chunk_id JOIN knowledge_document d ON d.id = c.document_id
-WHERE s.kind = 'sentence' AND s.chunk_id = ANY(%s) AND {visible}
-ORDER BY s.chunk_id, s.embedding <=> %s::vector
-"""
+# The nearest chunks (`vector`), question aliases and sentences, each through its own HNSW index
+# (a partial one per sentence kind: the literal kind in the WHERE clause is what lets the planner
+# use it), in one statement: one round trip and one query vector for the three walks.
+_VISIBLE_NAMED = "{t}.audience = ANY(%(audiences)s) AND (%(scope_all)s OR {t}.scope = '{{}}' OR {t}.scope && %(scope)s::varchar[])"
+_NEAREST_SQL = {
+    "vector": ("SELECT 'vector' AS channel, c.id, 1 - (c.embedding <=> %(q)s::vector) AS sim, NULL::text AS text "
+               "FROM knowledge_chunk c WHERE " + _VISIBLE_NAMED.format(t="c") + " ORDER BY c.embedding <=> %(q)s::vector LIMIT %(limit)s"),
+    **{kind: (f"SELECT '{kind}', s.chunk_id, 1 - (s.embedding <=> %(q)s::vector), s.text FROM knowledge_sentence s "
+              f"WHERE s.kind = '{kind}' AND " + _VISIBLE_NAMED.format(t="s") + " ORDER BY s.embedding <=> %(q)s::vector LIMIT %(rows)s")
+       for kind in PER_CHUNK},
+}
 ROWS_PER_CHUNK = 2  # sentences or aliases fetched per wanted chunk (several of one chunk come back)
 
 
-def _per_chunk(rows, channel: str, limit: int) -> list[Hit]:
-    """Rows of (_HIT_COLUMNS…, sim, text), best first → one hit per chunk, ranked."""
-    out, seen = [], set()
-    for row in rows:
-        if row[0] in seen or len(out) >= limit:
-            continue
-        seen.add(row[0])
-        hit = _row_hit(row)
-        setattr(hit, f"{channel}_rank", len(out) + 1)
-        setattr(hit, f"{channel}_score", float(row[_N_HIT_COLUMNS]))
-        setattr(hit, f"{channel}_text", row[_N_HIT_COLUMNS + 1])
-        out.append(hit)
+def _nearest_rows(qvec, audiences, limit: int, kinds: tuple[str, ...]) -> dict[str, list[tuple]]:
+    """(chunk_id, cosine, sentence text) rows per kind, best first (ties by chunk id, as before)."""
+    vis = as_visibility(audiences)
+    _set_ef_search(max(40, limit * 2, limit * ROWS_PER_CHUNK))
+    sql = " UNION ALL ".join(f"({_NEAREST_SQL[kind]})" for kind in kinds)
+    params = {"q": _vector_literal(qvec), "audiences": list(vis.audiences), "scope_all": vis.scope is None,
+              "scope": list(vis.scope or ()), "limit": limit, "rows": limit * ROWS_PER_CHUNK}
+    out: dict[str, list[tuple]] = {kind: [] for kind in kinds}
+    for channel, chunk_id, sim, text in _fetch_prepared(sql, params):
+        out[channel].append((chunk_id, sim, text))
+    for kind in kinds:
+        if kind in PER_CHUNK:  # the index's order, made exact where two rows tie
+            out[kind].sort(key=lambda r: (-r[1], r[0]))
     return out
+
+
+def vector_channel(qvec, audiences, limit: int) -> list[Hit]:
+    return _filled(_nearest_rows(qvec, audiences, limit, ("vector",)), limit)["vector"]
 
 
 def nearest_sentence_channel(qvec, audiences, limit: int, *, kind: str) -> list[Hit]:
     """Chunks ranked by their best sentence (`kind="sentence"`) or question alias (`"alias"`)."""
-    if kind not in ("sentence", "alias"):  # formatted into the SQL: only these two
+    if kind not in PER_CHUNK:  # formatted into the SQL: only these two
         raise ValueError(f"unknown sentence kind {kind!r}")
-    literal = _vector_literal(qvec)
-    rows_wanted = limit * ROWS_PER_CHUNK
-    _set_ef_search(max(40, rows_wanted))
-    rows = _fetch_prepared(_NEAREST_SENTENCES_SQL.format(columns=_HIT_COLUMNS, kind=kind, visible=_VISIBLE.format(t="s")),
-                           [literal, *as_visibility(audiences).params(), literal, rows_wanted])
-    return _per_chunk(rows, kind, limit)
+    return _filled(_nearest_rows(qvec, audiences, limit, (kind,)), limit)[kind]
+
+
+# The best sentence of each given chunk, exactly (no index: a few hundred distances).
+_BEST_SENTENCE_OF_SQL = """
+SELECT DISTINCT ON (s.chunk_id) s.chunk_id, 1 - (s.embedding <=> %s::vector) AS sim, s.text
+FROM knowledge_sentence s
+WHERE s.kind = 'sentence' AND s.chunk_id = ANY(%s) AND {visible}
+ORDER BY s.chunk_id, s.embedding <=> %s::vector
+"""
 
 
 def best_sentence_of(qvec, chunk_ids: list[int], audiences, limit: int) -> list[Hit]:
@@ -326,10 +350,10 @@ def best_sentence_of(qvec, chunk_ids: list[int], audiences, limit: int) -> list[
     if not chunk_ids:
         return []
     literal = _vector_literal(qvec)
-    rows = sorted(_fetch_prepared(_BEST_SENTENCE_OF_SQL.format(columns=_HIT_COLUMNS, visible=_VISIBLE.format(t="s")),
+    rows = sorted(_fetch_prepared(_BEST_SENTENCE_OF_SQL.format(visible=_VISIBLE.format(t="s")),
                                   [literal, list(chunk_ids), *as_visibility(audiences).params(), literal]),
-                  key=lambda r: (-r[_N_HIT_COLUMNS], r[0]))
-    return _per_chunk(rows, "sentence", limit)
+                  key=lambda r: (-r[1], r[0]))
+    return _filled({"sentence": rows}, limit)["sentence"]
 
 
 # Two phases, as search engines do. Candidates: chunks scored on the query's selective terms
@@ -345,13 +369,19 @@ _TF = "t.tf * (%(k1)s::float8 + 1) / (t.tf + %(k1)s::float8 * (1 - %(b)s::float8
 
 BM25_SQL = """
 WITH w AS (SELECT * FROM unnest(%(w_terms)s::text[], %(w_idf)s::float8[]) AS w(term, idf)),
+-- The chunks hidden from this reader, read from the small partial index of restricted chunks
+-- (manager-only or scoped; chunk_restricted_idx): every other chunk is visible to everyone.
+hidden AS MATERIALIZED (
+    SELECT r.id FROM knowledge_chunk r
+    WHERE (r.audience <> 'staff' OR r.scope <> '{{}}')
+      AND NOT (r.audience = ANY(%(audiences)s) AND (%(scope_all)s OR r.scope = '{{}}' OR r.scope && %(scope)s::varchar[]))
+),
 partial AS (
     -- Only chunks the reader may see compete for the pool: a pool cut first and filtered after
     -- left a staff member with fewer candidates wherever manager-only or scoped chunks led.
     SELECT t.chunk_id, SUM(w.idf * {tf}) AS score
-    FROM w JOIN {table} t ON t.term = w.term JOIN knowledge_chunk c ON c.id = t.chunk_id
-    WHERE w.term = ANY(%(cand_terms)s) AND c.audience = ANY(%(audiences)s)
-      AND (%(scope_all)s OR c.scope = '{{}}' OR c.scope && %(scope)s::varchar[])
+    FROM w JOIN {table} t ON t.term = w.term
+    WHERE w.term = ANY(%(cand_terms)s) AND t.chunk_id NOT IN (SELECT id FROM hidden)
     GROUP BY t.chunk_id ORDER BY score DESC, t.chunk_id LIMIT %(pool)s
 ),
 scored AS (
@@ -363,14 +393,9 @@ scored AS (
         SELECT SUM(w.idf * {tf}) AS score FROM {table} t JOIN w ON w.term = t.term
         WHERE t.chunk_id = p.chunk_id AND t.term = ANY(%(w_terms)s)
     ) s
-),
--- The best `limit` candidates first; their text and document only then.
-best AS (
-    SELECT s.chunk_id, s.score FROM scored s ORDER BY s.score DESC, s.chunk_id LIMIT %(limit)s
 )
-SELECT {columns}, b.score FROM best b
-JOIN knowledge_chunk c ON c.id = b.chunk_id JOIN knowledge_document d ON d.id = c.document_id
-ORDER BY b.score DESC, c.id
+-- The best `limit` candidates (their text and document are read once for every channel: _hit_columns).
+SELECT s.chunk_id, s.score, NULL::text FROM scored s ORDER BY s.score DESC, s.chunk_id LIMIT %(limit)s
 """
 
 
@@ -382,15 +407,23 @@ def bm25_scores(terms: list[str], meta: IndexMeta, audiences, limit: int) -> lis
 _LEXICAL_TABLES = {"lexical": ("knowledge_term", "knowledge_termstat"), "gram": ("knowledge_gram", "knowledge_gramstat")}
 
 
-def lexical_channel(terms: list[str], meta: IndexMeta, audiences, limit: int, *, channel: str = "lexical") -> list[Hit]:
-    """Okapi BM25 over jieba words (`lexical`) or character bigrams (`gram`)."""
-    if not terms:
+def document_frequencies(words: list[str], bigrams: list[str]) -> dict[str, dict[str, int]]:
+    """The corpus's document frequency of each query word and bigram, in one round trip."""
+    rows = _fetch_prepared("SELECT 'lexical', term, df FROM knowledge_termstat WHERE term = ANY(%s) "
+                           "UNION ALL SELECT 'gram', term, df FROM knowledge_gramstat WHERE term = ANY(%s)",
+                           [sorted(set(words)), sorted(set(bigrams))])
+    out: dict[str, dict[str, int]] = {"lexical": {}, "gram": {}}
+    for channel, term, df in rows:
+        out[channel][term] = df
+    return out
+
+
+def _bm25_rows(terms: list[str], df: dict[str, int], meta: IndexMeta, audiences, limit: int, channel: str) -> list[tuple]:
+    """(chunk_id, Okapi BM25 score, None) rows, best first."""
+    if not terms or not df:
         return []
-    table, stat_table = _LEXICAL_TABLES[channel]
+    table, _ = _LEXICAL_TABLES[channel]
     avg_idf, avgdl = (meta.avg_idf, meta.avg_terms) if channel == "lexical" else (meta.avg_gram_idf, meta.avg_grams)
-    df = dict(_fetch_prepared(f"SELECT term, df FROM {stat_table} WHERE term = ANY(%s)", [list(set(terms))]))
-    if not df:
-        return []
     n = float(meta.n_chunks)
     idf = {}
     for term, d in df.items():
@@ -406,7 +439,15 @@ def lexical_channel(terms: list[str], meta: IndexMeta, audiences, limit: int, *,
         "scope_all": vis.scope is None, "scope": list(vis.scope or ()),
         "pool": max(CANDIDATE_POOL, limit * 3),
     }
-    return _ranked(_fetch_prepared(BM25_SQL.format(columns=_HIT_COLUMNS, table=table, tf=_TF), params), channel)
+    return _fetch_prepared(BM25_SQL.format(table=table, tf=_TF), params)
+
+
+def lexical_channel(terms: list[str], meta: IndexMeta, audiences, limit: int, *, channel: str = "lexical") -> list[Hit]:
+    """Okapi BM25 over jieba words (`lexical`) or character bigrams (`gram`)."""
+    if not terms:
+        return []
+    df = document_frequencies(terms if channel == "lexical" else [], terms if channel == "gram" else [])[channel]
+    return _filled({channel: _bm25_rows(terms, df, meta, audiences, limit, channel)}, limit)[channel]
 
 
 def rrf_fuse(rankings: dict[str, list[Hit]], weights: dict[str, float], k: int) -> list[Hit]:
@@ -502,20 +543,19 @@ def fusion_params(meta: IndexMeta | None = None) -> dict:
     return params
 
 
-def _vector_half(qvec, audiences, depth: int, sentence_index: bool) -> tuple[dict[str, list[Hit]], float]:
+def _vector_half(qvec, audiences, depth: int, sentence_index: bool) -> tuple[dict[str, list[tuple]], float]:
     t = time.perf_counter()
-    rankings = {"vector": vector_channel(qvec, audiences, depth),
-                "alias": nearest_sentence_channel(qvec, audiences, depth, kind="alias")}
-    if sentence_index:
-        rankings["sentence"] = nearest_sentence_channel(qvec, audiences, depth, kind="sentence")
-    return rankings, (time.perf_counter() - t) * 1000
+    rows = _nearest_rows(qvec, audiences, depth, ("vector", "alias", "sentence") if sentence_index else ("vector", "alias"))
+    return rows, (time.perf_counter() - t) * 1000
 
 
-def _lexical_half(query: str, terms: list[str], meta: IndexMeta, audiences, depth: int) -> tuple[dict[str, list[Hit]], float]:
+def _lexical_half(query: str, terms: list[str], meta: IndexMeta, audiences, depth: int) -> tuple[dict[str, list[tuple]], float]:
     t = time.perf_counter()
-    rankings = {"lexical": lexical_channel(terms, meta, audiences, depth),
-                "gram": lexical_channel(grams(query), meta, audiences, depth, channel="gram")}
-    return rankings, (time.perf_counter() - t) * 1000
+    bigrams = grams(query)
+    df = document_frequencies(terms, bigrams) if terms or bigrams else {"lexical": {}, "gram": {}}
+    rows = {"lexical": _bm25_rows(terms, df["lexical"], meta, audiences, depth, "lexical"),
+            "gram": _bm25_rows(bigrams, df["gram"], meta, audiences, depth, "gram")}
+    return rows, (time.perf_counter() - t) * 1000
 
 
 def channel_rankings(query: str, terms: list[str], qvec, meta: IndexMeta, audiences, depth: int,
@@ -542,8 +582,9 @@ def channel_rankings(query: str, terms: list[str], qvec, meta: IndexMeta, audien
     else:
         vector, timings["vector"] = _vector_half(qvec, audiences, depth, sentence_index)
         lexical, timings["lexical"] = _lexical_half(query, terms, meta, audiences, depth)
+    rankings = _filled({**vector, **lexical}, depth)
     timings["channels"] = (time.perf_counter() - t) * 1000
-    return {**vector, **lexical}
+    return rankings
 
 
 def fuse(query: str, terms: list[str], rankings: dict[str, list[Hit]], params: dict) -> list[Hit]:
@@ -575,27 +616,28 @@ def search(query: str, *, user=None, audiences=None, k: int = 5, candidates: int
     """Hybrid search. `user` decides visibility unless `audiences` (a Visibility, or an operator's
     list of audiences) is given; neither fails closed. `qvec`: the query vector when the caller
     already has one (no model call); else the query is embedded."""
-    query = (query or "").strip()
-    embedder = embedder or get_embedder()
-    audiences = as_visibility(audiences if audiences is not None else user)
-    timings = {}
-    meta = index_meta()
-    params = fusion_params(meta)
-    if candidates:
-        params["candidates"] = candidates
-    if weights:
-        params["weights"] = {**params["weights"], **weights}
+    with within_one_read():
+        query = (query or "").strip()
+        embedder = embedder or get_embedder()
+        audiences = as_visibility(audiences if audiences is not None else user)
+        timings = {}
+        meta = index_meta()
+        params = fusion_params(meta)
+        if candidates:
+            params["candidates"] = candidates
+        if weights:
+            params["weights"] = {**params["weights"], **weights}
 
-    t = time.perf_counter()
-    terms = query_terms(query)
-    if qvec is None:
-        qvec = embedder.embed_query(expanded_query(query, terms))
-    timings["embed_query"] = (time.perf_counter() - t) * 1000
-    check_signature(meta, embedder, len(qvec))
+        t = time.perf_counter()
+        terms = query_terms(query)
+        if qvec is None:
+            qvec = embedder.embed_query(expanded_query(query, terms))
+        timings["embed_query"] = (time.perf_counter() - t) * 1000
+        check_signature(meta, embedder, len(qvec))
 
-    fused, rankings = retrieve(query, terms, qvec, meta, audiences, params, timings)
-    timings["retrieval"] = timings["channels"] + timings["fusion"]
-    return SearchResult(query, fused[:k], terms, timings, rankings, qvec)
+        fused, rankings = retrieve(query, terms, qvec, meta, audiences, params, timings)
+        timings["retrieval"] = timings["channels"] + timings["fusion"]
+        return SearchResult(query, fused[:k], terms, timings, rankings, qvec)
 
 
 def retrieve(query: str, terms: list[str], qvec, meta: IndexMeta, audiences, params: dict,
@@ -825,12 +867,16 @@ class SectionWords:
     terms: frozenset[str]
 
 
+_SECTION_WORDS_SQL = """
+SELECT c.document_id, c.section_path, c.id, c.text, ARRAY(SELECT t.term FROM knowledge_term t WHERE t.chunk_id = c.id)
+FROM knowledge_chunk c JOIN unnest(%s::bigint[], %s::text[]) AS k(doc, path) ON c.document_id = k.doc AND c.section_path = k.path
+ORDER BY c.document_id, c.section_path, c.ordinal
+"""
+
+
 def section_words(sections: list[tuple[int, str]]) -> dict[tuple[int, str], SectionWords]:
+    """The text and words of each of `sections`: from this process's cache, the rest in one query."""
     from collections import defaultdict
-
-    from django.db.models import Q
-
-    from .models import Chunk, Term
 
     keys = list(dict.fromkeys(sections))
     out, missing = {}, []
@@ -847,22 +893,19 @@ def section_words(sections: list[tuple[int, str]]) -> dict[tuple[int, str], Sect
             else:
                 missing.append(key)
     if missing:
-        wanted = Q()
-        for doc, path in missing:
-            wanted |= Q(document_id=doc, section_path=path)
         chunks: dict[tuple[int, str], list[tuple]] = defaultdict(list)
-        section_of = {}
-        for cid, doc, path, text in Chunk.objects.filter(wanted).order_by("document_id", "section_path", "ordinal") \
-                .values_list("id", "document_id", "section_path", "text"):
-            chunks[(doc, path)].append((cid, text, None))
-            section_of[cid] = (doc, path)
         terms: dict[tuple[int, str], set[str]] = defaultdict(set)
-        for cid, term in Term.objects.filter(chunk_id__in=list(section_of)).values_list("chunk_id", "term"):
-            terms[section_of[cid]].add(term)
-        for key, found in chunks.items():
-            units = _snapshot_of(found, {}, frozenset()).units
-            words = SectionWords("\n".join(u[1] for u in units), frozenset(terms[key]))
-            out[key] = index_cached(("section_words", *key), lambda words=words: words)
+        for doc, path, cid, text, words in _fetch_prepared(_SECTION_WORDS_SQL, [[d for d, _ in missing], [p for _, p in missing]]):
+            chunks[(doc, path)].append((cid, text, None))
+            terms[(doc, path)].update(words)
+        built = {key: SectionWords("\n".join(u[1] for u in _snapshot_of(found, {}, frozenset()).units), frozenset(terms[key]))
+                 for key, found in chunks.items()}
+        out.update(built)
+        with _SNAPSHOT_LOCK:  # kept until the next ingest, as index_cached() keeps what it builds
+            if _SNAPSHOT_VERSION[0] != version:
+                _SNAPSHOTS.clear()
+                _SNAPSHOT_VERSION[0] = version
+            _SNAPSHOTS.update({("section_words", *key): words for key, words in built.items()})
     for key in keys:
         out.setdefault(key, SectionWords("", frozenset()))
     return out

@@ -20,13 +20,13 @@ def committed_corpus(django_db_setup, django_db_blocker):
 def test_the_vector_half_runs_beside_the_lexical_half_on_its_own_connection(committed_corpus, settings, monkeypatch):
     settings.SM_RETRIEVAL_THREADS = 2
     threads = {}
-    real_vector = selectors.vector_channel
+    real_vector = selectors._nearest_rows
 
     def recording(*args, **kwargs):
         threads["vector"] = threading.current_thread().name
         return real_vector(*args, **kwargs)
 
-    monkeypatch.setattr(selectors, "vector_channel", recording)
+    monkeypatch.setattr(selectors, "_nearest_rows", recording)
     question = "客人说酒喝着有股怪味怎么办"
     parallel = search(question, audiences=["staff"], k=5)
     assert threads["vector"].startswith("retrieval") and "channels" in parallel.timings_ms
