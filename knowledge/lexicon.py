@@ -96,7 +96,9 @@ def corpus_words_for(text: str) -> list[tuple[str, list[str]]]:
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 
 
+@lru_cache(maxsize=65536)
 def _pinyin(word: str) -> str:
+    """Toneless pinyin of a word (the same every time: kept, as the windows of questions repeat)."""
     from pypinyin import lazy_pinyin
 
     return "".join(lazy_pinyin(word))

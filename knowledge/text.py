@@ -145,10 +145,16 @@ def _synonyms_in(query: str) -> list[tuple[str, list[str]]]:
     own synonym file, by the shipped domain lexicon for words the corpus does not use, and for a
     non-word typed by ear (「退宽」), the corpus word it sounds like (退款)."""
     from .lexicon import corpus_homophones_for, corpus_words_for
+    from .selectors import read_once
 
     text = (query or "").lower()
-    found = [(v, canonical) for canonical, variants in _load_synonyms() for v in variants if v in text]
-    return found + corpus_words_for(text) + corpus_homophones_for(text)
+
+    def find():
+        found = [(v, canonical) for canonical, variants in _load_synonyms() for v in variants if v in text]
+        return found + corpus_words_for(text) + corpus_homophones_for(text)
+
+    # Asked for three times a question (its search terms, the judge's meanings): found once.
+    return [(v, list(c)) for v, c in read_once(("synonyms_in", text), find)]
 
 
 def synonym_meanings(query: str, words) -> dict[str, list[str]]:
