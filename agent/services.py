@@ -208,9 +208,10 @@ def unanswered_link_section(*, item: UnansweredQuestion, user, document_path: st
     resolved. One transaction with both audit rows: nothing half-written."""
     from django.utils import timezone
 
-    from knowledge.services import section_alias_add
+    from knowledge.services import section_alias_add, section_alias_require
 
     _may_teach(user, item)
+    section_alias_require(user)  # before the transaction: a refusal's audit row must not roll back with it
     if item.resolved:
         raise ValidationError({"item": [f"这条已经处理过了（{item.get_resolution_display() or '已处理'}）。"]})
     with transaction.atomic():

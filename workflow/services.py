@@ -249,14 +249,11 @@ def proposal_confirm(*, proposal: Proposal | int, user) -> Proposal:
     with transaction.atomic():
         locked = Proposal.objects.select_for_update().select_related("store").get(pk=pk)
         allowed, reason = can_confirm(user, locked)
-        if not allowed:
-            # Leave the lock's transaction; the denial is recorded in its own.
-            pass
-        elif locked.status == Proposal.Status.CONFIRMED:
-            return locked
-        elif locked.status != Proposal.Status.PENDING:  # rejected, expired, withdrawn
-            raise Conflict(f"提案 #{pk} 的状态是「{locked.get_status_display()}」，不能再确认。")
-        else:
+        if allowed:
+            if locked.status == Proposal.Status.CONFIRMED:
+                return locked
+            if locked.status != Proposal.Status.PENDING:  # rejected, expired, withdrawn
+                raise Conflict(f"提案 #{pk} 的状态是「{locked.get_status_display()}」，不能再确认。")
             before = {"status": locked.status}
             result = _perform(locked, user)
             locked.status = Proposal.Status.CONFIRMED
@@ -267,6 +264,7 @@ def proposal_confirm(*, proposal: Proposal | int, user) -> Proposal:
             audit_record(actor=user, action=AuditLog.Action.CONFIRMED, target=locked, store=locked.store, before=before,
                          after={"status": locked.status, "created": f"{result._meta.model_name}#{result.pk}"})
             return locked
+    # Not allowed: the lock's transaction is left first, the denial is recorded in its own.
     _deny(user, locked, "confirm", reason)
 
 

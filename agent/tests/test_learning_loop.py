@@ -228,3 +228,23 @@ def test_an_answer_given_as_the_closest_rule_lands_on_the_unanswered_list():
     meta.save(update_fields=["answerability"])
     chat_ask(user=staff, query="单品券和满减券能一起用吗")
     assert not UnansweredQuestion.objects.filter(question="单品券和满减券能一起用吗").exists()
+
+
+def test_a_refused_alias_add_or_delete_keeps_its_audit_row(staff):
+    # The permission was checked inside the service's transaction: the refusal rolled back the
+    # very row that recorded it.
+    from knowledge.models import Chunk, SectionAlias
+    from knowledge.services import generated_alias_delete, section_alias_add
+
+    chunk = Chunk.objects.filter(document__path__contains="whisky").order_by("ordinal").first()
+    with pytest.raises(PermissionDenied):
+        section_alias_add(document_path=chunk.document.path, section_path=chunk.section_path, question="黑牌加冰还是加水", user=staff)
+    form = SectionAlias.objects.create(document_path=chunk.document.path, section_path=chunk.section_path, question="黑牌有什么要求",
+                                       source=SectionAlias.Source.GENERATED)
+    with pytest.raises(PermissionDenied):
+        generated_alias_delete(alias=form, user=staff)
+    attempts = {row.after.get("attempt") for row in AuditLog.objects.filter(actor=staff, action="permission_denied")}
+    assert {"alias_add", "alias_delete"} <= attempts
+    assert not SectionAlias.objects.filter(question="黑牌加冰还是加水").exists()
+    form.refresh_from_db()
+    assert form.active
