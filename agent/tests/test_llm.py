@@ -38,7 +38,11 @@ def test_server_errors_and_bad_shapes_raise_llm_unavailable(fake_http):
 
 def test_strip_reasoning_handles_truncated_tags_and_lead_noise():
     assert strip_reasoning("思考中</think>答案[1]") == "答案[1]"
-    assert strip_reasoning("好的，根据资料，先道歉。") == "根据资料，先道歉。" or strip_reasoning("好的，先道歉。") == "先道歉。"
+    # One lead phrase is dropped (「好的，」 or 「根据资料，」), the answer itself never.
+    assert strip_reasoning("好的，先道歉。") == "先道歉。"
+    assert strip_reasoning("根据提供的资料，先道歉。") == "先道歉。"
+    assert strip_reasoning("好的，根据资料，先道歉。") == "根据资料，先道歉。"
+    assert strip_reasoning("先道歉，好的服务从道歉开始。") == "先道歉，好的服务从道歉开始。"
 
 
 def test_history_is_trimmed_by_budget_in_whole_turns():
