@@ -195,7 +195,7 @@ class Order(models.Model):
 
 
 class StoreDaySales(models.Model):
-    """Paid revenue and order count per store and local day (Asia/Shanghai, as ops.tools.TZ).
+    """Paid revenue and order count per store and local day (Asia/Shanghai, as ops.trading_day.TZ).
 
     Maintained by PostgreSQL triggers on ops_order (INSERT, UPDATE, DELETE, COPY and
     TRUNCATE; migration 0003), so every write path, the ORM's, the seeder's COPY and a

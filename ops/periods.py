@@ -53,7 +53,7 @@ def _trading_day_now() -> tuple[date, int, str]:
     """(the trading day under way, the hour it opened, the local time now as HH:MM)."""
     from django.utils import timezone
 
-    from .tools import DAY_STARTS_AT, TZ, local_today
+    from .trading_day import DAY_STARTS_AT, TZ, local_today
 
     return local_today(), DAY_STARTS_AT, timezone.localtime(timezone.now(), TZ).strftime("%H:%M")
 

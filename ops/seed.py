@@ -19,8 +19,8 @@ from django.utils import timezone
 
 from .models import Inventory, Member, Order, Product, Store, StoredValueAccount, StoredValueTxn
 from .services import _fingerprint
+from .trading_day import TZ  # the stores' time zone: one home
 
-TZ = ZoneInfo("Asia/Shanghai")
 UTC = ZoneInfo("UTC")
 
 # code, name, city, aliases, base orders per day

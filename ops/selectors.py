@@ -116,7 +116,7 @@ def first_sale_date():
     from django.db.models import Min
 
     from .models import Order
-    from .tools import DAY_STARTS_AT, TZ
+    from .trading_day import DAY_STARTS_AT, TZ
 
     def read():
         first = Order.objects.aggregate(first=Min("created_at"))["first"]

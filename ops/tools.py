@@ -17,12 +17,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from django.core.exceptions import ValidationError
 from django.db.models import Count, F, FilteredRelation, Q, Sum
 from django.db.models.functions import ExtractHour
-from django.utils import timezone
 
 from core.audit import audit_collapsed
 from core.roles import require
@@ -31,15 +29,10 @@ from core.scoping import ALL, store_ids_for
 from .models import Inventory, Member, Order, OrderLine, Product, Store, StoreDaySales, mask_name, mask_phone
 from .periods import Period, PeriodError, bound_to_data, parse_period
 from .selectors import UnknownProduct, UnknownStore, first_sale_date, resolve_product, resolve_store_for, stores_in_city_for
+from .trading_day import DAY_STARTS_AT, TZ, local_today  # noqa: F401 (local_today: imported from here by callers)
 
-TZ = ZoneInfo("Asia/Shanghai")
 MAX_TOP_N = 50
 MAX_COMPARED = 10  # stores named in one comparison
-# A bar's trading day runs past midnight: the day's figures are from 06:00 to 06:00 the next
-# morning, local time (「今天卖了多少」 at 01:30 counted the last 90 minutes; 「昨晚」 at 03:00 was
-# the calendar day before, with the night before's small hours and without this night's).
-# The daily rollup's trigger (migration ops.0005) uses the same hour.
-DAY_STARTS_AT = 6
 VELOCITY_DAYS = 7
 
 
@@ -151,11 +144,6 @@ class ToolSpec:
 
     def column_meta(self) -> list[dict]:
         return [{"key": k, **column(k).as_dict()} for k in self.columns]
-
-
-def local_today() -> date:
-    """Today's trading day: until 06:00 it is still the day that began the evening before."""
-    return (timezone.localtime(timezone.now(), TZ) - timedelta(hours=DAY_STARTS_AT)).date()
 
 
 def _bounds(period: Period) -> tuple[datetime, datetime]:
