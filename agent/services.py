@@ -38,7 +38,8 @@ def validate_query(query) -> str:
 
 
 
-THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+THREAD_ID_MAX = Conversation._meta.get_field("thread_id").max_length  # REST, MCP and the page read this one
+THREAD_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.:-]{{0,{THREAD_ID_MAX - 1}}}")
 
 
 def validate_thread_id(thread_id) -> str | None:
@@ -46,8 +47,8 @@ def validate_thread_id(thread_id) -> str | None:
         return None
     if not isinstance(thread_id, str):
         raise ValidationError({"thread_id": ["thread_id 必须是字符串或 null。"]})
-    if len(thread_id) > 64:
-        raise ValidationError({"thread_id": ["thread_id 最长 64 个字符。"]})
+    if len(thread_id) > THREAD_ID_MAX:
+        raise ValidationError({"thread_id": [f"thread_id 最长 {THREAD_ID_MAX} 个字符。"]})
     if problem := text_problem(thread_id):
         raise ValidationError({"thread_id": [problem]})
     if not THREAD_ID.fullmatch(thread_id):

@@ -326,10 +326,11 @@ def ticket_severity(text: str) -> str:
 def _create_ticket(pending: PendingAction, *, user, today) -> Step:
     from workflow.chat import propose_from_chat
     from workflow.models import Proposal
+    from workflow.services import DESCRIPTION_MAX
 
     text = pending.description
     category, severity = ticket_category(text), ticket_severity(text)
-    payload = {"category": category, "severity": severity, "description": text[:2000]}
+    payload = {"category": category, "severity": severity, "description": text[:DESCRIPTION_MAX]}
     if (ref := _ORDER_REF.search(text)):
         payload["order"] = ref.group(0)
     if (mem := _MEMBER.search(text)):

@@ -19,13 +19,15 @@ from typing import Any
 import anyio
 import jsonschema
 import mcp_types as types
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import close_old_connections, connections
 from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 
+from agent.services import THREAD_ID_MAX
 from ops.tools import TOOLS as OPS_TOOLS  # the one whitelist of query tools
-from workflow.services import REJECT_REASON_MAX, TICKET_CATEGORIES, TICKET_SEVERITIES
+from workflow.services import DESCRIPTION_MAX, DESCRIPTION_MIN, REJECT_REASON_MAX, TICKET_CATEGORIES, TICKET_SEVERITIES
 
 log = logging.getLogger("mcpserver")
 SERVER_NAME = "storemind"
@@ -207,8 +209,8 @@ TOOLS: list[ToolDef] = [
             {"type": "object", "properties": {}, "additionalProperties": False}, _list_documents),
     ToolDef("ask",
             "完整的门店助手：路由问题、检索制度和查询经营数据、自检后给出带引用的答案。返回答案、引用、数据行和执行轨迹；传入 thread_id 可以接着上一轮追问。",
-            {"type": "object", "properties": {"query": {"type": "string", "minLength": 1, "maxLength": 2000},
-                                              "thread_id": {"type": "string", "maxLength": 64}},
+            {"type": "object", "properties": {"query": {"type": "string", "minLength": 1, "maxLength": settings.SM_MAX_QUERY_CHARS},
+                                              "thread_id": {"type": "string", "maxLength": THREAD_ID_MAX}},
              "required": ["query"], "additionalProperties": False}, _ask),
     ToolDef("list_stores", "列出你能查看的门店的编码、名称和别名。查询经营数据和提交提案时用这些名字指定门店。",
             {"type": "object", "properties": {}, "additionalProperties": False}, _list_stores),
@@ -233,7 +235,7 @@ TOOLS: list[ToolDef] = [
                 "store": _STORE,
                 "category": {"type": "string", "enum": TICKET_CATEGORIES},
                 "severity": {"type": "string", "enum": TICKET_SEVERITIES},
-                "description": {"type": "string", "minLength": 5, "maxLength": 2000},
+                "description": {"type": "string", "minLength": DESCRIPTION_MIN, "maxLength": DESCRIPTION_MAX},
                 "order": {"type": "string"}, "member": {"type": "string"}, "idempotency_key": {"type": "string", "maxLength": 128}},
              "required": ["store", "category", "severity", "description"], "additionalProperties": False}, _propose_ticket),
     ToolDef("list_pending", "列出你所在门店待确认的提案，并说明你能否确认每一个。",
@@ -257,7 +259,7 @@ TOOLS: list[ToolDef] = [
                 "proposal_id": {"type": "integer", "minimum": 1},
                 "lines": _RESTOCK_LINES,
                 "category": {"type": "string", "enum": TICKET_CATEGORIES}, "severity": {"type": "string", "enum": TICKET_SEVERITIES},
-                "description": {"type": "string", "minLength": 1, "maxLength": 2000},
+                "description": {"type": "string", "minLength": DESCRIPTION_MIN, "maxLength": DESCRIPTION_MAX},
                 "order": {"type": "string"}, "member": {"type": "string"}},
              "required": ["proposal_id"], "additionalProperties": False}, _amend),
 ]
@@ -625,7 +627,6 @@ async def serve_stdio(user) -> None:
 
 def http_app(on_database_outage=None):
     """The Streamable HTTP app (mounted at /mcp by storemind.asgi), token-protected."""
-    from django.conf import settings
     from mcp.server.transport_security import TransportSecuritySettings
 
     hosts = [h for h in settings.ALLOWED_HOSTS if h and h != "*"]

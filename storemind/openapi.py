@@ -97,7 +97,15 @@ def _state_what_the_server_enforces(result: dict, components: dict) -> None:
     proposal's payload has the shape of its kind (workflow.services)."""
     from django.conf import settings
 
-    from workflow.services import MAX_REASON, MAX_RESTOCK_LINES, MAX_RESTOCK_QTY, TICKET_CATEGORIES, TICKET_SEVERITIES
+    from workflow.services import (
+        DESCRIPTION_MAX,
+        DESCRIPTION_MIN,
+        MAX_REASON,
+        MAX_RESTOCK_LINES,
+        MAX_RESTOCK_QTY,
+        TICKET_CATEGORIES,
+        TICKET_SEVERITIES,
+    )
 
     for item in result.get("paths", {}).values():
         for operation in item.values():
@@ -156,8 +164,9 @@ def _state_what_the_server_enforces(result: dict, components: dict) -> None:
         ticket = {"type": "object", "additionalProperties": False, "required": ["category", "severity", "description"], "properties": {
             "category": {"type": "string", "enum": TICKET_CATEGORIES},
             "severity": {"type": "string", "enum": TICKET_SEVERITIES},
-            # 5 to 2000 characters once the spaces around it are removed.
-            "description": {"type": "string", "minLength": 5, "maxLength": 2000, "pattern": r"^\s*[^\s\x00][^\x00]{3,}[^\s\x00]\s*$"},
+            # DESCRIPTION_MIN to DESCRIPTION_MAX characters once the spaces around it are removed.
+            "description": {"type": "string", "minLength": DESCRIPTION_MIN, "maxLength": DESCRIPTION_MAX,
+                            "pattern": rf"^\s*[^\s\x00][^\x00]{{{DESCRIPTION_MIN - 2},}}[^\s\x00]\s*$"},
             "order": {"type": "string", "minLength": 1, "pattern": NO_NUL, "description": "相关的 POS 单号（可选）"},
             "member": {"type": "string", "minLength": 1, "pattern": NO_NUL, "description": "相关的会员号或完整手机号（可选）"}}}
         amend = components.get("PatchedProposalAmendRequest")

@@ -38,6 +38,8 @@ TICKET_SEVERITIES = [s for s, _ in Ticket.Severity.choices]
 TICKET_CATEGORIES = ["酒水品质", "食品安全", "服务态度", "收银结账", "环境卫生", "会员储值", "其他"]
 RESTOCK_FIELDS = frozenset({"lines"})
 MAX_REASON = 200
+# A ticket's description, counted once the spaces around it are removed: REST, MCP and chat read these.
+DESCRIPTION_MIN, DESCRIPTION_MAX = 5, 2000
 RESTOCK_LINE_FIELDS = frozenset({"sku", "product", "quantity", "unit", "reason"})
 TICKET_FIELDS = frozenset({"category", "severity", "description", "order", "member"})
 
@@ -128,8 +130,8 @@ def _clean_ticket(payload: dict, store: Store) -> dict:
     if severity not in TICKET_SEVERITIES:
         errors["payload.severity"] = [f"严重程度只能是：{'、'.join(TICKET_SEVERITIES)}。"]
     description = payload.get("description")
-    if not isinstance(description, str) or not 5 <= len(description.strip()) <= 2000:
-        errors["payload.description"] = ["描述需要 5 到 2000 个字。"]
+    if not isinstance(description, str) or not DESCRIPTION_MIN <= len(description.strip()) <= DESCRIPTION_MAX:
+        errors["payload.description"] = [f"描述需要 {DESCRIPTION_MIN} 到 {DESCRIPTION_MAX} 个字。"]
     # 「"description": [null, null]」 reached .strip() on a list: a 500.
     clean = {"category": category, "severity": severity, "description": description.strip() if isinstance(description, str) else ""}
     for name in ("order", "member"):

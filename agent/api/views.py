@@ -1,6 +1,7 @@
 """Chat API: thin views over agent.services (and the Celery task for async)."""
 import re
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -9,15 +10,15 @@ from rest_framework.views import APIView
 
 from ops.validation import reject_unknown
 
-from ..services import answer_for, assistant_require, chat_ask, validate_query, validate_thread_id
+from ..services import THREAD_ID_MAX, answer_for, assistant_require, chat_ask, validate_query, validate_thread_id
 from ..tasks import QueueUnavailable, submit_ask, task_state
 
 _TASK_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 QUEUE_RETRY_AFTER = 10
 CHAT_FIELDS = frozenset({"query", "thread_id", "async"})
 ChatIn = inline_serializer("ChatRequest", {
-    "query": serializers.CharField(max_length=2000),
-    "thread_id": serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64,
+    "query": serializers.CharField(max_length=settings.SM_MAX_QUERY_CHARS),
+    "thread_id": serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=THREAD_ID_MAX,
                                        help_text="省略、空或 null 表示新会话"),
     "async": serializers.BooleanField(required=False, default=False),
 })
