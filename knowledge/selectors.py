@@ -121,8 +121,9 @@ class Visibility:
         """An operator at the command line, an evaluation: every document."""
         return cls(tuple(Document.Audience.values), None)
 
-    def params(self) -> list:
-        return [list(self.audiences), self.scope is None, list(self.scope or ())]
+    def params(self) -> dict:
+        """The named parameters of _VISIBLE."""
+        return {"audiences": list(self.audiences), "scope_all": self.scope is None, "scope": list(self.scope or ())}
 
 
 def visibility_for(user) -> Visibility:
@@ -253,8 +254,8 @@ def _row_hit(row) -> Hit:
 _HIT_COLUMNS = "c.id, d.id, d.title, d.path, c.section_path, c.text, c.audience, c.version, c.page"
 _N_HIT_COLUMNS = 9
 # Who may read a row: its audience, and its scope (empty: every store) against the reader's
-# stores; params Visibility.params() (audiences, every-scope flag, the reader's scope tokens).
-_VISIBLE = "{t}.audience = ANY(%s) AND (%s OR {t}.scope = '{{}}' OR {t}.scope && %s::varchar[])"
+# stores; named params Visibility.params() (audiences, every-scope flag, the reader's scope tokens).
+_VISIBLE = "{t}.audience = ANY(%(audiences)s) AND (%(scope_all)s OR {t}.scope = '{{}}' OR {t}.scope && %(scope)s::varchar[])"
 
 
 def _hit_columns(chunk_ids) -> dict[int, tuple]:
@@ -298,12 +299,11 @@ def _filled(rows: dict[str, list], limit: int) -> dict[str, list[Hit]]:
 # The nearest chunks (`vector`), question aliases and sentences, each through its own HNSW index
 # (a partial one per sentence kind: the literal kind in the WHERE clause is what lets the planner
 # use it), in one statement: one round trip and one query vector for the three walks.
-_VISIBLE_NAMED = "{t}.audience = ANY(%(audiences)s) AND (%(scope_all)s OR {t}.scope = '{{}}' OR {t}.scope && %(scope)s::varchar[])"
 _NEAREST_SQL = {
     "vector": ("SELECT 'vector' AS channel, c.id, 1 - (c.embedding <=> %(q)s::vector) AS sim, NULL::text AS text "
-               "FROM knowledge_chunk c WHERE " + _VISIBLE_NAMED.format(t="c") + " ORDER BY c.embedding <=> %(q)s::vector LIMIT %(limit)s"),
+               "FROM knowledge_chunk c WHERE " + _VISIBLE.format(t="c") + " ORDER BY c.embedding <=> %(q)s::vector LIMIT %(limit)s"),
     **{kind: (f"SELECT '{kind}', s.chunk_id, 1 - (s.embedding <=> %(q)s::vector), s.text FROM knowledge_sentence s "
-              f"WHERE s.kind = '{kind}' AND " + _VISIBLE_NAMED.format(t="s") + " ORDER BY s.embedding <=> %(q)s::vector LIMIT %(rows)s")
+              f"WHERE s.kind = '{kind}' AND " + _VISIBLE.format(t="s") + " ORDER BY s.embedding <=> %(q)s::vector LIMIT %(rows)s")
        for kind in PER_CHUNK},
 }
 ROWS_PER_CHUNK = 2  # sentences or aliases fetched per wanted chunk (several of one chunk come back)
@@ -311,11 +311,9 @@ ROWS_PER_CHUNK = 2  # sentences or aliases fetched per wanted chunk (several of 
 
 def _nearest_rows(qvec, audiences, limit: int, kinds: tuple[str, ...]) -> dict[str, list[tuple]]:
     """(chunk_id, cosine, sentence text) rows per kind, best first (ties by chunk id, as before)."""
-    vis = as_visibility(audiences)
     _set_ef_search(max(40, limit * 2, limit * ROWS_PER_CHUNK))
     sql = " UNION ALL ".join(f"({_NEAREST_SQL[kind]})" for kind in kinds)
-    params = {"q": _vector_literal(qvec), "audiences": list(vis.audiences), "scope_all": vis.scope is None,
-              "scope": list(vis.scope or ()), "limit": limit, "rows": limit * ROWS_PER_CHUNK}
+    params = {"q": _vector_literal(qvec), **as_visibility(audiences).params(), "limit": limit, "rows": limit * ROWS_PER_CHUNK}
     out: dict[str, list[tuple]] = {kind: [] for kind in kinds}
     for channel, chunk_id, sim, text in _fetch_prepared(sql, params):
         out[channel].append((chunk_id, sim, text))
@@ -338,10 +336,10 @@ def nearest_sentence_channel(qvec, audiences, limit: int, *, kind: str) -> list[
 
 # The best sentence of each given chunk, exactly (no index: a few hundred distances).
 _BEST_SENTENCE_OF_SQL = """
-SELECT DISTINCT ON (s.chunk_id) s.chunk_id, 1 - (s.embedding <=> %s::vector) AS sim, s.text
+SELECT DISTINCT ON (s.chunk_id) s.chunk_id, 1 - (s.embedding <=> %(q)s::vector) AS sim, s.text
 FROM knowledge_sentence s
-WHERE s.kind = 'sentence' AND s.chunk_id = ANY(%s) AND {visible}
-ORDER BY s.chunk_id, s.embedding <=> %s::vector
+WHERE s.kind = 'sentence' AND s.chunk_id = ANY(%(ids)s) AND {visible}
+ORDER BY s.chunk_id, s.embedding <=> %(q)s::vector
 """
 
 
@@ -349,9 +347,8 @@ def best_sentence_of(qvec, chunk_ids: list[int], audiences, limit: int) -> list[
     """The sentence channel restricted to `chunk_ids`: each chunk scored by its best sentence."""
     if not chunk_ids:
         return []
-    literal = _vector_literal(qvec)
     rows = sorted(_fetch_prepared(_BEST_SENTENCE_OF_SQL.format(visible=_VISIBLE.format(t="s")),
-                                  [literal, list(chunk_ids), *as_visibility(audiences).params(), literal]),
+                                  {"q": _vector_literal(qvec), "ids": list(chunk_ids), **as_visibility(audiences).params()}),
                   key=lambda r: (-r[1], r[0]))
     return _filled({"sentence": rows}, limit)["sentence"]
 
@@ -374,7 +371,7 @@ WITH w AS (SELECT * FROM unnest(%(w_terms)s::text[], %(w_idf)s::float8[]) AS w(t
 hidden AS MATERIALIZED (
     SELECT r.id FROM knowledge_chunk r
     WHERE (r.audience <> 'staff' OR r.scope <> '{{}}')
-      AND NOT (r.audience = ANY(%(audiences)s) AND (%(scope_all)s OR r.scope = '{{}}' OR r.scope && %(scope)s::varchar[]))
+      AND NOT ({visible})
 ),
 partial AS (
     -- Only chunks the reader may see compete for the pool: a pool cut first and filtered after
@@ -432,14 +429,12 @@ def _bm25_rows(terms: list[str], df: dict[str, int], meta: IndexMeta, audiences,
     max_df = max(MIN_RARE_DF, int(n * RARE_DF_FRACTION))
     rare = [t for t in df if df[t] <= max_df] or sorted(df, key=df.get)[:1]
     weighted = [t for t in terms if t in idf]  # duplicates kept: each query occurrence counts
-    vis = as_visibility(audiences)
     params = {
         "w_terms": weighted, "w_idf": [idf[t] for t in weighted], "cand_terms": rare,
-        "avgdl": float(avgdl or 1.0), "k1": BM25_K1, "b": BM25_B, "audiences": list(vis.audiences), "limit": limit,
-        "scope_all": vis.scope is None, "scope": list(vis.scope or ()),
-        "pool": max(CANDIDATE_POOL, limit * 3),
+        "avgdl": float(avgdl or 1.0), "k1": BM25_K1, "b": BM25_B, "limit": limit,
+        "pool": max(CANDIDATE_POOL, limit * 3), **as_visibility(audiences).params(),
     }
-    return _fetch_prepared(BM25_SQL.format(table=table, tf=_TF), params)
+    return _fetch_prepared(BM25_SQL.format(table=table, tf=_TF, visible=_VISIBLE.format(t="r")), params)
 
 
 def lexical_channel(terms: list[str], meta: IndexMeta, audiences, limit: int, *, channel: str = "lexical") -> list[Hit]:
