@@ -60,7 +60,7 @@ def test_url_verification_answers_the_decrypted_echostr(wecom):
     assert Client().get(URL, {"echostr": echo}).status_code == 400
 
 
-@pytest.mark.parametrize("case", ["signature", "corp", "replay", "malformed", "no_encrypt"])
+@pytest.mark.parametrize("case", ["signature", "corp", "replay", "malformed", "no_encrypt", "doctype", "entities"])
 def test_a_callback_that_does_not_verify_is_refused_and_nothing_processed(wecom, case):
     from urllib.parse import urlencode
 
@@ -73,6 +73,9 @@ def test_a_callback_that_does_not_verify_is_refused_and_nothing_processed(wecom,
         body = b"<xml><Encrypt>"
     if case == "no_encrypt":
         body = b"<xml><ToUserName>x</ToUserName></xml>"
+    if case in ("doctype", "entities"):  # before any signature is checked: a billion laughs must not expand
+        dtd = b'<!DOCTYPE xml [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>' if case == "entities" else b"<!DOCTYPE xml>"
+        body = dtd + body.replace(b"<Encrypt>", b"<Encrypt>&b;" if case == "entities" else b"<Encrypt>", 1)
     r = Client().post(f"{URL}?{urlencode(query)}", data=body, content_type="text/xml")
     assert r.status_code in (400, 403) and not Inbound.objects.exists() and not wecom.sent
 
