@@ -12,6 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from django.urls import reverse_lazy
+from django.utils.text import format_lazy
+
 POLICY, DATA, BOTH, ACTION, OUT_OF_SCOPE = "policy", "data", "both", "action", "out_of_scope"
 STORE_SALES, TOP_PRODUCTS, COMPARE_STORES, HOURLY_PEAK, LOW_STOCK, MEMBER_BALANCE, DAILY_TREND, PRODUCT_SALES, PRODUCT_STOCK = (
     "store_sales", "top_products", "compare_stores", "hourly_peak", "low_stock", "member_balance", "daily_trend", "product_sales",
@@ -217,12 +220,14 @@ AWAITING_ME = re.compile(r"(待|等)[我你]?(确认|审批|处理|批)的?[^，
                          r"(员工|店员|大家|他们)(提|交|申请)的" + _PROPOSAL_WORDS + r"[^，。？！]{0,4}(有哪些|有几个|有多少)")
 
 # 「查看审计记录」「未解答问题在哪看」: where a page of the product is, said in one line (it
-# was declined as unrelated to the store). Each: the page's words, its name, its address.
+# was declined as unrelated to the store). Each: the page's words, its name, its address (by
+# URL name: a page that moves is not mis-addressed here).
 PAGES = (
-    (re.compile(r"审计(记录|日志)|操作日志"), "审计记录", "/audit/", "「操作提案」页面下方也有最近的记录"),
-    (re.compile(r"未解答(的)?问题|没答上的问题"), "未解答问题", "/admin/agent/unansweredquestion/", "顶部菜单「后台」里"),
-    (re.compile(r"(待确认|待处理|待审批)的?(提案|补货申请|工单)|操作提案|提案列表"), "操作提案", "/proposals/", "顶部菜单「操作提案」"),
-    (re.compile(r"接口文档|API\s*文档", re.IGNORECASE), "接口文档", "/api/docs/", "OpenAPI 描述在 /api/schema/"),
+    (re.compile(r"审计(记录|日志)|操作日志"), "审计记录", reverse_lazy("workflow:audit"), "「操作提案」页面下方也有最近的记录"),
+    (re.compile(r"未解答(的)?问题|没答上的问题"), "未解答问题", reverse_lazy("admin:agent_unansweredquestion_changelist"), "顶部菜单「后台」里"),
+    (re.compile(r"(待确认|待处理|待审批)的?(提案|补货申请|工单)|操作提案|提案列表"), "操作提案", reverse_lazy("workflow:proposals"), "顶部菜单「操作提案」"),
+    (re.compile(r"接口文档|API\s*文档", re.IGNORECASE), "接口文档", reverse_lazy("api-docs"),
+     format_lazy("OpenAPI 描述在 {}", reverse_lazy("schema"))),
 )
 SHOW_ME = re.compile(r"^(我要|我想|帮我|请)?(查看|打开|看看|看一下|看下|找)|(在哪(里|儿)?|哪里|去哪|怎么|如何)(看|查看|找|打开)|在哪(里|儿)?[？?]?$")
 
