@@ -123,16 +123,24 @@ def test_an_unbound_or_disabled_user_gets_one_line_and_binding_is_audited(wecom,
     assert wecom.markdowns("lisi")[-1] == "这个账号已停用，请联系店长。"
 
 
-def test_a_proposal_arrives_as_a_card_and_a_manager_confirms_it_from_the_card(wecom, post):
-    from workflow.models import Proposal, RestockRequest
+def restock_from_chat(post, staff, wecom_id: str, text: str, msg_id: str):
+    """`staff`'s restock proposal for 天河店, made in WeCom, the only one pending there (so each
+    manager gets exactly its card)."""
+    from workflow.models import Proposal
 
     Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").update(status="rejected")
+    post(text_message(wecom_id, text, msg_id))
+    return Proposal.objects.filter(proposed_by=staff).latest("id")
+
+
+def test_a_proposal_arrives_as_a_card_and_a_manager_confirms_it_from_the_card(wecom, post):
+    from workflow.models import RestockRequest
+
     staff = make_user("wx_card_staff", role="staff", stores=["GZ-TH"])
     manager = make_user("wx_card_manager", role="manager", stores=["GZ-TH"])
     other = make_user("wx_card_manager_ft", role="manager", stores=["SZ-FT"])
     bind(staff, "staff1"), bind(manager, "boss1"), bind(other, "boss2")
-    post(text_message("staff1", "帮我给天河店补3箱科罗娜", "m-20"))
-    proposal = Proposal.objects.filter(proposed_by=staff).latest("id")
+    proposal = restock_from_chat(post, staff, "staff1", "帮我给天河店补3箱科罗娜", "m-20")
     [staff_card] = wecom.cards("staff1")
     [manager_card] = wecom.cards("boss1")
     assert not wecom.cards("boss2")  # another store's manager is not told
@@ -269,15 +277,12 @@ def test_a_second_decider_is_told_who_decided_and_binding_someone_else_needs_the
     from django.core.exceptions import PermissionDenied
 
     from channels.services import identity_bind
-    from workflow.models import Proposal
 
-    Proposal.objects.filter(kind="ticket", store__code="GZ-TH", status="pending").update(status="rejected")
     staff = make_user("wx_two_staff", role="staff", stores=["GZ-TH"])
     first = make_user("wx_two_manager1", role="manager", stores=["GZ-TH"])
     second = make_user("wx_two_manager2", role="manager", stores=["GZ-TH"])
     bind(staff, "two0"), bind(first, "two1"), bind(second, "two2")
-    post(text_message("two0", "帮我给天河店补2箱科罗娜", "m-two"))
-    proposal = Proposal.objects.filter(proposed_by=staff).latest("id")
+    proposal = restock_from_chat(post, staff, "two0", "帮我给天河店补2箱科罗娜", "m-two")
     post(card_click("two1", f"confirm:{proposal.pk}", "t-a"))
     post(card_click("two2", f"confirm:{proposal.pk}", "t-b"))
     assert "已由 wx_two_manager1 处理" in wecom.markdowns("two2")[-1]
