@@ -11,7 +11,9 @@ from ops.models import Order, Store, StoreDaySales
 from ops.periods import Period
 from ops.services import orders_ingest
 from ops.tests.factories import make_user, order_payload
-from ops.tools import _paid_orders, compare_stores, local_today, store_sales
+from ops.tools import _paid_orders, local_today
+from ops.tools.compare_stores import compare_stores
+from ops.tools.store_sales import store_sales
 
 pytestmark = pytest.mark.django_db
 

@@ -504,12 +504,11 @@ def test_a_city_names_the_callers_stores_in_it():
 
 def test_stock_below_zero_on_the_books_lasts_no_days_and_the_answer_says_to_count():
     # 「青岛啤酒还剩多少」 answered 「在库 -436瓶 … 约够卖 -16.6 天」 as a plain fact.
-    from agent.compose import ROW_FORMATS
     from ops.models import Inventory
 
     Inventory.objects.filter(store__code="GZ-TH", product__sku="W001").update(on_hand=-436)
     rows = [r for r in run_tool("product_stock", {"product": "黑牌"}, user=None).rows if r["store"] == "广州天河店"]
     assert rows and rows[0]["on_hand"] == -436
     assert rows[0]["velocity_per_day"] > 0 and rows[0]["days_of_cover"] == 0.0
-    text = ROW_FORMATS["product_stock"](rows[0])
+    text = TOOLS["product_stock"].row_sentence(rows[0])
     assert "账面库存为负" in text and "-16" not in text and "约够卖 -" not in text

@@ -1,0 +1,54 @@
+"""The best sellers of a period, by quantity."""
+from __future__ import annotations
+
+from django.db.models import Sum
+
+from ..models import Order, OrderLine, Product, Store
+from ..periods import Period
+from .base import PERIOD_PARAM, STORE_PARAM, Chart, Tool, ToolResult, bounds, money, params_schema, store_label
+
+MAX_TOP_N = 50
+
+
+def top_products(*, store: Store | None, period: Period, n: int = 5, category: str | None = None,
+                 scope: list[Store] | None = None) -> ToolResult:
+    start, end = bounds(period)
+    qs = OrderLine.objects.filter(
+        order__status=Order.Status.PAID, order__created_at__gte=start, order__created_at__lt=end
+    )
+    if store:
+        qs = qs.filter(order__store=store)
+    elif scope is not None:
+        qs = qs.filter(order__store__in=scope)
+    if category:
+        qs = qs.filter(product__category=category)
+    agg = list(qs.values("product_id").annotate(qty=Sum("qty"), revenue=Sum("amount")).order_by("-qty", "-revenue", "product_id")[:n])
+    products = Product.objects.in_bulk([a["product_id"] for a in agg])
+    rows = [
+        {
+            "rank": i,
+            "product": products[a["product_id"]].name,
+            "category": products[a["product_id"]].category,
+            "qty": a["qty"],
+            "unit": products[a["product_id"]].unit,
+            "revenue": money(a["revenue"]),
+        }
+        for i, a in enumerate(agg, start=1)
+    ]
+    what = f"{category}类" if category else ""
+    if rows:
+        listing = "；".join(f"{r['rank']}. {r['product']} {r['qty']}{r['unit']}" for r in rows)
+        summary = f"{store_label(store, scope)} {period.describe()} {what}销量前 {n}：{listing}。"
+    else:
+        summary = f"{store_label(store, scope)} {period.describe()} 没有{what}销售记录。"
+    return ToolResult("top_products", {}, rows, summary, ["rank", "product", "category", "qty", "unit", "revenue"])
+
+
+TOOL = Tool(
+    "top_products", "热销商品", "一段时间内销量最高的前 N 个商品（N ≤ 50），可按门店和品类筛选。",
+    params_schema({"store": STORE_PARAM, "period": PERIOD_PARAM,
+                   "n": {"type": "integer", "minimum": 1, "maximum": MAX_TOP_N, "default": 5},
+                   "category": {"type": ["string", "null"], "enum": [*Product.Category.values, None]}}, ("period",)),
+    top_products, ("rank", "product", "category", "qty", "revenue"), Chart("product", "qty", "horizontal"),
+    row_sentence=lambda r: f"第 {r['rank']} 名 {r['product']}：{r['qty']}{r['unit']}，销售额 ¥{r['revenue']:,.2f}",
+)
