@@ -33,9 +33,9 @@ class DocumentAdmin(ReadOnlyAdmin):
 
     @admin.display(description="状态")
     def status_label(self, obj):
-        from .selectors import _status_of
+        from .selectors import status_of
 
-        return DocumentVersion.Status(_status_of(obj)).label
+        return DocumentVersion.Status(status_of(obj)).label
 
     @admin.display(description="在用版本")
     def version_label(self, obj):

@@ -25,7 +25,7 @@ from django.db import connection
 
 from .calibration import nearest_negative
 from .models import IndexMeta
-from .selectors import Hit, SearchResult, _cosines, index_cached, read_once, section_snapshot
+from .selectors import Hit, SearchResult, cosines, index_cached, read_once, section_snapshot
 from .text import contains_word, grams, synonym_meanings, tokenize, uncovered_topics
 
 FEATURES = ("chunk_sim", "sentence_sim", "form_sim", "global_sim", "coverage", "gram_coverage", "section_coverage", "margin",
@@ -205,11 +205,11 @@ def signals(question: str, qvec, result: SearchResult, top: Hit | None, meta: In
     # The chosen section's chunks, sentences and words from the process's snapshot of it;
     # only its question aliases (a manager may add one at any time) are read live.
     snap = section_snapshot(top.document_id, top.section_path)
-    chunk_sims = _cosines(snap.chunk_vectors, qvec)
+    chunk_sims = cosines(snap.chunk_vectors, qvec)
     out["chunk_sim"] = float(chunk_sims.max()) if len(chunk_sims) else 0.0
-    sentence_sims = _cosines(snap.sentence_vectors, qvec)
+    sentence_sims = cosines(snap.sentence_vectors, qvec)
     out["sentence_sim"] = float(sentence_sims.max()) if len(sentence_sims) else 0.0
-    form_sims = _cosines(snap.form_vectors, qvec) if snap.form_vectors is not None else np.zeros(0)
+    form_sims = cosines(snap.form_vectors, qvec) if snap.form_vectors is not None else np.zeros(0)
     out["form_sim"] = float(form_sims.max()) if len(form_sims) else out["sentence_sim"]
     asked = [kind for kind, (ask, _) in _ANSWER_TYPES.items() if ask.search(question)]
     if asked:

@@ -134,7 +134,7 @@ def test_each_sentence_kind_is_searched_through_its_own_partial_index(corpus, em
     import numpy as np
     from django.db import connection
 
-    from knowledge.selectors import _NEAREST_SQL
+    from knowledge.selectors.channels import _NEAREST_SQL
 
     # Enough rows that walking the graph beats sorting them all, as on a real corpus.
     chunk = Chunk.objects.first()
@@ -187,7 +187,8 @@ def test_snapshotting_every_section_at_once_equals_reading_each_section(corpus):
     # what it keeps must be exactly what a question reading one section would build.
     import numpy as np
 
-    from knowledge.selectors import _SNAPSHOTS, _build_snapshot, snapshot_every_section
+    from knowledge.selectors.index import _SNAPSHOTS
+    from knowledge.selectors.sections import _build_snapshot, snapshot_every_section
 
     _SNAPSHOTS.clear()
     assert snapshot_every_section() == 3

@@ -6,8 +6,7 @@ import threading
 import pytest
 from django.db import connection, transaction
 
-from knowledge import selectors
-from knowledge.selectors import search
+from knowledge.selectors import retrieval, search
 
 
 @pytest.fixture
@@ -20,13 +19,13 @@ def committed_corpus(django_db_setup, django_db_blocker):
 def test_the_vector_half_runs_beside_the_lexical_half_on_its_own_connection(committed_corpus, settings, monkeypatch):
     settings.SM_RETRIEVAL_THREADS = 2
     threads = {}
-    real_vector = selectors._nearest_rows
+    real_vector = retrieval._nearest_rows
 
     def recording(*args, **kwargs):
         threads["vector"] = threading.current_thread().name
         return real_vector(*args, **kwargs)
 
-    monkeypatch.setattr(selectors, "_nearest_rows", recording)
+    monkeypatch.setattr(retrieval, "_nearest_rows", recording)
     question = "客人说酒喝着有股怪味怎么办"
     parallel = search(question, audiences=["staff"], k=5)
     assert threads["vector"].startswith("retrieval") and "channels" in parallel.timings_ms

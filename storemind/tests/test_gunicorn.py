@@ -84,7 +84,7 @@ def test_warm_process_loads_everything_and_writes_nothing(caplog):
     assert not [r for r in caplog.records if "warm-up step" in r.getMessage()], caplog.text
     assert text._ready and get_embedder().query_cache.get(WARM_QUESTION) is not None
     from knowledge.models import Chunk
-    from knowledge.selectors import _SNAPSHOTS
+    from knowledge.selectors.index import _SNAPSHOTS
 
     sections = set(Chunk.objects.values_list("document_id", "section_path").distinct())
     assert sections and sections <= {k[1:] for k in _SNAPSHOTS if k[0] == "section"}  # no question reads a section cold

@@ -1,0 +1,145 @@
+"""Documents as their readers and owners see them: the list, one document's detail and versions,
+its file, and the aliases with their status."""
+from __future__ import annotations
+
+from ..models import Document
+from .index import index_cached
+
+
+def documents_visible(user) -> list[Document]:
+    return list(Document.objects.visible_to(user).order_by("path"))
+
+
+
+def aliases_with_status(*, include_corpus: bool = False) -> list[dict]:
+    """Question aliases with whether their section still exists (an orphan otherwise), for
+    the admin and `export_aliases`. Ordered by document, section, question."""
+    from django.utils import timezone
+
+    from ..models import Chunk, Document, SectionAlias
+
+    aliases = SectionAlias.objects.select_related("created_by").order_by("document_path", "section_path", "id")
+    if not include_corpus:
+        aliases = aliases.filter(source=SectionAlias.Source.ADMIN)
+    live = set(Chunk.objects.values_list("document__path", "section_path").distinct())
+    titles = dict(Document.objects.values_list("path", "title"))
+    return [{
+        "id": a.pk, "document_path": a.document_path, "document_title": titles.get(a.document_path, a.document_path),
+        "section_path": a.section_path, "question": a.question, "source": a.source,
+        "orphan": (a.document_path, a.section_path) not in live,
+        "who": a.created_by.username if a.created_by else "制度文档",
+        "when": timezone.localtime(a.created_at).strftime("%Y-%m-%d"),
+    } for a in aliases]
+
+
+
+def documents_for(user):
+    """The documents `user` may read (audience and scope), and those they manage (drafts too)."""
+    from ..documents import managed_store_ids
+
+    readable = Document.objects.visible_to(user).filter(current_version__isnull=False)
+    ids = managed_store_ids(user) if user is not None else []
+    if ids is None:  # head office: every document
+        managed = Document.objects.filter(archived_at__isnull=True)
+    elif ids:
+        from ops.models import Store
+
+        cities = set(Store.objects.filter(pk__in=ids).values_list("city", flat=True))
+        tokens = [f"store:{i}" for i in ids] + [f"city:{c}" for c in cities]
+        managed = Document.objects.filter(archived_at__isnull=True, scope__overlap=tokens).exclude(scope=[])
+    else:
+        managed = Document.objects.none()
+    return (readable | managed).distinct().select_related("current_version").prefetch_related("scope_stores").order_by("title", "pk")
+
+
+
+def status_of(document: Document) -> str:
+    if document.current_version is not None:
+        return document.current_version.status
+    latest = document.versions.order_by("-number").first()
+    return latest.status if latest else "draft"
+
+
+
+def document_summary(document: Document, user) -> dict:
+    from ..documents import may_manage
+
+    return {
+        "id": document.pk, "title": document.title, "status": status_of(document),
+        "version": document.current_version.number if document.current_version else None,
+        "audience": document.audience, "cities": list(document.scope_cities or []),
+        "stores": [s.code for s in document.scope_stores.all()], "source": document.source,
+        "chunks": document.chunks.count(), "can_manage": bool(user is not None and may_manage(user, document)),
+    }
+
+
+
+def _version_summary(v) -> dict:
+    return {"version": v.number, "status": v.status, "status_label": v.get_status_display(), "file": v.original_name, "kind": v.kind,
+            "sections": sum(1 for s in v.sections if s.get("enabled", True)), "chunks": v.chunks, "progress": v.progress,
+            "error": v.error, "uploaded_at": v.created_at, "published_at": v.published_at, "diff": v.diff}
+
+
+
+def _readable_or_not_found(user, pk: int) -> Document:
+    """The document, when the user may read or manage it; else "not found", exactly like one that
+    does not exist, with a refusal on the audit log when it does (another store's document)."""
+    from core.audit import audit_denial
+    from core.errors import NotFound
+
+    document = documents_for(user).filter(pk=pk).first()
+    if document is None:
+        other = Document.objects.filter(pk=pk, archived_at__isnull=True).first()
+        if other is not None and user is not None and getattr(user, "is_authenticated", False):
+            audit_denial(actor=user, attempt="document_read", reason="document outside the user's audience or stores", target=other)
+        raise NotFound("没有这篇文档。")
+    return document
+
+
+
+def document_detail(pk: int, user) -> dict:
+    """A document the user may read or manage (else not found, like one that does not exist)."""
+
+    from ..documents import may_manage
+
+    document = _readable_or_not_found(user, pk)
+    manages = may_manage(user, document)
+    versions = list(document.versions.order_by("-number"))
+    if not manages:
+        versions = [v for v in versions if v.status in ("published", "superseded")]
+    shown = versions[0] if manages and versions else document.current_version
+    return {**document_summary(document, user), "versions": [_version_summary(v) for v in versions],
+            "sections": [{"index": i, **s} for i, s in enumerate(shown.sections)] if shown else []}
+
+
+
+def document_file_for(user, pk: int, number: int | None):
+    """(version, bytes) of a document's original file, for someone who may read or manage it."""
+    from core.errors import NotFound
+
+    from ..documents import may_manage
+
+    document = _readable_or_not_found(user, pk)
+    versions = document.versions.all()
+    if not may_manage(user, document):
+        versions = versions.filter(status__in=("published", "superseded"))
+    version = versions.filter(number=number).first() if number else (document.current_version or versions.order_by("-number").first())
+    if version is None or not hasattr(version, "file"):
+        raise NotFound("没有这个版本的原文件。")
+    return version, bytes(version.file.data)
+
+
+
+def neighbour_sections(document_id: int, section_path: str) -> list[str]:
+    """The section paths just before and after `section_path` in its document (reading order):
+    what a reader of one section is likely to ask next."""
+    from ..models import Chunk
+
+    def read():
+        return tuple(dict.fromkeys(Chunk.objects.filter(document_id=document_id).order_by("ordinal").values_list("section_path", flat=True)))
+
+    paths = list(index_cached(("section_order", document_id), read))  # read once per process and ingest
+    if section_path not in paths:
+        return []
+    i = paths.index(section_path)
+    return [p for p in (paths[i + 1] if i + 1 < len(paths) else None, paths[i - 1] if i > 0 else None) if p]
