@@ -124,7 +124,7 @@ def chat_ask(*, user, query, thread_id: str | None = None, on_step=None, channel
     conv = conversation_for(user=user, thread_id=thread_id)
     requested = validate_thread_id(thread_id)
     previous, history = _history(conv) if conv else ({}, [])
-    result, state = answer_question(query, user=user, previous=previous, history=history, on_step=on_step, on_delta=on_delta)
+    result, _state = answer_question(query, user=user, previous=previous, history=history, on_step=on_step, on_delta=on_delta)
     with transaction.atomic():
         created = False
         if conv is None and requested is None:  # a fresh random thread id cannot exist yet
@@ -143,22 +143,21 @@ def chat_ask(*, user, query, thread_id: str | None = None, on_step=None, channel
                 proposal=result.proposal, trace=result.trace, context=result.context,
             ),
         ])
-        top = max(((s["detail"].get("answerability") or {}).get("score", 0) for s in result.trace if s["step"] == "judge"), default=None)
-        if result.refused and state.refusal_layer:  # router or answerability; not a system error
+        top = result.score
+        if result.refused and result.refusal_layer:  # router or answerability; not a system error
             # An off-topic one (「hi」「帮我写一首诗」) is no SOP gap: filed apart, so it does not bury the real ones.
             source = (UnansweredQuestion.Source.OFF_TOPIC if result.intent == OUT_OF_SCOPE else
-                      UnansweredQuestion.Source.UNCOVERED if state.refusal_layer == "uncovered" else UnansweredQuestion.Source.REFUSAL)
+                      UnansweredQuestion.Source.UNCOVERED if result.refusal_layer == "uncovered" else UnansweredQuestion.Source.REFUSAL)
             unanswered_record(
                 question=query, user=user, message=reply, source=source,
-                reason=f"{REFUSAL_LAYERS.get(state.refusal_layer, state.refusal_layer)}"
-                       f"（{next((s['detail'].get('reason', '') for s in result.trace if s['step'] == 'refuse'), '')}）"[:255],
+                reason=f"{REFUSAL_LAYERS.get(result.refusal_layer, result.refusal_layer)}（{result.refusal_reason}）"[:255],
                 top_score=top,
             )
-        elif state.chosen is not None and state.chosen.layer == "uncovered":
+        elif result.uncovered_reason:
             # Figures given, and the rules half of the question sent to whoever answers it.
             unanswered_record(question=query, user=user, message=reply, source=UnansweredQuestion.Source.UNCOVERED,
-                              reason=f"{REFUSAL_LAYERS['uncovered']}（{state.chosen.reason}）"[:255], top_score=top)
-        elif any(s["step"] == "answer" and s["detail"].get("hedged") for s in result.trace):
+                              reason=f"{REFUSAL_LAYERS['uncovered']}（{result.uncovered_reason}）"[:255], top_score=top)
+        elif result.hedged:
             # 「客人想带狗进来坐行不行」: answered with the closest rule, and told so; the manager still
             # sees it as a question the SOPs may not cover.
             closest = result.citations[0]["document"] if result.citations else ""

@@ -24,7 +24,7 @@ def _record_guards(monkeypatch):
     """Wrap both guards to record the thread and the PostgreSQL backend each ran on."""
     seen = []
     for name in ("retrieve_guard", "data_guard"):
-        real = getattr(pipeline, name)
+        real = getattr(pipeline.guards, name)
 
         def wrapped(state, real=real, name=name):
             with connection.cursor() as cur:
@@ -33,7 +33,7 @@ def _record_guards(monkeypatch):
             seen.append((name, threading.current_thread(), backend))
             return real(state)
 
-        monkeypatch.setattr(pipeline, name, wrapped)
+        monkeypatch.setattr(pipeline.guards, name, wrapped)
     return seen
 
 

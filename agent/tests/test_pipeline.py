@@ -8,8 +8,12 @@ import pytest
 
 from agent import compose, pipeline
 from agent import vocabulary as vocab
+from agent.llm import get_llm
 from agent.models import Message, UnansweredQuestion
-from agent.pipeline import AgentState, Round, agent_loop, answer_question, judge, rewrite
+from agent.pipeline import Round, answer_question, start
+from agent.pipeline.judge import judge
+from agent.pipeline.loop import agent_loop, rewrite
+from agent.router import Route
 from agent.services import chat_ask
 from knowledge.models import IndexMeta
 from knowledge.selectors import Hit, SearchResult, search
@@ -32,9 +36,9 @@ def manager():
 
 
 def state_for(question, user, **kw):
-    state = AgentState(question=question, user=user, today=local_today(), **kw)
-    pipeline.resolve_follow_up(state)
-    pipeline.route_node(state)
+    state = start(question, user=user, today=local_today(), **kw)
+    pipeline.follow_up.resolve_follow_up(state)
+    pipeline.routing.route_node(state)
     return state
 
 
@@ -68,7 +72,7 @@ def test_unknown_store_and_missing_period_become_clarifying_replies(staff):
 
 def test_the_two_guards_run_concurrently(staff, monkeypatch):
     barrier = threading.Barrier(2, timeout=10)
-    real_retrieve, real_data = pipeline.retrieve_guard, pipeline.data_guard
+    real_retrieve, real_data = pipeline.guards.retrieve_guard, pipeline.guards.data_guard
 
     def retrieve(state):
         barrier.wait()  # both guards must be inside at the same time, or this raises
@@ -78,8 +82,8 @@ def test_the_two_guards_run_concurrently(staff, monkeypatch):
         barrier.wait()
         return real_data(state)
 
-    monkeypatch.setattr(pipeline, "retrieve_guard", retrieve)
-    monkeypatch.setattr(pipeline, "data_guard", data)
+    monkeypatch.setattr(pipeline.guards, "retrieve_guard", retrieve)
+    monkeypatch.setattr(pipeline.guards, "data_guard", data)
     result, state = answer_question("上周天河店卖了多少，满减券的规则是什么", user=staff)
     assert result.intent == "both" and result.data and result.citations
     guards = next(s for s in result.trace if s["step"] == "guards")["detail"]
@@ -136,9 +140,9 @@ def test_judge_scores_answerability_with_the_questions_own_vector(staff):
 
 def test_judge_grey_zone_goes_to_the_llm(staff, settings, fake_http):
     coverage_model(threshold=0.9)  # the answerable question scores just under it: the grey zone
+    settings.SM_LLM_BACKEND, settings.SM_OPENAI_BASE = "openai", fake_http.url + "/v1"  # read once, as the question starts
     state = state_for("满减券和折扣券能叠加吗", staff)
     state.first = search(state.resolved_query, audiences=state.audiences, k=5)
-    settings.SM_LLM_BACKEND, settings.SM_OPENAI_BASE = "openai", fake_http.url + "/v1"
     fake_http.routes["/v1/chat/completions"] = openai_chat("OK")
     rnd = _round(state.first.hits)
     rnd.result = state.first
@@ -168,6 +172,7 @@ def test_rewrite_prepends_terms_and_keeps_the_question(staff, settings, fake_htt
     assert embedder.query_cache.get(normalise_query(query)) is None, "the rewritten text was embedded"
     settings.SM_LLM_BACKEND, settings.SM_OPENAI_BASE = "openai", fake_http.url + "/v1"
     fake_http.routes["/v1/chat/completions"] = openai_chat("酒水异味 品质问题")
+    state.llm = get_llm()  # what start() resolves for a question asked with an LLM configured
     assert rewrite(state, _round([])) == ("酒水异味 品质问题 客人说吃到变质的酒", None)  # an LLM's words are embedded
 
 
@@ -177,7 +182,7 @@ def test_first_round_judged_enough_is_used_and_rounds_are_never_pooled(staff, mo
 
     def fake_judge(state, rnd):
         rnd.enough, rnd.score = next(verdicts), 0.1
-    monkeypatch.setattr(pipeline, "judge", fake_judge)
+    monkeypatch.setattr(pipeline.loop, "judge", fake_judge)
     first = search("退卡怎么办", k=5)
     agent_loop(state, first)
     assert len(state.rounds) == 2 and state.chosen is state.rounds[1]
@@ -188,7 +193,7 @@ def test_first_round_judged_enough_is_used_and_rounds_are_never_pooled(staff, mo
 
     def never_enough(state, rnd):
         rnd.enough, rnd.score = False, next(scores)
-    monkeypatch.setattr(pipeline, "judge", never_enough)
+    monkeypatch.setattr(pipeline.loop, "judge", never_enough)
     agent_loop(state, first)
     assert len(state.rounds) == 3 and state.chosen is state.rounds[1]
 
@@ -205,17 +210,17 @@ def test_a_hopeless_first_round_is_not_rewritten(staff, monkeypatch):
     # rewrite rounds are skipped now.
     coverage_model()
     again = []
-    real = pipeline.retrieve_again
-    monkeypatch.setattr(pipeline, "retrieve_again", lambda *a, **kw: again.append(a[1]) or real(*a, **kw))
+    real = pipeline.loop.retrieve_again
+    monkeypatch.setattr(pipeline.loop, "retrieve_again", lambda *a, **kw: again.append(a[1]) or real(*a, **kw))
     result, state = answer_question("比特币现在多少钱一个", user=staff, max_attempts=2)
     assert result.refused and state.route.intent == vocab.OUT_OF_SCOPE
     assert len(state.rounds) == 1 and again == []
     rewrite_steps = [s for s in result.trace if s["step"] == "rewrite"]
     assert len(rewrite_steps) == 1 and rewrite_steps[0]["detail"]["skipped"] is True
-    assert state.rounds[0].score < pipeline.REWRITE_FLOOR * state.rounds[0].verdict.threshold
+    assert state.rounds[0].score < pipeline.loop.REWRITE_FLOOR * state.rounds[0].verdict.threshold
     # Not enough, but not hopeless: rewritten and retrieved again.
     _, state = answer_question("员工可以带盆栽上班吗", user=staff, max_attempts=2)
-    assert state.rounds[0].score >= pipeline.REWRITE_FLOOR * state.rounds[0].verdict.threshold
+    assert state.rounds[0].score >= pipeline.loop.REWRITE_FLOOR * state.rounds[0].verdict.threshold
     assert len(state.rounds) == 3 and len(again) == 2
 
 
@@ -225,7 +230,7 @@ def test_with_an_llm_a_hopeless_first_round_is_still_rewritten(staff, settings, 
     settings.SM_LLM_BACKEND, settings.SM_OPENAI_BASE = "openai", fake_http.url + "/v1"
     fake_http.routes["/v1/chat/completions"] = openai_chat("MISS")
     _, state = answer_question("比特币现在多少钱一个", user=staff, max_attempts=2)
-    assert state.rounds[0].score < pipeline.REWRITE_FLOOR * state.rounds[0].verdict.threshold
+    assert state.rounds[0].score < pipeline.loop.REWRITE_FLOOR * state.rounds[0].verdict.threshold
     assert len(state.rounds) == 3
 
 
@@ -993,8 +998,8 @@ def test_a_one_store_manager_asking_for_every_store_is_told_what_they_can_see():
 
 def test_a_product_the_bar_sells_is_the_stores_world(staff):
     # 「那百威呢」 after a ticket turn was declined as 「这个请求与门店运营无关」.
-    assert not pipeline.far_from_domain(state_for("那百威呢", staff))
-    assert pipeline.far_from_domain(state_for("比特币现在多少钱一个", staff))
+    assert not pipeline.refusals.far_from_domain(state_for("那百威呢", staff))
+    assert pipeline.refusals.far_from_domain(state_for("比特币现在多少钱一个", staff))
 
 
 def test_a_bare_product_name_asks_which_figure_and_is_not_an_sop_gap():
@@ -1182,18 +1187,18 @@ def test_a_question_that_also_asks_for_figures_is_hedged_when_its_rule_part_did_
     from knowledge.answerability import Verdict
 
     state = state_for("上周天河店卖了多少，满减券的规则是什么", staff)
-    state.route = pipeline.Route("both", "test")
+    state.route = Route("both", "test")
     state.chosen = _round([])
     state.chosen.layer, state.chosen.verdict = "answerability", Verdict(0.3, False, 0.5, {})
-    assert pipeline.barely_enough(state)
-    state.route = pipeline.Route("policy", "test")
-    assert not pipeline.barely_enough(state)  # a rule question below the threshold is refused, not hedged
+    assert pipeline.answer.barely_enough(state)
+    state.route = Route("policy", "test")
+    assert not pipeline.answer.barely_enough(state)  # a rule question below the threshold is refused, not hedged
     state.chosen.verdict = Verdict(0.6, True, 0.5, {})
-    assert pipeline.barely_enough(state)  # within the band
+    assert pipeline.answer.barely_enough(state)  # within the band
     state.chosen.verdict = Verdict(0.95, True, 0.5, {})
-    assert not pipeline.barely_enough(state)
+    assert not pipeline.answer.barely_enough(state)
     state.chosen.layer, state.chosen.verdict = "llm", Verdict(0.6, True, 0.5, {})
-    assert not pipeline.barely_enough(state)
+    assert not pipeline.answer.barely_enough(state)
 
 
 @pytest.mark.parametrize("question, keeps_store", [

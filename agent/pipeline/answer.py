@@ -1,0 +1,92 @@
+"""Node answer: the cited answer, written by the LLM when one is configured, else extractive;
+then the guards (citations, rows, mandatory clauses)."""
+from __future__ import annotations
+
+from django.conf import settings
+
+from knowledge import answerability
+from knowledge.text import query_terms
+
+from .. import compose
+from ..llm import LLMUnavailable, trim_history
+from ..router import BOTH
+from . import prompts
+from .judge import LLM_ERROR_CHARS
+from .refusals import REFUSAL_TEXT, uncovered_owner, uncovered_words
+from .state import AgentState
+
+# Without an LLM, an answer whose answerability score is within this many log-odds above the
+# threshold is said to be the closest rule, not the rule (at the shipped threshold, 0.12, that is
+# a score under 0.24): on the tuning set that band holds 21 of the 89 answered near-domain
+# questions (「客人想带狗进来坐行不行」 answered from 包厢服务标准) and 29 of the 415 answered
+# answerable ones (7 %), which still get the same answer after one line.
+HEDGE_LOGITS = 0.85
+
+
+
+def barely_enough(state: AgentState) -> bool:
+    """Answered, but only just: the chosen round's score is within HEDGE_LOGITS of the threshold,
+    or under it in a question that also asked for figures (answered from the rules all the same).
+    Not when an LLM judge decided the round (its layer says so): it has read the section."""
+    v = state.chosen.verdict if state.chosen is not None else None
+    if v is None or state.chosen.layer == "llm" or not 0 < v.threshold < 1:
+        return False
+    if not v.enough:
+        return state.route.intent == BOTH
+    return answerability.logit(v.score) - answerability.logit(v.threshold) < HEDGE_LOGITS
+
+
+
+def compose_answer(state: AgentState) -> None:
+    with state.trace.step("answer") as detail:
+        policy_hits = []
+        qvec = state.first.qvec if state.first is not None else None
+        units: dict = {}  # each candidate section read once for selection and numbering
+        # A question with figures keeps the closest rules (hedged), unless it asks about a topic
+        # the SOPs leave to someone else.
+        if state.chosen is not None and (state.chosen.enough or (state.route.intent == BOTH and state.chosen.layer != "uncovered")):
+            policy_hits = compose.select_citation_hits(state.chosen.hits, qvec=qvec, units=units)
+        state.sources = compose.number_sources(policy_hits, state.tool_result, qvec=qvec, units=units)
+        terms = query_terms(state.rules_query)
+        parts = []
+        llm = state.llm
+        used_llm = False
+        if llm.available and (state.sources.citations or state.sources.data):
+            try:
+                messages = [{"role": "system", "content": prompts.ANSWER_SYSTEM}]
+                messages += trim_history(state.history, settings.SM_HISTORY_TOKENS)
+                messages.append({"role": "user", "content": f"{compose.prompt_sources(state.sources)}\n\n问题：{state.question}"})
+                parts.append(llm.chat_stream(messages, on_delta=state.on_delta) if state.on_delta else llm.chat(messages))
+                used_llm = True
+            except LLMUnavailable as exc:
+                detail["degraded"] = f"LLM 不可用，已降级为抽取式回答：{str(exc)[:LLM_ERROR_CHARS]}"
+        # What the figures could not do as asked: right after them, whoever wrote the answer. The rules
+        # half of a question on a topic the SOPs leave to someone else: who answers it.
+        note = state.plan.note if state.tool_result is not None and state.plan is not None else ""
+        uncovered = state.chosen.verdict.uncovered if state.chosen and state.chosen.verdict and not state.chosen.enough else None
+        owner = f"制度文档里没有关于{uncovered_words(uncovered)}的规定，{uncovered_owner(uncovered)}。" if uncovered else ""
+        if used_llm:
+            parts += [note, owner]
+        if not used_llm:
+            if state.tool_result is not None:
+                # Named by the question itself (not carried from the last turn): 「那各店呢」 after 天河店 asks for all.
+                parts.append(compose.extractive_data_answer(state.tool_result, state.sources, state.question,
+                                                            store_named=bool(state.plan and state.plan.store_words)))
+                if note:
+                    parts.append(note)
+            elif state.tool_error:
+                parts.append(state.tool_error)
+                state.clarify = True
+            if state.sources.citations:
+                if barely_enough(state):
+                    detail["hedged"] = state.hedged = True
+                    parts.append(compose.hedge(state.sources))
+                parts.append(compose.extractive_policy_answer(state.question, state.sources, terms))
+            elif state.route.intent == BOTH:
+                parts.append(owner or "制度文档里没有找到这部分的规定，请咨询店长。")
+        draft = "\n".join(p for p in parts if p)
+        answer, report = compose.apply_guards(state.question, draft, state.sources, state.tool_result, state.audiences,
+                                              mandatory=bool(state.sources.citations))
+        state.answer = answer or REFUSAL_TEXT
+        detail.update(mode="llm" if used_llm else "extractive", guards=report,
+                      citations=len(state.sources.citations), data_rows=len(state.sources.data))

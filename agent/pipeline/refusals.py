@@ -1,0 +1,63 @@
+"""Node refuse, and what a refusal says: what the SOPs do not cover, where the nearest thing
+they cover is, or who answers a topic they leave to someone else."""
+from __future__ import annotations
+
+from ops.selectors import find_product_in_text
+
+from .. import vocabulary as vocab
+from .state import AgentState
+
+REFUSAL_TEXT = (
+    "抱歉，现有的门店制度文档里没有能回答这个问题的内容，我不能凭空作答。"
+    "请咨询店长或区域经理；这个问题已记录到\"未解答问题\"，管理人员会据此补充制度。"
+)
+
+
+
+def refuse(state: AgentState, layer: str, reason: str) -> None:
+    state.refused, state.refusal_layer, state.refusal_reason = True, layer, reason
+    state.answer = refusal_text(state) if layer in ("answerability", "uncovered") else REFUSAL_TEXT
+    with state.trace.step("refuse", layer=layer, reason=reason):
+        pass
+
+
+
+def far_from_domain(state: AgentState) -> bool:
+    """A refused question that is not about the store or the job at all (no word of that
+    world: 店, 客人, 酒, 上班 …) is out of scope, not a gap in the rules, and its intent says
+    so. How close the nearest section scores says little here: 「红烧肉怎么做」 lands near the
+    recipes, 「店里WiFi密码多久换」 near nothing."""
+    # A product the bar sells is the store's world too (「那百威呢」 was declined as unrelated), and so
+    # is a topic the SOPs leave to someone else (「在职证明找谁开」 is the job's, and its owner is named).
+    if state.chosen is not None and state.chosen.layer == "uncovered":
+        return False
+    return not vocab.about_the_store(state.question) and find_product_in_text(state.question) is None
+
+
+
+def refusal_text(state: AgentState) -> str:
+    """Say what the corpus does not cover, and where the nearest thing it covers is; for a topic
+    the SOPs leave to someone else, who answers it instead."""
+    v = state.chosen.verdict if state.chosen else None
+    if v is not None and v.uncovered:
+        return (f"抱歉，门店制度不涉及{uncovered_words(v.uncovered)}，我不能凭空作答。{uncovered_owner(v.uncovered)}；"
+                "这个问题已记录到\"未解答问题\"。")
+    missing = "、".join(f"「{t}」" for t in (v.missing_terms if v else [])[:3])
+    # Named only when the question shares a word with that section: 「团建经费有多少」 was pointed at
+    # 《团购与平台券核销》 for the character 团.
+    related = v is None or v.signals.get("section_coverage", 1.0) > 0
+    nearest = state.chosen.hits[0].document if state.chosen and state.chosen.hits and related else ""
+    head = f"制度里没有关于{missing}的规定" if missing else "现有的门店制度文档里没有能回答这个问题的内容"
+    near = f"；相近的内容在《{nearest}》" if nearest else ""
+    return (f"抱歉，{head}{near}，我不能凭空作答。请咨询店长或区域经理；这个问题已记录到\"未解答问题\"，"
+            "管理人员会据此补充制度。")
+
+
+
+def uncovered_words(uncovered: dict) -> str:
+    return "、".join(f"「{w}」" for w in uncovered["words"][:3])
+
+
+
+def uncovered_owner(uncovered: dict) -> str:
+    return f"{uncovered['topic']}方面的问题请问{uncovered['ask']}"
