@@ -24,7 +24,6 @@ _ASKS = re.compile(r"多少|几|怎么样|如何|咋样|怎样|怎么|哪|谁|�
 # Doing something with a figure (print it, send it, show it) rather than asking for it.
 _HANDLES = re.compile(r"打出来|打印|打小票|打给|发给|发到|发(个|条|他|她)?(朋友圈|微信)|截图|截个图|截屏|拍照|拍(一)?下|拍下来|"
                       r"给(他|她|客人|顾客)看|告诉(他|她|客人|顾客)")
-_MEMBER_KEY = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)|(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
 
 
 @dataclass
@@ -66,7 +65,7 @@ def _read(text: str) -> _Reading:
 
 def _names_its_subject(text: str) -> bool:
     """Does the question name what data it is about (a store, all stores, a member)?"""
-    if _MEMBER_KEY.search(text):
+    if vocab.MEMBER_KEY.search(text):
         return True
     from ops.selectors import UnknownStore, find_store_in_text
 

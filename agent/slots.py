@@ -43,7 +43,6 @@ _DESCRIPTION_EDGES = " ，,。：:；;、"
 # The words right after a quantity: the thing asked for (「两箱喜力」 → 喜力).
 _AFTER_UNIT = re.compile(r"的?([\u4e00-\u9fffA-Za-z][\u4e00-\u9fffA-Za-z0-9]{1,11})")
 _ORDER_REF = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}-[A-Z]{2}-\d{8}-\d{5}(?!\d)")
-_MEMBER = re.compile(r"(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
 
 
 @dataclass
@@ -333,7 +332,7 @@ def _create_ticket(pending: PendingAction, *, user, today) -> Step:
     payload = {"category": category, "severity": severity, "description": text[:DESCRIPTION_MAX]}
     if (ref := _ORDER_REF.search(text)):
         payload["order"] = ref.group(0)
-    if (mem := _MEMBER.search(text)):
+    if (mem := vocab.MEMBER_NO.search(text)):
         payload["member"] = mem.group(0).upper()
     try:
         proposal, created = propose_from_chat(user=user, kind=Proposal.Kind.TICKET, store=pending.store, payload=payload,

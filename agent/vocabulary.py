@@ -284,13 +284,20 @@ PAY_RULES = re.compile(r"转正|试用期|什么时候涨|多久(能|才|会)?�
 SOMEONE_ELSE = re.compile(r"员工|店员|店长|同事|经理|老板|主管|别人|小[王李张刘陈杨黄赵]|[张王李赵刘陈][三四五]|(?<!其)[他她]的?(工资|薪)")
 
 
-_MEMBER_NUMBER = re.compile(r"(?<![a-z\d])m\d{4,}(?!\d)", re.IGNORECASE)
-_PHONE = re.compile(r"(?<!\d)1\d{10}(?!\d)")
+# A member's key, exactly: the full phone number or the member number (M + five digits). The one
+# definition the planner, the router and the slots read.
+PHONE = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)")
+MEMBER_NO = re.compile(r"(?<![A-Za-z0-9])M\d{5}(?!\d)", re.IGNORECASE)
+MEMBER_KEY = re.compile(f"{PHONE.pattern}|{MEMBER_NO.pattern}", re.IGNORECASE)
+# Looser on purpose: anything that looks like a member number or a phone (M1001, an 11-digit number
+# starting 1) is read as 「会员」/「手机号」 when the rules are searched; only the tools need the exact key.
+_LOOKS_LIKE_MEMBER_NO = re.compile(r"(?<![a-z\d])m\d{4,}(?!\d)", re.IGNORECASE)
+_LOOKS_LIKE_PHONE = re.compile(r"(?<!\d)1\d{10}(?!\d)")
 
 
 def as_rule_words(text: str) -> str:
     """A member's number or phone read as the rules say it (「会员」, 「手机号」): no rule names M00010."""
-    return _PHONE.sub("手机号", _MEMBER_NUMBER.sub("会员", text or ""))
+    return _LOOKS_LIKE_PHONE.sub("手机号", _LOOKS_LIKE_MEMBER_NO.sub("会员", text or ""))
 
 
 # Lexicon words that are everyday life as much as the job (「推荐几本小说」「孩子不爱写作业」): they
