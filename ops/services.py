@@ -77,7 +77,118 @@ def _fingerprint(o: dict) -> str:
     return hashlib.sha256(json.dumps(o, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+def _order_store(raw: dict, prefix: str, ctx: dict, errors: dict) -> Store | None:
+    store_key = raw.get("store")
+    if store_key == "":  # was read as omitted, while the schema says a store code is at least one character
+        errors[prefix + "store"] = [STORE_EMPTY]
+        return None
+    if store_key is None:
+        if len(ctx["writable"]) == 1 and ctx["token_store"]:
+            return ctx["writable"][0]
+        errors[prefix + "store"] = ["必须指明门店编码。"]
+        return None
+    store = ctx["stores"].get(str(store_key))
+    if store is not None and store.id in ctx["writable_ids"]:
+        return store
+    # Another store is answered exactly like one that does not exist.
+    if store is not None:
+        ctx["denied"].append(store)
+    errors[prefix + "store"] = [f"没有编码或名称为「{store_key}」的门店。"
+                                f"可以写入的门店：{'、'.join(s.code for s in ctx['writable']) or '（无）'}。"]
+    return None
+
+
+def _order_created_at(raw: dict, prefix: str, store: Store | None, ctx: dict, errors: dict) -> datetime | None:
+    parsed, problem = parse_timestamp(raw.get("created_at"))
+    if parsed is None:
+        errors[prefix + "created_at"] = [problem]
+        return None
+    if timezone.is_naive(parsed):
+        parsed = parsed.replace(tzinfo=ZoneInfo(store.timezone if store else "Asia/Shanghai"))
+    if parsed > ctx["now"] + timedelta(minutes=5):
+        errors[prefix + "created_at"] = ["下单时间不能在未来。"]
+        return None
+    return parsed
+
+
+def _order_member(raw: dict, prefix: str, ctx: dict, errors: dict) -> Member | None:
+    if raw.get("member") is not None and not isinstance(raw["member"], str):
+        errors[prefix + "member"] = ["会员号或手机号必须是字符串。"]
+        return None
+    if raw.get("member") in (None, ""):
+        return None
+    member = ctx["members"].get(str(raw["member"]))
+    if member is None:
+        # Well-formed, naming a member who is not there: 404 like an unknown id (as a ticket
+        # naming one is), unless the order has other errors too (then all of them, 400).
+        ctx["missing"][prefix + "member"] = [f"没有会员「{raw['member']}」。"]
+    return member
+
+
+def _order_line(line, lp: str, ctx: dict, errors: dict) -> tuple[tuple | None, Decimal | None]:
+    """One line: (product, qty, unit price, amount) when it is whole, and its amount when that
+    could be checked against quantity × price (it counts toward the order's total)."""
+    if not isinstance(line, dict):
+        errors[lp.rstrip(".")] = ["每行必须是 JSON 对象。"]
+        return None, None
+    if extra := unknown_fields(line, LINE_FIELDS):
+        errors[lp + "non_field_errors"] = [f"不认识的字段：{'、'.join(extra)}。"]
+    product = ctx["products"].get(str(line.get("sku")))
+    if product is None:
+        errors[lp + "sku"] = [f"没有 SKU「{line.get('sku')}」的商品。"]
+    qty = line.get("qty")
+    if problem := qty_problem(qty):
+        errors[lp + "qty"] = [problem]
+        qty = None
+    unit_price = _decimal(line.get("unit_price"), lp + "unit_price", errors)
+    if unit_price is not None and unit_price < 0:
+        errors[lp + "unit_price"] = ["不能为负数。"]
+    elif unit_price is not None and product is not None and product.price > 0 and unit_price > product.price * MAX_PRICE_FACTOR:
+        # One 青岛啤酒 at ¥99,999,999.99 was accepted and made the store's month ¥100 million.
+        errors[lp + "unit_price"] = [f"单价 {unit_price} 超过 {product.name} 标价 {product.price} 的 {MAX_PRICE_FACTOR} 倍，"
+                                     "请核对（可能多输了位数）。"]
+    amount = _line_amount(line, lp, qty, unit_price, errors)
+    if qty is None or unit_price is None or amount is None:
+        return None, None
+    if unit_price * qty != amount:  # both exact to the cent: a cent off is off (3 lines, 3 cents, before)
+        errors[lp + "amount"] = [f"金额 {amount} 不等于 数量 {qty} × 单价 {unit_price}。"]
+    whole = (product, qty, unit_price.quantize(CENT), amount.quantize(CENT)) if product is not None else None
+    return whole, amount
+
+
+def _line_amount(line: dict, lp: str, qty, unit_price, errors: dict) -> Decimal | None:
+    # An omitted amount is quantity × price; with either of those wrong there is nothing to
+    # check it against, and no 「amount 必须是数字」 for a field the client never sent.
+    if "amount" in line:
+        return _decimal(line["amount"], lp + "amount", errors)
+    amount = None if unit_price is None or qty is None else unit_price * qty
+    if amount is not None and amount > MAX_MONEY:  # the bound a sent amount is held to
+        errors[lp + "qty"] = [f"数量 {qty} × 单价 {unit_price} 超过单行金额上限 {MAX_MONEY:,.0f} 元。"]
+        return None
+    return amount
+
+
+def _order_lines(raw: dict, prefix: str, ctx: dict, errors: dict) -> tuple[list, list, Decimal]:
+    """(the raw lines, the whole ones, the sum of the checked amounts)."""
+    raw_lines = raw.get("lines")
+    if not isinstance(raw_lines, list) or not raw_lines:
+        errors[prefix + "lines"] = ["至少要有一行商品。"]
+        return [], [], Decimal("0")
+    if len(raw_lines) > MAX_LINES_PER_ORDER:
+        errors[prefix + "lines"] = [f"一单最多 {MAX_LINES_PER_ORDER} 行。"]
+        return [], [], Decimal("0")
+    lines, line_sum = [], Decimal("0")
+    for j, line in enumerate(raw_lines):
+        whole, amount = _order_line(line, f"{prefix}lines[{j}].", ctx, errors)
+        if amount is not None:
+            line_sum += amount
+        if whole is not None:
+            lines.append(whole)
+    return raw_lines, lines, line_sum
+
+
 def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | None:
+    """One order of a batch, field by field; every error under its path (「orders[3].lines[0].qty」)."""
     if not isinstance(raw, dict):
         errors[prefix.rstrip(".") or "non_field_errors"] = ["每个订单必须是 JSON 对象。"]
         return None
@@ -86,105 +197,20 @@ def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | Non
         errors[bad[0]] = [bad[1]]
         return None
     before = len(errors)
-
-    store = None
-    store_key = raw.get("store")
-    if store_key == "":  # was read as omitted, while the schema says a store code is at least one character
-        errors[prefix + "store"] = [STORE_EMPTY]
-    elif store_key is None:
-        if len(ctx["writable"]) == 1 and ctx["token_store"]:
-            store = ctx["writable"][0]
-        else:
-            errors[prefix + "store"] = ["必须指明门店编码。"]
-    else:
-        store = ctx["stores"].get(str(store_key))
-        if store is None or store.id not in ctx["writable_ids"]:
-            # Another store is answered exactly like one that does not exist.
-            if store is not None:
-                ctx["denied"].append(store)
-            errors[prefix + "store"] = [f"没有编码或名称为「{store_key}」的门店。"
-                                        f"可以写入的门店：{'、'.join(s.code for s in ctx['writable']) or '（无）'}。"]
-            store = None
-
+    store = _order_store(raw, prefix, ctx, errors)
     external_id = raw.get("external_id")
     if problem := key_problem(external_id):
         errors[prefix + "external_id"] = [problem]
         external_id = None
-
-    created_at = None
-    parsed, problem = parse_timestamp(raw.get("created_at"))
-    if parsed is None:
-        errors[prefix + "created_at"] = [problem]
-    else:
-        if timezone.is_naive(parsed):
-            parsed = parsed.replace(tzinfo=ZoneInfo(store.timezone if store else "Asia/Shanghai"))
-        if parsed > ctx["now"] + timedelta(minutes=5):
-            errors[prefix + "created_at"] = ["下单时间不能在未来。"]
-        else:
-            created_at = parsed
-
+    created_at = _order_created_at(raw, prefix, store, ctx, errors)
     channel = raw.get("channel", Order.Channel.DINE_IN)
     if channel not in Order.Channel.values:
         errors[prefix + "channel"] = [f"只能是：{'、'.join(Order.Channel.values)}。"]
     status = raw.get("status", Order.Status.PAID)
     if status not in Order.Status.values:
         errors[prefix + "status"] = [f"只能是：{'、'.join(Order.Status.values)}。"]
-
-    member = None
-    if raw.get("member") is not None and not isinstance(raw["member"], str):
-        errors[prefix + "member"] = ["会员号或手机号必须是字符串。"]
-    elif raw.get("member") not in (None, ""):
-        member = ctx["members"].get(str(raw["member"]))
-        if member is None:
-            # Well-formed, naming a member who is not there: 404 like an unknown id (as a ticket
-            # naming one is), unless the order has other errors too (then all of them, 400).
-            ctx["missing"][prefix + "member"] = [f"没有会员「{raw['member']}」。"]
-
-    lines = []
-    raw_lines = raw.get("lines")
-    if not isinstance(raw_lines, list) or not raw_lines:
-        errors[prefix + "lines"] = ["至少要有一行商品。"]
-        raw_lines = []
-    elif len(raw_lines) > MAX_LINES_PER_ORDER:
-        errors[prefix + "lines"] = [f"一单最多 {MAX_LINES_PER_ORDER} 行。"]
-        raw_lines = []
-    line_sum = Decimal("0")
-    for j, line in enumerate(raw_lines):
-        lp = f"{prefix}lines[{j}]."
-        if not isinstance(line, dict):
-            errors[lp.rstrip(".")] = ["每行必须是 JSON 对象。"]
-            continue
-        if extra := unknown_fields(line, LINE_FIELDS):
-            errors[lp + "non_field_errors"] = [f"不认识的字段：{'、'.join(extra)}。"]
-        product = ctx["products"].get(str(line.get("sku")))
-        if product is None:
-            errors[lp + "sku"] = [f"没有 SKU「{line.get('sku')}」的商品。"]
-        qty = line.get("qty")
-        if problem := qty_problem(qty):
-            errors[lp + "qty"] = [problem]
-            qty = None
-        unit_price = _decimal(line.get("unit_price"), lp + "unit_price", errors)
-        if unit_price is not None and unit_price < 0:
-            errors[lp + "unit_price"] = ["不能为负数。"]
-        elif unit_price is not None and product is not None and product.price > 0 and unit_price > product.price * MAX_PRICE_FACTOR:
-            # One 青岛啤酒 at ¥99,999,999.99 was accepted and made the store's month ¥100 million.
-            errors[lp + "unit_price"] = [f"单价 {unit_price} 超过 {product.name} 标价 {product.price} 的 {MAX_PRICE_FACTOR} 倍，"
-                                         "请核对（可能多输了位数）。"]
-        # An omitted amount is quantity × price; with either of those wrong there is nothing to
-        # check it against, and no 「amount 必须是数字」 for a field the client never sent.
-        if "amount" in line:
-            amount = _decimal(line["amount"], lp + "amount", errors)
-        else:
-            amount = None if unit_price is None or qty is None else unit_price * qty
-            if amount is not None and amount > MAX_MONEY:  # the bound a sent amount is held to
-                errors[lp + "qty"] = [f"数量 {qty} × 单价 {unit_price} 超过单行金额上限 {MAX_MONEY:,.0f} 元。"]
-                amount = None
-        if qty is not None and unit_price is not None and amount is not None:
-            if unit_price * qty != amount:  # both exact to the cent: a cent off is off (3 lines, 3 cents, before)
-                errors[lp + "amount"] = [f"金额 {amount} 不等于 数量 {qty} × 单价 {unit_price}。"]
-            line_sum += amount
-        if product is not None and qty is not None and unit_price is not None and amount is not None:
-            lines.append((product, qty, unit_price.quantize(CENT), amount.quantize(CENT)))
+    member = _order_member(raw, prefix, ctx, errors)
+    raw_lines, lines, line_sum = _order_lines(raw, prefix, ctx, errors)
     total = _decimal(raw.get("total"), prefix + "total", errors)
     if total is not None and not errors.get(prefix + "lines") and total != line_sum and len(lines) == len(raw_lines):
         errors[prefix + "total"] = [f"订单金额 {total} 与明细合计 {line_sum.quantize(CENT)} 不一致。"]

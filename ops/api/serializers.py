@@ -6,7 +6,7 @@ tests); these input serializers only document the payload.
 from rest_framework import serializers
 
 from ..models import Inventory, InventoryAdjustment, Order, OrderLine, Product, Store
-from ..services import MAX_PRICE_FACTOR
+from ..services import MAX_LINES_PER_ORDER, MAX_PRICE_FACTOR
 from ..tools import COLUMNS
 from ..validation import MAX_MONEY, MAX_QTY
 
@@ -49,7 +49,7 @@ class OrderInSerializer(serializers.Serializer):
     total = serializers.DecimalField(max_digits=11, decimal_places=2, max_value=MAX_MONEY, min_value=-MAX_MONEY,
                                      help_text="订单金额，必须等于各行金额之和（精确到分）")
     member = serializers.CharField(required=False, allow_blank=True, allow_null=True, help_text="会员号或手机号；空或 null 表示非会员；没有这个会员时整批不写、返回 404")
-    lines = OrderLineInSerializer(many=True, min_length=1, max_length=200)
+    lines = OrderLineInSerializer(many=True, min_length=1, max_length=MAX_LINES_PER_ORDER)
 
 
 class OrderBatchInSerializer(serializers.Serializer):
