@@ -221,7 +221,7 @@ def test_the_trace_is_for_trace_viewers_only_and_never_names_a_store_they_may_no
     store outside their scope the answer said unknown while the trace named it."""
     import json
 
-    from mcpserver.server import _ask
+    from mcpserver.tools import _ask
 
     question = "上周深圳福田店卖了多少"
     staff = make_user(f"trace_staff_{uuid.uuid4().hex[:6]}", role="staff", stores=["GZ-TH"])
