@@ -50,6 +50,16 @@ class AuditLog(models.Model):
         ALIAS_ADDED = "alias_added", "添加别名"
         CHANNEL_BOUND = "channel_bound", "绑定消息渠道账号"
         CHANNEL_UNBOUND = "channel_unbound", "解绑消息渠道账号"
+        ALIAS_DELETED = "alias_deleted", "删除自动生成的问法"
+        DOCUMENT_UPLOADED = "document_uploaded", "上传文档"
+        DOCUMENT_EDITED = "document_edited", "编辑文档"
+        DOCUMENT_PUBLISH_REQUESTED = "document_publish_requested", "申请发布文档"
+        DOCUMENT_PUBLISHED = "document_published", "发布文档"
+        DOCUMENT_PUBLISH_FAILED = "document_publish_failed", "文档发布失败"
+        DOCUMENT_DISCARDED = "document_discarded", "丢弃文档草稿"
+        DOCUMENT_ROLLBACK_REQUESTED = "document_rollback_requested", "申请回滚文档"
+        DOCUMENT_SCOPE_CHANGED = "document_scope_changed", "修改文档适用门店"
+        DOCUMENT_DELETED = "document_deleted", "删除文档"
 
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, verbose_name="操作人")
     actor_username = models.CharField("操作人用户名", max_length=150)
