@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from .models import Inventory, Member, Order, Product, Store, StoredValueAccount, StoredValueTxn
-from .services import _fingerprint
+from .services.orders import order_fingerprint
 from .trading_day import TZ  # the stores' time zone: one home
 
 UTC = ZoneInfo("UTC")
@@ -239,7 +239,7 @@ def _seed_orders(rng, stores, products, meta, members, start, end, scale, progre
                         line_rows.append((next_line_id, order_id, product.id, qty, product.price, amount))
                         next_line_id += 1
                     external_id = f"{store.code}-{day:%Y%m%d}-{id_prefix}{seq:05d}"
-                    fingerprint = _fingerprint(
+                    fingerprint = order_fingerprint(
                         {
                             "store": store.code, "external_id": external_id,
                             "created_at": created.astimezone(UTC).isoformat(), "channel": channel, "status": status,

@@ -1,9 +1,5 @@
-"""Writes of the ops domain: POS order ingestion, inventory adjustments, API tokens.
-
-Every write validates first and then commits in one transaction: a bad batch writes
-nothing. Idempotency is by (store, external_id): the same payload again returns the
-original, a different payload under the same id is a Conflict.
-"""
+"""POS order ingestion: validated field by field, written all or nothing; idempotent by (store,
+external_id): the same payload again returns the original, a different one under the same id is a Conflict."""
 from __future__ import annotations
 
 import hashlib
@@ -19,16 +15,20 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from core.audit import audit_denial, audit_record
+from core.audit import audit_denial
 from core.errors import Conflict, NotFound
-from core.roles import require, sync_roles
+from core.roles import require
 
-from .models import ApiToken, Inventory, InventoryAdjustment, Member, Order, OrderLine, Product, Store
-from .selectors import store_by_exact_name
-from .validation import MAX_MONEY, find_bad_text, key_problem, money_problem, parse_timestamp, qty_problem, unknown_fields
+from ..models import ApiToken, Inventory, Member, Order, OrderLine, Product, Store
+from ..validation import MAX_MONEY, find_bad_text, key_problem, money_problem, parse_timestamp, qty_problem, unknown_fields
+from .stores import writable_stores
 
 CENT = Decimal("0.01")
+
+
+
 MAX_LINES_PER_ORDER = 200
+
 
 
 @dataclass
@@ -36,6 +36,7 @@ class IngestResult:
     created: list[Order] = field(default_factory=list)
     replayed: list[Order] = field(default_factory=list)
     lines_written: int = 0
+
 
 
 @dataclass
@@ -51,19 +52,21 @@ class _CleanOrder:
     payload_hash: str
 
 
-def writable_stores(*, user, perm: str, token: ApiToken | None) -> list[Store]:
-    """The stores the user may exercise `perm` on; a POS token narrows that to its own store."""
-    stores = list(Store.objects.for_user(user, perm))
-    if token is not None and token.store_id:
-        return [s for s in stores if s.id == token.store_id]
-    return stores
-
 
 STORE_EMPTY = "门店不能是空字符串：省略这个字段即为 POS 令牌绑定的门店。"
+
+
+
 ORDER_FIELDS = frozenset({"store", "external_id", "created_at", "channel", "status", "member", "lines", "total"})
+
+
+
 LINE_FIELDS = frozenset({"sku", "qty", "unit_price", "amount"})
+
+
+
 MAX_PRICE_FACTOR = 10  # a line's unit price at most this many times the product's list price
-ADJUSTMENT_FIELDS = frozenset({"store", "sku", "delta", "reason", "external_id", "note"})
+
 
 
 def _decimal(value, path: str, errors: dict) -> Decimal | None:
@@ -73,8 +76,10 @@ def _decimal(value, path: str, errors: dict) -> Decimal | None:
     return d
 
 
-def _fingerprint(o: dict) -> str:
+
+def order_fingerprint(o: dict) -> str:
     return hashlib.sha256(json.dumps(o, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
 
 
 def _order_store(raw: dict, prefix: str, ctx: dict, errors: dict) -> Store | None:
@@ -98,6 +103,7 @@ def _order_store(raw: dict, prefix: str, ctx: dict, errors: dict) -> Store | Non
     return None
 
 
+
 def _order_created_at(raw: dict, prefix: str, store: Store | None, ctx: dict, errors: dict) -> datetime | None:
     parsed, problem = parse_timestamp(raw.get("created_at"))
     if parsed is None:
@@ -109,6 +115,7 @@ def _order_created_at(raw: dict, prefix: str, store: Store | None, ctx: dict, er
         errors[prefix + "created_at"] = ["下单时间不能在未来。"]
         return None
     return parsed
+
 
 
 def _order_member(raw: dict, prefix: str, ctx: dict, errors: dict) -> Member | None:
@@ -123,6 +130,7 @@ def _order_member(raw: dict, prefix: str, ctx: dict, errors: dict) -> Member | N
         # naming one is), unless the order has other errors too (then all of them, 400).
         ctx["missing"][prefix + "member"] = [f"没有会员「{raw['member']}」。"]
     return member
+
 
 
 def _order_line(line, lp: str, ctx: dict, errors: dict) -> tuple[tuple | None, Decimal | None]:
@@ -156,6 +164,7 @@ def _order_line(line, lp: str, ctx: dict, errors: dict) -> tuple[tuple | None, D
     return whole, amount
 
 
+
 def _line_amount(line: dict, lp: str, qty, unit_price, errors: dict) -> Decimal | None:
     # An omitted amount is quantity × price; with either of those wrong there is nothing to
     # check it against, and no 「amount 必须是数字」 for a field the client never sent.
@@ -166,6 +175,7 @@ def _line_amount(line: dict, lp: str, qty, unit_price, errors: dict) -> Decimal 
         errors[lp + "qty"] = [f"数量 {qty} × 单价 {unit_price} 超过单行金额上限 {MAX_MONEY:,.0f} 元。"]
         return None
     return amount
+
 
 
 def _order_lines(raw: dict, prefix: str, ctx: dict, errors: dict) -> tuple[list, list, Decimal]:
@@ -185,6 +195,7 @@ def _order_lines(raw: dict, prefix: str, ctx: dict, errors: dict) -> tuple[list,
         if whole is not None:
             lines.append(whole)
     return raw_lines, lines, line_sum
+
 
 
 def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | None:
@@ -228,7 +239,8 @@ def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | Non
         "member": member.number if member else "",
         "lines": [[p.sku, q, str(u), str(a)] for p, q, u, a in lines],
     }
-    return _CleanOrder(store, external_id, created_at, channel, status, total.quantize(CENT), member, lines, _fingerprint(payload))
+    return _CleanOrder(store, external_id, created_at, channel, status, total.quantize(CENT), member, lines, order_fingerprint(payload))
+
 
 
 def orders_ingest(*, orders: list[dict], user, token: ApiToken | None = None, batch: bool = True) -> IngestResult:
@@ -297,6 +309,7 @@ def orders_ingest(*, orders: list[dict], user, token: ApiToken | None = None, ba
         return _write_orders(clean)
 
 
+
 @transaction.atomic
 def _write_orders(clean: list[_CleanOrder]) -> IngestResult:
     result = IngestResult()
@@ -345,205 +358,3 @@ def _write_orders(clean: list[_CleanOrder]) -> IngestResult:
     result.created = objs
     result.lines_written = len(line_objs)
     return result
-
-
-@dataclass
-class AdjustmentResult:
-    adjustment: InventoryAdjustment
-    inventory: Inventory
-    replayed: bool
-
-
-def inventory_adjust(*, data: dict, user, token: ApiToken | None = None) -> AdjustmentResult:
-    """Apply one inventory adjustment, idempotent by (store, external_id), audited.
-
-    Concurrent identical requests: one creates, the others return it as a replay (or a
-    Conflict when the payload differs); the unique constraint decides, never a 500.
-    """
-    require(user, "ops.add_inventoryadjustment", attempt="adjust inventory", message="你的账号没有调整库存的权限。")
-    if not isinstance(data, dict):
-        raise ValidationError({"non_field_errors": ["请求体必须是 JSON 对象。"]})
-    bad = find_bad_text(data)
-    if bad:
-        raise ValidationError({bad[0]: [bad[1]]})
-    errors: dict[str, list[str]] = {}
-    if extra := unknown_fields(data, ADJUSTMENT_FIELDS):
-        errors["non_field_errors"] = [f"不认识的字段：{'、'.join(extra)}。"]
-    writable = writable_stores(user=user, perm="ops.add_inventoryadjustment", token=token)
-    key = data.get("store")
-    store = None
-    if key == "":
-        errors["store"] = [STORE_EMPTY]
-    elif key is None and token is not None and token.store_id and writable:
-        store = writable[0]
-    elif not isinstance(key, (str, type(None))):
-        errors["store"] = ["门店必须是字符串。"]
-    else:
-        store = store_by_exact_name(key) if key else None  # an alias too: 「福田店」 was 「没有门店」
-        if store is not None and store not in writable:
-            # Another store is answered exactly like one that does not exist.
-            audit_denial(actor=user, attempt="adjust inventory", reason="store outside the user's scope", store=store)
-            store = None
-        if store is None:
-            errors["store"] = [f"没有门店「{key}」。可以调整的门店：{'、'.join(s.code for s in writable) or '（无）'}。"
-                               if key else "必须指明门店。"]
-    sku = data.get("sku")
-    product = Product.objects.filter(sku=sku).first() if isinstance(sku, str) and sku else None
-    if product is None:
-        errors["sku"] = [f"没有 SKU「{sku}」的商品。" if sku else "必须给出 SKU。"]
-    delta = data.get("delta")
-    if qty_problem(delta, allow_negative=True):
-        errors["delta"] = ["必须是非零整数（正数入库，负数出库），绝对值不超过 100000。"]
-    reason = data.get("reason")
-    if not isinstance(reason, str) or reason not in InventoryAdjustment.Reason.values:
-        errors["reason"] = [f"只能是：{'、'.join(InventoryAdjustment.Reason.values)}。"]
-    external_id = data.get("external_id")
-    if problem := key_problem(external_id):
-        errors["external_id"] = [problem]
-    note = data.get("note", "") or ""
-    if not isinstance(note, str) or len(note) > 200:
-        errors["note"] = ["备注最多 200 字。"]
-    if errors:
-        raise ValidationError(errors)
-    try:
-        return _adjust(store, product, external_id, delta, reason, note, user)
-    except IntegrityError:
-        # A concurrent request inserted this external_id first and has committed (the unique
-        # index waited for it): now it is a replay or a conflict.
-        return _adjust(store, product, external_id, delta, reason, note, user)
-
-
-def _replay_or_conflict(existing: InventoryAdjustment, product, delta, reason, note) -> AdjustmentResult:
-    same = (existing.product_id, existing.delta, existing.reason, existing.note) == (product.id, delta, reason, note)
-    if not same:
-        raise Conflict(f"调整单号 {existing.external_id} 已存在且内容不同。")
-    inv = Inventory.objects.get(store_id=existing.store_id, product_id=existing.product_id)
-    return AdjustmentResult(existing, inv, True)
-
-
-@transaction.atomic
-def _adjust(store, product, external_id, delta, reason, note, user) -> AdjustmentResult:
-    existing = InventoryAdjustment.objects.filter(store=store, external_id=external_id).first()
-    if existing:
-        return _replay_or_conflict(existing, product, delta, reason, note)
-    inv, _ = Inventory.objects.select_for_update().get_or_create(store=store, product=product, defaults={"on_hand": 0, "safety_stock": 0})
-    # Holding the row lock, look again: a request that held it before us has committed by now.
-    existing = InventoryAdjustment.objects.filter(store=store, external_id=external_id).first()
-    if existing:
-        return _replay_or_conflict(existing, product, delta, reason, note)
-    if inv.on_hand + delta < 0:
-        # Well-formed, but it contradicts the stock as recorded now: a conflict (409), as a
-        # replayed external_id with other content is; the body still names the field.
-        message = f"调整后库存为负（当前 {inv.on_hand}，调整 {delta}）。"
-        raise Conflict(message, delta=[message], on_hand=inv.on_hand)
-    adj = InventoryAdjustment.objects.create(
-        store=store, product=product, external_id=external_id, delta=delta, reason=reason, note=note, created_by=user
-    )
-    before = inv.on_hand
-    inv.on_hand = F("on_hand") + delta
-    inv.save(update_fields=["on_hand", "updated_at"])
-    inv.refresh_from_db()
-    audit_record(actor=user, action="inventory_adjusted", target=adj, store=store, before={"on_hand": before},
-                 after={"on_hand": inv.on_hand, "sku": product.sku, "delta": delta, "reason": reason, "external_id": external_id})
-    return AdjustmentResult(adj, inv, False)
-
-
-def token_store_problem(user, store: Store | None) -> str | None:
-    """Why `store` cannot be the POS store of a token for `user` (None when it can)."""
-    if store is not None and not user.has_perm("ops.add_order"):
-        # Bound to a store, a person's token could call neither their endpoints (「POS 设备令牌只能调用
-        # POS 接口」) nor write orders: a token dead on arrival. A person's token follows their stores.
-        return f"只有 POS 设备账号的令牌绑定门店；{user.username} 的令牌不用指定门店，按账号被分配的门店生效。"
-    if store is not None and not store.members.filter(pk=user.pk).exists():
-        return f"{user.username} 没有被分配到{store.name}，不能签发这家店的令牌。"
-    return None
-
-
-@transaction.atomic
-def api_token_issue(*, user, name: str, store: Store | None = None, issued_by=None) -> tuple[ApiToken, str]:
-    """Create a token and return it with its key; the key is shown once and never stored.
-    A POS token's store must be one its user is assigned to. Audited (issued_by: who did it;
-    None is an operator at the command line)."""
-    if (problem := token_store_problem(user, store)) is not None:
-        raise ValidationError({"store": [problem]})
-    key = ApiToken.generate_key()
-    token = ApiToken(user=user, store=store, name=name)
-    token.set_key(key)
-    token.save()
-    audit_record(actor=issued_by, action="token_issued", target=token, store=store,
-                 after={"user": user.username, "store": store.code if store else None, "name": name, "prefix": token.prefix})
-    return token, key
-
-
-@transaction.atomic
-def api_token_revoke(*, token: ApiToken, revoked_by=None) -> ApiToken:
-    if not token.revoked:
-        token.revoked = True
-        token.save(update_fields=["revoked"])
-        audit_record(actor=revoked_by, action="token_revoked", target=token, store=token.store,
-                     before={"revoked": False}, after={"revoked": True})
-    return token
-
-
-# --- roles and demo users ----------------------------------------------------------------
-
-DEMO_PASSWORD = "storemind-demo"
-DEMO_POS_TOKEN = "sm_demo_pos_GZ-TH_do_not_use_in_production"
-
-
-@dataclass
-class DemoUsers:
-    usernames: list[str]
-    password: str
-    pos_store: str
-    pos_token: str
-
-
-def roles_ensure() -> None:
-    """The auth groups and exactly their permissions (core.roles.ROLE_PERMISSIONS)."""
-    sync_roles()
-
-
-@transaction.atomic
-def demo_users_ensure() -> DemoUsers:
-    """Demo accounts for SM_DEMO=1 only: a staff and a manager per store, plus demo_admin."""
-    from django.conf import settings
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Group
-
-    if not settings.SM_DEMO:
-        raise PermissionDenied("Demo users are only created when SM_DEMO=1.")
-    User = get_user_model()
-    roles_ensure()
-    groups = {g.name: g for g in Group.objects.all()}
-    names = []
-
-    def ensure(username: str, role: str | None, store: Store | None, superuser: bool = False):
-        user, created = User.objects.get_or_create(username=username, defaults={"is_staff": True, "is_superuser": superuser})
-        if created:
-            user.set_password(DEMO_PASSWORD)
-            user.save()
-        if role:
-            user.groups.add(groups[role])
-        if store:
-            store.members.add(user)
-        names.append(username)
-        return user
-
-    stores = list(Store.objects.all())
-    home = next((s for s in stores if s.code == "GZ-TH"), stores[0] if stores else None)
-    ensure("demo_staff", "staff", home)
-    ensure("demo_manager", "manager", home)
-    for store in stores:
-        if store != home:
-            suffix = store.code.lower().replace("-", "_")
-            ensure(f"staff_{suffix}", "staff", store)
-            ensure(f"manager_{suffix}", "manager", store)
-    ensure("demo_hq", "hq", None)
-    ensure("demo_admin", None, None, superuser=True)
-    pos_user = ensure(f"pos_{home.code.lower().replace('-', '_')}", "pos", home) if home else None
-    if home and not ApiToken.lookup(DEMO_POS_TOKEN):
-        token = ApiToken(user=pos_user, store=home, name=f"{home.name} 演示 POS")
-        token.set_key(DEMO_POS_TOKEN)
-        token.save()
-    return DemoUsers(names, DEMO_PASSWORD, home.name if home else "", DEMO_POS_TOKEN)
