@@ -25,7 +25,7 @@ from .embedders import get_embedder
 from .evaluation import load_golden
 from .models import Chunk, Gram, IndexMeta, Sentence, Term, TermStat
 from .selectors import current_index, expanded_query, fusion_params, index_meta, index_read_once, retrieve, search
-from .services import HNSW_INDEX, _create_hnsw, _drop_hnsw, _retype_embedding, corpus_ingest, refresh_index_stats
+from .services import HNSW_INDEX, corpus_ingest, create_hnsw, drop_hnsw, refresh_index_stats, retype_embedding
 from .text import gram_counts, query_terms
 
 SENTENCES_PER_CHUNK = 3  # sentence vectors per chunk, plus one question alias for every other chunk
@@ -59,7 +59,7 @@ def _suspend_indexes(cur, tables) -> list[str]:
     are consistent by construction, so the per-row foreign-key checks are skipped too
     (`session_replication_role = replica`, reset by the caller). Returns the statements that
     put every index and unique constraint back, in order. HNSW indexes are left to
-    `_drop_hnsw`/`_create_hnsw`.
+    `drop_hnsw`/`create_hnsw`.
     """
     cur.execute(
         """
@@ -100,8 +100,8 @@ def _load_synthetic(cmd, n_chunks: int, dimension: int, vocabulary: list[tuple[s
     with transaction.atomic(), connection.cursor() as cur:
         cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cur.execute("TRUNCATE knowledge_term, knowledge_gram, knowledge_sentence, knowledge_chunk, knowledge_document CASCADE")
-        _drop_hnsw()
-        _retype_embedding(dimension)
+        drop_hnsw()
+        retype_embedding(dimension)
         register_vector(cur.cursor.connection)
         raw = cur.cursor.connection.cursor()  # a cursor made after registration knows the vector type
         n_docs = max(1, n_chunks // 100)
@@ -156,7 +156,7 @@ def _load_synthetic(cmd, n_chunks: int, dimension: int, vocabulary: list[tuple[s
             cur.execute(statement)
         cur.execute("SET LOCAL session_replication_role = DEFAULT")
         cmd.stderr.write("building HNSW index …")
-        _create_hnsw()
+        create_hnsw()
     with connection.cursor() as cur:  # VACUUM cannot run inside a transaction
         for table in ("knowledge_term", "knowledge_gram", "knowledge_sentence", "knowledge_chunk"):
             cur.execute(f"VACUUM ANALYZE {table}")
@@ -190,7 +190,7 @@ def bench_retrieval(cmd, opts) -> dict:
         refresh_index_stats(IndexMeta.objects.first())
     with connection.cursor() as cur:  # a corpus loaded before the per-kind sentence indexes gets them now
         cur.execute("SET maintenance_work_mem = '1GB'")
-    _create_hnsw()
+    create_hnsw()
     meta = index_meta()
 
     questions = [q["query"] for q in load_golden() if q.get("kind", "policy") == "policy"]

@@ -74,13 +74,13 @@ def persistent_query_vectors():
     """Evaluation only: the embedder's query vectors are kept in the embedding cache table for
     the duration, so running an eval again costs no model call for a text seen before."""
     from .models import EmbeddingCache
-    from .services import _digest, _ensure_cache_column
+    from .services import embedding_digest, ensure_cache_column
 
     embedder = get_embedder()
     original = embedder.embed_query
 
     def embed_query(text: str):
-        key = _digest("eval-query", text)
+        key = embedding_digest("eval-query", text)
         row = EmbeddingCache.objects.filter(signature=embedder.signature, digest=key).values_list("embedding", flat=True).first()
         if row is not None:
             return np.asarray(row, dtype=np.float32)
@@ -91,7 +91,7 @@ def persistent_query_vectors():
 
     if embedder.dimension == 0:
         embedder.embed_passages(["dimension probe"])
-    _ensure_cache_column(embedder.dimension)
+    ensure_cache_column(embedder.dimension)
     embedder.embed_query = embed_query
     try:
         yield

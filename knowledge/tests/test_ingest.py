@@ -130,7 +130,7 @@ def test_a_fresh_index_reads_the_bundled_vectors_and_embeds_only_what_changed(co
     bundle.parent.mkdir()
     written = services.export_bundled_vectors(emb, bundle)
     assert written == len(services.corpus_embedded_texts(corpus)) > 0
-    monkeypatch.setattr(services, "BUNDLED_VECTORS", bundle)
+    monkeypatch.setattr(services.vectors, "BUNDLED_VECTORS", bundle)
     expected = {c.section_path: np.asarray(c.embedding) for c in Chunk.objects.all()}
 
     EmbeddingCache.objects.all().delete()  # a fresh database

@@ -1,11 +1,10 @@
-"""Writes to the knowledge index: incremental ingestion of the corpus.
+"""Incremental ingestion of the corpus and publishing of uploaded versions.
 
 Unchanged documents (same content hash) are skipped; all changes of one run commit in one
 transaction, so concurrent readers see the old index or the new one, never a mix. When the
 embedder signature changes, everything is rebuilt and the embedding column is retyped to
 the new dimension. Bulk loads create the HNSW index after the rows are in. No HTTP
-endpoint calls this without an authenticated manager (admin action) or an operator (CLI).
-"""
+endpoint calls this without an authenticated manager (admin action) or an operator (CLI)."""
 from __future__ import annotations
 
 import hashlib
@@ -14,7 +13,6 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -23,28 +21,26 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from core.audit import audit_record
-from core.roles import require
+from core.models import AuditLog
 
-from .chunking import chunk_sections, sentence_units
-from .embedders import Embedder, get_embedder
-from .models import Chunk, Document, DocumentFile, DocumentVersion, EmbeddingCache, Gram, IndexMeta, SectionAlias, Sentence, Term
-from .questions import FORMS_VERSION, section_question_forms
-from .text import gram_counts, term_counts
+from ..chunking import chunk_sections, sentence_units
+from ..embedders import Embedder, get_embedder
+from ..models import Chunk, Document, DocumentFile, DocumentVersion, Gram, IndexMeta, SectionAlias, Sentence, Term
+from ..questions import FORMS_VERSION, section_question_forms
+from ..text import gram_counts, term_counts
+from .schema import VECTOR_TABLES, _column_dimension, create_hnsw, drop_hnsw, retype_embedding
+from .vectors import BUNDLED_VECTORS, _read_bundled, embed_cached, embedding_digest
 
 log = logging.getLogger(__name__)
-HNSW_INDEX = "knowledge_chunk_embedding_hnsw"
-# Sentences and question aliases share a table but are searched apart, each through its own
-# partial index: the alias channel walks a graph of aliases only (a few per section), not one
-# ten times its size where most neighbours are sentences it would throw away.
-HNSW_INDEXES = (
-    ("knowledge_chunk", HNSW_INDEX, ""),
-    ("knowledge_sentence", "knowledge_sentence_sentence_hnsw", "kind = 'sentence'"),
-    ("knowledge_sentence", "knowledge_sentence_alias_hnsw", "kind = 'alias'"),
-)
-RETIRED_INDEXES = ("knowledge_sentence_embedding_hnsw",)  # one index over both kinds (before 0009)
-VECTOR_TABLES = ("knowledge_chunk", "knowledge_sentence")
+
+
+
 VALID_DOC_TYPES = set(Document.DocType.values)
+
+
+
 VALID_AUDIENCES = set(Document.Audience.values)
+
 
 
 @dataclass
@@ -66,6 +62,7 @@ class IngestReport:
         )
 
 
+
 @dataclass
 class _Prepared:
     path: str
@@ -83,131 +80,10 @@ class _Prepared:
     page_of: dict = field(default_factory=dict)
 
 
+
 def current_meta() -> IndexMeta | None:
     return IndexMeta.objects.order_by("pk").first()
 
-
-def _column_dimension(table: str = "knowledge_chunk") -> int | None:
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT atttypmod FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'embedding'", [table]
-        )
-        row = cur.fetchone()
-    return row[0] if row and row[0] > 0 else None
-
-
-def _drop_hnsw() -> None:
-    with connection.cursor() as cur:
-        for index in (*(i for _, i, _ in HNSW_INDEXES), *RETIRED_INDEXES):
-            cur.execute(f"DROP INDEX IF EXISTS {index}")
-
-
-def _create_hnsw() -> None:
-    with connection.cursor() as cur:
-        for index in RETIRED_INDEXES:
-            cur.execute(f"DROP INDEX IF EXISTS {index}")
-        for table, index, predicate in HNSW_INDEXES:
-            cur.execute(
-                f"CREATE INDEX IF NOT EXISTS {index} ON {table} USING hnsw (embedding vector_cosine_ops) "
-                f"WITH (m = 16, ef_construction = 64){f' WHERE {predicate}' if predicate else ''}"
-            )
-
-
-def _retype_embedding(dimension: int) -> None:
-    with connection.cursor() as cur:
-        for table in VECTOR_TABLES:
-            cur.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dimension)})")
-
-
-def _digest(kind: str, text: str) -> str:
-    return hashlib.sha1(f"{kind}\x00{text}".encode()).hexdigest()
-
-
-def _ensure_cache_column(dimension: int) -> None:
-    """The cache holds vectors of one dimension at a time (another embedder's are dropped)."""
-    if _column_dimension("knowledge_embeddingcache") != dimension:
-        with connection.cursor() as cur:
-            cur.execute("TRUNCATE knowledge_embeddingcache")
-            cur.execute(f"ALTER TABLE knowledge_embeddingcache ALTER COLUMN embedding TYPE vector({int(dimension)})")
-
-
-def embed_cached(embedder: Embedder, texts: list[str], *, kind: str = "passage") -> list:
-    """Vectors for `texts` (passages, or questions embedded as queries), computed once per
-    embedder signature and text: re-ingests and rebuilds only embed what is new."""
-    if not texts:
-        return []
-    keys = [_digest(kind, t) for t in texts]
-    if embedder.dimension == 0:
-        embedder.embed_passages(["dimension probe"])
-    _ensure_cache_column(embedder.dimension)
-    cached = {
-            d: v for d, v in EmbeddingCache.objects.filter(signature=embedder.signature, digest__in=set(keys)).values_list("digest", "embedding")
-        }
-    missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in cached))
-    if missing:
-        shipped = bundled_vectors(embedder.signature)  # the bundled corpus's vectors, shipped with the code
-        new = {_digest(kind, t): shipped[_digest(kind, t)] for t in missing if _digest(kind, t) in shipped}
-        to_embed = [t for t in missing if _digest(kind, t) not in new]
-        if to_embed:
-            fresh = [embedder.embed_query(t) for t in to_embed] if kind == "query" else list(embedder.embed_passages(to_embed))
-            new.update((_digest(kind, t), v) for t, v in zip(to_embed, fresh))
-        cached.update(new)
-        EmbeddingCache.objects.bulk_create(
-            [EmbeddingCache(signature=embedder.signature, digest=d, embedding=list(map(float, v))) for d, v in new.items()],
-            ignore_conflicts=True, batch_size=500,
-        )
-    return [cached[k] for k in keys]
-
-
-# The vectors of the bundled corpus for the default embedder (e5), keyed like the embedding
-# cache (signature, kind and text): the first ingest of a fresh clone reads them instead of
-# embedding ~1,900 texts (63 s on a 2-core machine where e5 costs 2 ms a token; 32 s on a
-# faster one). A text that changed is simply not in it and is embedded. Written by
-# `manage.py ingest --export-vectors` after an ingest of the bundled corpus.
-BUNDLED_VECTORS = Path(__file__).with_name("bundled_vectors.npz")
-
-
-def bundled_vectors(signature: str) -> dict[str, np.ndarray]:
-    found, vectors = _read_bundled(str(BUNDLED_VECTORS))
-    return vectors if found == signature else {}
-
-
-@lru_cache(maxsize=2)
-def _read_bundled(path: str) -> tuple[str, dict[str, np.ndarray]]:
-    if not Path(path).exists():
-        return "", {}
-    with np.load(path) as z:
-        return str(z["signature"]), dict(zip(z["digests"].tolist(), z["vectors"]))
-
-
-def corpus_embedded_texts(root: Path | None = None) -> list[tuple[str, str]]:
-    """(kind, text) of everything an ingest of the corpus embeds: chunks and their sentences as
-    passages, the sections' question aliases as queries (the admin's own are not included)."""
-    root = Path(root or settings.SM_CORPUS_DIR)
-    out: list[tuple[str, str]] = []
-    for file in corpus_files(root):
-        title, _, _, drafts = _parse_corpus_file(root, file)
-        for d in drafts:
-            out.append(("passage", d.embed_text))
-            out += [("passage", u) for u in sentence_units(d.text)]
-            out += [("query", q) for q in d.aliases]
-        out += [("query", q) for _, q in section_question_forms(title, drafts)]
-    return list(dict.fromkeys(out))
-
-
-def export_bundled_vectors(embedder: Embedder, path: Path = BUNDLED_VECTORS) -> int:
-    """Write the cached vectors of every text the corpus embeds (run after an ingest with
-    `embedder`); texts not cached yet are embedded first. Returns how many were written."""
-    texts = corpus_embedded_texts()
-    digests, vectors = [], []
-    for kind in ("passage", "query"):
-        batch = [t for k, t in texts if k == kind]
-        digests += [_digest(kind, t) for t in batch]
-        vectors += embed_cached(embedder, batch, kind=kind)
-    np.savez_compressed(path, signature=np.array(embedder.signature), digests=np.array(digests),
-                        vectors=np.asarray(vectors, dtype=np.float32))
-    _read_bundled.cache_clear()
-    return len(digests)
 
 
 def _doc_fields(rel: str, meta: dict, title: str) -> dict:
@@ -227,21 +103,28 @@ def _doc_fields(rel: str, meta: dict, title: str) -> dict:
     }
 
 
+
 def lexical_text(draft) -> str:
     """What the lexical channels index for a chunk: heading path, text, and its section's
     question aliases (staff wording the SOP itself does not use)."""
     return draft.embed_text + ("\n" + "\n".join(draft.aliases) if draft.aliases else "")
 
 
+
 # What `ingest PATH` reads: every format an upload takes. The lists beside the bundled corpus
 # (synonyms.txt, userdict.txt, uncovered.txt) are aids, not documents.
 CORPUS_SUFFIXES = (".md", ".markdown", ".txt", ".docx", ".pdf", ".xlsx", ".csv", ".pptx", ".html", ".htm")
+
+
+
 CORPUS_LISTS = ("synonyms.txt", "userdict.txt", "uncovered.txt")
+
 
 
 def corpus_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in CORPUS_SUFFIXES
                   and not p.name.startswith(".") and p.name not in CORPUS_LISTS)
+
 
 
 def sections_markdown(sections) -> str:
@@ -255,9 +138,10 @@ def sections_markdown(sections) -> str:
     return "\n\n".join(parts)
 
 
+
 def _parse_corpus_file(root: Path, file: Path):
     """(title, front matter, parsed file, chunk drafts) of one file of a corpus folder."""
-    from .parsing import FileRejected, parse_file
+    from ..parsing import FileRejected, parse_file
 
     rel = str(file.relative_to(root))
     try:
@@ -266,6 +150,7 @@ def _parse_corpus_file(root: Path, file: Path):
         raise ValueError(f"{rel}: {exc.message}") from None
     title = str(parsed.meta.get("title") or parsed.title or file.stem)
     return title, parsed.meta, parsed, chunk_sections(title, parsed.sections)
+
 
 
 def _prepare(rel: str, digest: str, title: str, meta: dict, body: str, drafts: list, embedder: Embedder) -> _Prepared:
@@ -292,6 +177,7 @@ def _prepare(rel: str, digest: str, title: str, meta: dict, body: str, drafts: l
         aliases.setdefault(section, []).append((q, src, v))
     meta = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in meta.items()}
     return _Prepared(rel, digest, title, meta, body, drafts, vectors, sentences, aliases)
+
 
 
 def _write_document(p: _Prepared, doc: Document) -> int:
@@ -339,6 +225,7 @@ def _write_document(p: _Prepared, doc: Document) -> int:
     return len(chunks)
 
 
+
 def _scope_from_meta(meta: dict) -> tuple[list[str], list[int]]:
     """A corpus document's scope from its front matter (`cities: [深圳]`, `stores: [SZ-FT]`)."""
     from ops.models import Store
@@ -349,14 +236,16 @@ def _scope_from_meta(meta: dict) -> tuple[list[str], list[int]]:
     return cities, stores
 
 
+
 def _set_scope(doc: Document, cities: list[str], store_ids: list[int]) -> list[str]:
-    from .documents import scope_tokens
+    from ..documents import scope_tokens
 
     doc.scope_cities = list(cities)
     doc.scope = scope_tokens(cities, store_ids)
     doc.save(update_fields=["scope_cities", "scope"])
     doc.scope_stores.set(store_ids)
     return doc.scope
+
 
 
 def _record_version(doc: Document, *, kind: str, name: str, raw: bytes | None, digest: str, title: str, sections: list[dict],
@@ -378,10 +267,12 @@ def _record_version(doc: Document, *, kind: str, name: str, raw: bytes | None, d
     return version
 
 
+
 def _sections_diff(old: list[dict], new: list[dict]) -> dict:
-    from .documents import _diff
+    from ..documents import _diff
 
     return _diff(old, new)
+
 
 
 def refresh_index_stats(meta: IndexMeta) -> None:
@@ -406,6 +297,7 @@ def refresh_index_stats(meta: IndexMeta) -> None:
     meta.n_chunks, meta.avg_terms, meta.avg_idf = n, float(avg_terms), float(avg_idf)
     meta.avg_grams, meta.avg_gram_idf = float(avg_grams), float(avg_gram_idf)
     meta.save()
+
 
 
 def corpus_ingest(
@@ -482,14 +374,14 @@ def corpus_ingest(
         if meta:
             meta = IndexMeta.objects.select_for_update().get(pk=meta.pk)
         if rebuild:
-            _drop_hnsw()
+            drop_hnsw()
             with connection.cursor() as cur:
                 # Documents, their versions and the aliases added in the admin are kept; the index is written again.
                 cur.execute("TRUNCATE knowledge_term, knowledge_termstat, knowledge_gram, knowledge_gramstat, knowledge_sentence, "
                             "knowledge_chunk")
-            _retype_embedding(embedder.dimension)
+            retype_embedding(embedder.dimension)
         elif any(_column_dimension(table) is None for table in VECTOR_TABLES):
-            _retype_embedding(embedder.dimension)
+            retype_embedding(embedder.dimension)
         for p, parsed, raw in prepared:
             existing = known.get(p.path)
             new_content = existing is None or existing.content_hash != p.digest or not existing.current_version_id
@@ -533,7 +425,7 @@ def corpus_ingest(
         meta.forms_version = FORMS_VERSION
         if prepared or report.removed or rebuild or uploads:
             refresh_index_stats(meta)
-            _create_hnsw()
+            create_hnsw()
         else:
             meta.save()
         if actor is not None and (prepared or report.removed):
@@ -544,9 +436,10 @@ def corpus_ingest(
     return report
 
 
+
 def _prepare_version(version: DocumentVersion, embedder: Embedder) -> _Prepared:
     """A version's enabled sections, chunked and embedded, with its document's fields and scope."""
-    from .parsing import Section
+    from ..parsing import Section
 
     doc = version.document
     drafts = chunk_sections(version.title, [Section.from_dict(x) for x in version.sections])
@@ -554,6 +447,7 @@ def _prepare_version(version: DocumentVersion, embedder: Embedder) -> _Prepared:
     p = _prepare(doc.path, version.content_hash, version.title, dict(version.meta or {}), body, drafts, embedder)
     p.version = version.number
     return p
+
 
 
 def publish_versions(versions: list[DocumentVersion], *, actor=None, embedder: Embedder | None = None, progress=None) -> int:
@@ -579,7 +473,7 @@ def publish_versions(versions: list[DocumentVersion], *, actor=None, embedder: E
             if meta.signature != embedder.signature:
                 raise ValueError(f"索引是用 {meta.signature} 建的，当前嵌入器是 {embedder.signature}：请先运行 manage.py ingest --rebuild。")
         elif any(_column_dimension(table) is None for table in VECTOR_TABLES):
-            _retype_embedding(embedder.dimension)
+            retype_embedding(embedder.dimension)
         for version, p in prepared:
             version = DocumentVersion.objects.select_for_update().select_related("document").get(pk=version.pk)
             if version.status != DocumentVersion.Status.INDEXING:
@@ -602,15 +496,16 @@ def publish_versions(versions: list[DocumentVersion], *, actor=None, embedder: E
             version.save(update_fields=["status", "progress", "error", "chunks", "published_by", "published_at"])
             doc.current_version = version
             doc.save(update_fields=["current_version"])
-            audit_record(actor=actor, action="document_published", target=version, after={
+            audit_record(actor=actor, action=AuditLog.Action.DOCUMENT_PUBLISHED, target=version, after={
                 "document": doc.pk, "title": doc.title, "version": version.number, "chunks": n, "previous": previous,
                 "audience": doc.audience, "scope": p.scope})
         if meta is None:
             meta = IndexMeta(signature=embedder.signature, backend=embedder.backend, model=embedder.model, dimension=embedder.dimension,
                              forms_version=FORMS_VERSION)
         refresh_index_stats(meta)
-        _create_hnsw()
+        create_hnsw()
     return written
+
 
 
 def apply_document_scope(document: Document, scope) -> None:
@@ -626,6 +521,7 @@ def apply_document_scope(document: Document, scope) -> None:
         meta.save(update_fields=["updated_at"])  # every process's caches of the index start over
 
 
+
 def remove_documents(documents) -> None:
     """Take documents out of the index (their versions stay, readable, for the audit trail)."""
     ids = [d.pk for d in documents]
@@ -637,44 +533,13 @@ def remove_documents(documents) -> None:
         refresh_index_stats(meta)
 
 
+
 def _audit_reindex(actor, report: IngestReport) -> None:
     """Record who reindexed (in the ingestion's transaction)."""
-    audit_record(actor=actor, action="reindexed", target=None, after={
+    audit_record(actor=actor, action=AuditLog.Action.REINDEXED, target=None, after={
         "added": report.added, "changed": report.changed, "removed": report.removed, "chunks": report.chunks,
     })
 
-
-def section_alias_require(user) -> None:
-    """May `user` teach the index a question? Checked before any transaction opens, so a
-    refusal's audit row is not rolled back with it (callers that hold a transaction check first)."""
-    require(user, "knowledge.add_sectionalias", attempt="alias_add", message="只有店长可以为制度章节添加常见问法。")
-
-
-def section_alias_add(*, document_path: str, section_path: str, question: str, user, embedder: Embedder | None = None) -> SectionAlias:
-    """A manager teaches the index a question: it becomes a question alias of the section,
-    embedded at once (no re-ingest) and audited. Idempotent for the same question."""
-    from django.core.exceptions import ValidationError
-
-    section_alias_require(user)
-    question = " ".join((question or "").split())
-    if not question or len(question) > 200:
-        raise ValidationError({"question": "问法不能为空，且不超过 200 字。"})
-    with transaction.atomic():
-        chunk = (Chunk.objects.filter(document__path=document_path, section_path=section_path).order_by("ordinal").first())
-        if chunk is None:
-            raise ValidationError({"section_path": f"没有这个章节：{document_path} · {section_path}"})
-        alias, created = SectionAlias.objects.get_or_create(
-            document_path=document_path, section_path=section_path, question=question,
-            defaults={"source": SectionAlias.Source.ADMIN, "created_by": user},
-        )
-        if created:
-            embedder = embedder or get_embedder()
-            vector = embed_cached(embedder, [question], kind="query")[0]
-            Sentence.objects.create(chunk=chunk, kind=Sentence.Kind.ALIAS, text=question, audience=chunk.audience,
-                                    embedding=list(map(float, vector)))
-            audit_record(actor=user, action="alias_added", target=alias,
-                         after={"document": document_path, "section": section_path, "question": question})
-    return alias
 
 
 def bm25_idf(n: int, df: int, avg_idf: float, epsilon: float = 0.25) -> float:
@@ -683,31 +548,31 @@ def bm25_idf(n: int, df: int, avg_idf: float, epsilon: float = 0.25) -> float:
     return idf if idf >= 0 else epsilon * avg_idf
 
 
-def generated_alias_delete(*, alias: SectionAlias, user) -> SectionAlias:
-    """A knowledge owner deletes a question form the product wrote (自动生成的问法): its vector
-    leaves the index at once, and the form is kept inactive so the next ingest does not write it
-    again. Audited; idempotent. The permission is checked before the transaction opens: a refusal's
-    audit row stays."""
-    from django.core.exceptions import ValidationError
+def corpus_embedded_texts(root: Path | None = None) -> list[tuple[str, str]]:
+    """(kind, text) of everything an ingest of the corpus embeds: chunks and their sentences as
+    passages, the sections' question aliases as queries (the admin's own are not included)."""
+    root = Path(root or settings.SM_CORPUS_DIR)
+    out: list[tuple[str, str]] = []
+    for file in corpus_files(root):
+        title, _, _, drafts = _parse_corpus_file(root, file)
+        for d in drafts:
+            out.append(("passage", d.embed_text))
+            out += [("passage", u) for u in sentence_units(d.text)]
+            out += [("query", q) for q in d.aliases]
+        out += [("query", q) for _, q in section_question_forms(title, drafts)]
+    return list(dict.fromkeys(out))
 
-    require(user, "knowledge.manage_document", attempt="alias_delete", message="只有店长或总部的知识库管理员可以删除自动生成的问法。")
-    if alias.source != SectionAlias.Source.GENERATED:
-        raise ValidationError({"alias": "只有自动生成的问法可以在这里删除；手写的常见问法请改制度文档。"})
-    with transaction.atomic():
-        return _generated_alias_deactivate(alias, user)
 
-
-def _generated_alias_deactivate(alias: SectionAlias, user) -> SectionAlias:
-    alias = SectionAlias.objects.select_for_update().get(pk=alias.pk)
-    if not alias.active:
-        return alias
-    removed, _ = Sentence.objects.filter(chunk__document__path=alias.document_path, chunk__section_path=alias.section_path,
-                                         kind=Sentence.Kind.ALIAS, generated=True, text=alias.question).delete()
-    alias.active = False
-    alias.save(update_fields=["active"])
-    meta = current_meta()
-    if meta is not None:
-        meta.save(update_fields=["updated_at"])  # every process's section snapshots are rebuilt
-    audit_record(actor=user, action="alias_deleted", target=alias,
-                 before={"document": alias.document_path, "section": alias.section_path, "question": alias.question, "vectors": removed})
-    return alias
+def export_bundled_vectors(embedder: Embedder, path: Path = BUNDLED_VECTORS) -> int:
+    """Write the cached vectors of every text the corpus embeds (run after an ingest with
+    `embedder`); texts not cached yet are embedded first. Returns how many were written."""
+    texts = corpus_embedded_texts()
+    digests, vectors = [], []
+    for kind in ("passage", "query"):
+        batch = [t for k, t in texts if k == kind]
+        digests += [embedding_digest(kind, t) for t in batch]
+        vectors += embed_cached(embedder, batch, kind=kind)
+    np.savez_compressed(path, signature=np.array(embedder.signature), digests=np.array(digests),
+                        vectors=np.asarray(vectors, dtype=np.float32))
+    _read_bundled.cache_clear()
+    return len(digests)
