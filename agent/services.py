@@ -12,6 +12,7 @@ from django.db import transaction
 
 from core.audit import audit_denial, audit_record
 from core.errors import NotFound
+from core.models import AuditLog
 from core.roles import USE_ASSISTANT, require
 from ops.validation import as_read, text_problem
 
@@ -191,7 +192,7 @@ def unanswered_resolve(*, item: UnansweredQuestion, user, note: str = "") -> Una
     with transaction.atomic():
         item.resolved, item.resolved_by, item.resolved_at, item.note = True, user, timezone.now(), note[:255]
         item.save(update_fields=["resolved", "resolved_by", "resolved_at", "note"])
-        audit_record(actor=user, action="unanswered_resolved", target=item, after={"note": item.note})
+        audit_record(actor=user, action=AuditLog.Action.UNANSWERED_RESOLVED, target=item, after={"note": item.note})
     return item
 
 
@@ -220,7 +221,7 @@ def unanswered_link_section(*, item: UnansweredQuestion, user, document_path: st
         item.resolution, item.linked_document, item.linked_section = "linked", document_path, section_path[:512]
         item.note = f"已关联章节：{section_path}"[:255]
         item.save(update_fields=["resolved", "resolved_by", "resolved_at", "resolution", "linked_document", "linked_section", "note"])
-        audit_record(actor=user, action="unanswered_resolved", target=item,
+        audit_record(actor=user, action=AuditLog.Action.UNANSWERED_RESOLVED, target=item,
                after={"resolution": "linked", "document": document_path, "section": section_path, "alias_id": alias.pk})
     return item
 
@@ -239,7 +240,7 @@ def unanswered_mark_gap(*, item: UnansweredQuestion, user, note: str) -> Unanswe
     with transaction.atomic():
         item.resolved, item.resolved_by, item.resolved_at, item.resolution, item.note = True, user, timezone.now(), "gap", note
         item.save(update_fields=["resolved", "resolved_by", "resolved_at", "resolution", "note"])
-        audit_record(actor=user, action="unanswered_resolved", target=item, after={"resolution": "gap", "note": note})
+        audit_record(actor=user, action=AuditLog.Action.UNANSWERED_RESOLVED, target=item, after={"resolution": "gap", "note": note})
     return item
 
 

@@ -2,6 +2,8 @@
 from ingestion, audit rows) are shown in admin and never edited there."""
 from django.contrib import admin
 
+from .models import AuditLog
+
 
 class ReadOnlyAdmin(admin.ModelAdmin):
     def has_add_permission(self, request, obj=None):
@@ -45,7 +47,7 @@ class AuditedAdmin(admin.ModelAdmin):
 
         before = {f: _json(form.initial.get(f)) for f in form.changed_data} if change else None
         super().save_model(request, obj, form, change)
-        audit_record(actor=request.user, action="object_changed", target=obj, store=getattr(obj, "store", None),
+        audit_record(actor=request.user, action=AuditLog.Action.OBJECT_CHANGED, target=obj, store=getattr(obj, "store", None),
                      before=before, after={f: _json(form.cleaned_data.get(f)) for f in form.changed_data} | {"change": change})
 
 

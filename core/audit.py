@@ -129,13 +129,17 @@ def audit_scope_refusal(*, actor, attempt: str, store, channel: str | None = Non
     """A person asked about a store of the chain that is not theirs (「那福田店呢」 from 天河's
     staff): refused and recorded, not as an attack (越权被拒) but as a question outside their
     stores; repeats collapse like denials do."""
+    from .models import AuditLog
+
     key = {"attempt": attempt, "reason": "store outside the user's scope", **({"channel": channel} if channel else {})}
-    return audit_collapsed(actor=actor, action="scope_refused", key=key, store=store)
+    return audit_collapsed(actor=actor, action=AuditLog.Action.SCOPE_REFUSED, key=key, store=store)
 
 
 def audit_denial(*, actor, attempt: str, reason: str, target=None, store=None, channel: str | None = None, **extra):
     """A refused attempt, recorded in its own transaction so it survives the refusal; repeats
     collapse (audit_collapsed) per person, attempt, reason, store and channel, whatever the
     target: probing 300 proposal ids is one row that says 300."""
+    from .models import AuditLog
+
     key = {"attempt": attempt, "reason": reason, **({"channel": channel} if channel else {})}
-    return audit_collapsed(actor=actor, action="permission_denied", key=key, target=target, store=store, extra=extra)
+    return audit_collapsed(actor=actor, action=AuditLog.Action.PERMISSION_DENIED, key=key, target=target, store=store, extra=extra)

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from core.audit import audit_record
 from core.errors import NotFound
+from core.models import AuditLog
 from core.roles import require
 from core.scoping import ALL, store_ids_for
 
@@ -211,7 +212,7 @@ def _upload(*, user, name: str, data: bytes, parsed, title: str, scope: Scope, d
         title=title, sections=sections, warnings=parsed.warnings, meta={**parsed.meta, "scope": scope.as_dict()},
         diff=_diff(current.sections if current else [], sections), created_by=user)
     DocumentFile.objects.create(version=version, data=data)
-    audit_record(actor=user, action="document_uploaded", target=version, after={
+    audit_record(actor=user, action=AuditLog.Action.DOCUMENT_UPLOADED, target=version, after={
         "document": document.pk, "title": title, "version": number, "file": name[:255], "kind": parsed.kind, "bytes": len(data),
         "sections": len(sections), "warnings": parsed.warnings, "scope": scope.as_dict()})
     return version
@@ -281,7 +282,7 @@ def _edit(*, version: DocumentVersion, user, section: int | None = None, heading
     current = version.document.current_version
     version.diff = _diff(current.sections if current and current.pk != version.pk else [], sections)
     version.save(update_fields=["sections", "title", "meta", "diff"])
-    audit_record(actor=user, action="document_edited", target=version, before=before, after=after)
+    audit_record(actor=user, action=AuditLog.Action.DOCUMENT_EDITED, target=version, before=before, after=after)
     return version
 
 
@@ -304,7 +305,7 @@ def document_publish(*, version: DocumentVersion, user, run_now: bool = False) -
         rollback = version.status == DocumentVersion.Status.SUPERSEDED
         version.status, version.progress, version.error = DocumentVersion.Status.INDEXING, 0, ""
         version.save(update_fields=["status", "progress", "error"])
-        audit_record(actor=user, action="document_rollback_requested" if rollback else "document_publish_requested", target=version,
+        audit_record(actor=user, action=AuditLog.Action.DOCUMENT_ROLLBACK_REQUESTED if rollback else "document_publish_requested", target=version,
                      after={"document": version.document_id, "version": version.number})
         if not run_now:
             from .tasks import publish_version_task
@@ -332,7 +333,7 @@ def document_publish_many(*, versions: list[DocumentVersion], user, run_now: boo
                 continue
             v.status, v.progress, v.error = DocumentVersion.Status.INDEXING, 0, ""
             v.save(update_fields=["status", "progress", "error"])
-            audit_record(actor=user, action="document_publish_requested", target=v, after={"document": v.document_id, "version": v.number})
+            audit_record(actor=user, action=AuditLog.Action.DOCUMENT_PUBLISH_REQUESTED, target=v, after={"document": v.document_id, "version": v.number})
             asked.append(v.pk)
         if not run_now and asked:
             from .tasks import publish_versions_task
@@ -379,7 +380,7 @@ def version_index(version_id: int, user_id: int | None, progress=None) -> Docume
         with transaction.atomic():
             DocumentVersion.objects.filter(pk=version.pk, status=DocumentVersion.Status.INDEXING).update(
                 status=DocumentVersion.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000], progress=0)
-            audit_record(actor=user, action="document_publish_failed", target=version, after={"error": str(exc)[:500]})
+            audit_record(actor=user, action=AuditLog.Action.DOCUMENT_PUBLISH_FAILED, target=version, after={"error": str(exc)[:500]})
     version.refresh_from_db()
     return version
 
@@ -396,7 +397,7 @@ def _discard(version: DocumentVersion, user) -> DocumentVersion:
         raise ValidationError({"version": [f"v{version.number} 已{version.get_status_display()}，不能放弃。"]})
     version.status = DocumentVersion.Status.DISCARDED
     version.save(update_fields=["status"])
-    audit_record(actor=user, action="document_discarded", target=version, after={"version": version.number})
+    audit_record(actor=user, action=AuditLog.Action.DOCUMENT_DISCARDED, target=version, after={"version": version.number})
     return version
 
 
@@ -416,7 +417,7 @@ def _set_scope(document: Document, user, audience, cities, stores) -> Document:
     if new == old:
         return document
     apply_document_scope(document, new)
-    audit_record(actor=user, action="document_scope_changed", target=document, before=old.as_dict(), after=new.as_dict())
+    audit_record(actor=user, action=AuditLog.Action.DOCUMENT_SCOPE_CHANGED, target=document, before=old.as_dict(), after=new.as_dict())
     return document
 
 
@@ -432,7 +433,7 @@ def _delete(document: Document, user) -> None:
 
     before = {"title": document.title, "path": document.path, "version": document.current_version.number if document.current_version else None}
     remove_documents([document])
-    audit_record(actor=user, action="document_deleted", target=None, before=before)
+    audit_record(actor=user, action=AuditLog.Action.DOCUMENT_DELETED, target=None, before=before)
 
 
 def sections_of(version: DocumentVersion) -> list[Section]:

@@ -78,7 +78,7 @@ def bench_workflow(cmd, opts) -> dict:
     confirmed = Proposal.objects.filter(pk__in=ids, status="confirmed").count()
     restocks = RestockRequest.objects.filter(proposal_id__in=ids).count()
     figures = {
-        "confirmations": AuditLog.objects.filter(target_id__in=ids, target_type__model="proposal", action="confirmed").count(),
+        "confirmations": AuditLog.objects.filter(target_id__in=ids, target_type__model="proposal", action=AuditLog.Action.CONFIRMED).count(),
         "duplicates": restocks - confirmed,
         "audit_rows": AuditLog.objects.filter(target_id__in=ids, target_type__model="proposal").count(),
         "p50_ms": round(percentile(latencies, 50), 2),

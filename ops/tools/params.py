@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q
 
 from core.audit import audit_collapsed
+from core.models import AuditLog
 from core.scoping import ALL, store_ids_for
 
 from ..models import Member, Store
@@ -214,7 +215,7 @@ def _member(call: Call) -> None:
     where = Store.objects.filter(pk=own[0]).first() if own and len(own) == 1 else (member.home_store if member else None)
     # The same member again within a minute (a bartender re-asking) counts up on one row;
     # another member is its own row: this log is who looked at whose balance.
-    audit_collapsed(actor=call.user, action="member_lookup", target=member, store=where, same_target=True,
+    audit_collapsed(actor=call.user, action=AuditLog.Action.MEMBER_LOOKUP, target=member, store=where, same_target=True,
                     key={"by": "phone" if key.isdigit() else "number", "found": member is not None})
     if member is None:
         call.errors["member"] = ["没有找到这个会员（请核对手机号或会员号）。"]

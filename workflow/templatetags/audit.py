@@ -2,6 +2,7 @@
 from django import template
 
 from core.audit import reason_for_people
+from core.models import AuditLog
 
 register = template.Library()
 
@@ -11,7 +12,7 @@ def audit_detail(entry) -> str:
     """「青岛啤酒 480瓶、科罗娜啤酒 86瓶」 for a proposed restock, 「原因：…」 for a rejection
     (the line used to name the proposal and its store twice, and neither)."""
     after = entry.after or {}
-    if entry.action == "inventory_adjusted" and after.get("reason"):
+    if entry.action == AuditLog.Action.INVENTORY_ADJUSTED and after.get("reason"):
         from ops.models import InventoryAdjustment
 
         # The reason is a code (「原因：damage」 showed on /audit/): its label, as the admin shows it.
