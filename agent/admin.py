@@ -7,6 +7,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from core.admin_base import ReadOnlyInline, ScopedAdmin
+from core.errors import message_text
 
 from .models import Conversation, Feedback, Message, UnansweredQuestion
 
@@ -37,10 +38,6 @@ class MessageAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
-
-
-def _errors(exc: ValidationError) -> str:
-    return "；".join(m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms)
 
 
 class OpenFirstFilter(admin.SimpleListFilter):
@@ -142,9 +139,9 @@ class UnansweredQuestionAdmin(ScopedAdmin):
                 return redirect("admin:agent_unansweredquestion_changelist")
             except ValidationError as exc:
                 if request.POST.get("action") == "gap":
-                    gap_error = _errors(exc)
+                    gap_error = message_text(exc)
                 else:
-                    self.message_user(request, _errors(exc), messages.ERROR)
+                    self.message_user(request, message_text(exc), messages.ERROR)
         q = request.GET.get("q") or item.question
         context = {**self.admin_site.each_context(request), "title": "处理未解答问题", "item": item, "q": q,
                    "hits": section_candidates(q, user=request.user), "gap_error": gap_error, "note": note,

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from core.errors import NotFound
+from core.errors import NotFound, messages_of
 from core.roles import require
 from ops.models import Product, Store
 from ops.periods import cn_number
@@ -284,7 +284,7 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
     except PermissionDenied as exc:
         return Step(f"不能提交这个提案：{exc}", None, detail={"denied": str(exc)})
     except ValidationError as exc:
-        messages = [m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms]
+        messages = messages_of(exc)
         return Step("提案内容有误：" + "；".join(messages), pending)
     how = ("（没说数量，按建议量：安全库存 + 近7天销量 − 在库；数量不对可以请店长拒绝后重新说「补X箱」）" if suggested else "")
     return Step(f"已为{proposal.store.name}生成补货提案 #{proposal.pk}：{said}{how}。店长确认之前不会下单。",
@@ -340,7 +340,7 @@ def _create_ticket(pending: PendingAction, *, user, today) -> Step:
     except PermissionDenied as exc:
         return Step(f"不能提交这个提案：{exc}", None, detail={"denied": str(exc)})
     except ValidationError as exc:
-        messages = [m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms]
+        messages = messages_of(exc)
         return Step("提案内容有误：" + "；".join(messages), pending)
     except NotFound as exc:  # the order or member the complaint names is not there
         return Step(f"提案内容有误：{exc.message}", pending)

@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from core.errors import message_text
 from core.throttling import throttle_web
 from ops.validation import text_problem
 
@@ -36,12 +37,6 @@ from .services import (
 from .tasks import QueueUnavailable, submit_ask, task_state
 
 log = logging.getLogger(__name__)
-
-
-def _message_text(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        return "；".join(m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms)
-    return str(exc) or "没有权限。"
 
 
 def _throttled(request, wait: float):
@@ -81,7 +76,7 @@ def chat(request):
                 return _streamed(request, query, thread_id)
             result, conv, reply = chat_ask(user=user, query=query, thread_id=thread_id)
         except (ValidationError, PermissionDenied) as exc:
-            return _error(request, _message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
+            return _error(request, message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
         except Exception:  # the page must never show a stack trace or a blank area
             log.exception("chat failed")
             return _error(request, "回答时出了问题，请稍后再试；如果一直出错，请联系店长。", 500)
@@ -122,7 +117,7 @@ def _streamed(request, query: str, thread_id: str | None) -> StreamingHttpRespon
         try:
             outcome["turn"] = chat_ask(user=user, query=query, thread_id=thread_id, on_delta=lambda text: pieces.put(text))
         except (ValidationError, PermissionDenied) as exc:
-            outcome["error"] = _message_text(exc)
+            outcome["error"] = message_text(exc)
         except Exception:
             log.exception("chat failed")
             outcome["error"] = "回答时出了问题，请稍后再试；如果一直出错，请联系店长。"
@@ -176,7 +171,7 @@ def feedback(request, message_id: int):
         fb = feedback_submit(message=message, user=request.user, helpful=request.POST.get("helpful"),
                              reason=request.POST.get("reason", ""))
     except (ValidationError, PermissionDenied) as exc:
-        return _error(request, _message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
+        return _error(request, message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
     if not request.htmx:
         return redirect(f"/?thread={message.conversation.thread_id}")
     return render(request, "htmx/feedback.html", {"m": message, "feedback_saved": fb})
@@ -201,8 +196,8 @@ def thread_rename(request, thread_id: str):
         conversation_rename(user=request.user, thread_id=thread_id, title=request.POST.get("title", ""))
     except (ValidationError, PermissionDenied) as exc:
         if request.htmx:  # the message replaced the whole list (「   」 as a title emptied the drawer)
-            return _thread_list(request, thread_id, error=_message_text(exc))
-        return _error(request, _message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
+            return _thread_list(request, thread_id, error=message_text(exc))
+        return _error(request, message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
     return _thread_list(request, thread_id)
 
 
@@ -213,8 +208,8 @@ def thread_delete(request, thread_id: str):
         conversation_delete(user=request.user, thread_id=thread_id)
     except (ValidationError, PermissionDenied) as exc:
         if request.htmx:
-            return _thread_list(request, thread_id, error=_message_text(exc))
-        return _error(request, _message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
+            return _thread_list(request, thread_id, error=message_text(exc))
+        return _error(request, message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
     if request.htmx:
         response = render(request, "htmx/conversation_list.html", {"conversations": Conversation.objects.in_sidebar(request.user)[:30]})
         if request.POST.get("current") == "1":  # the open thread is gone: start a new one
@@ -236,5 +231,5 @@ def preferences(request):
     try:
         preference_set(user=request.user, show_details=request.POST.get("show_details") == "1")
     except PermissionDenied as exc:
-        return _error(request, _message_text(exc), 403)
+        return _error(request, message_text(exc), 403)
     return redirect(request.POST.get("next") if url_has_allowed_host_and_scheme(request.POST.get("next"), {request.get_host()}) else "/")

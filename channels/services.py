@@ -22,7 +22,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from core.audit import audit_denial, audit_record, request_meta
-from core.errors import Conflict, NotFound
+from core.errors import Conflict, NotFound, message_text
 from core.models import AuditLog
 
 from .models import BindingLink, Delivery, Identity, Inbound, Platform
@@ -234,7 +234,7 @@ def decide_from_card(*, user, action: str, channel: str) -> str:
     except (Conflict, NotFound) as exc:
         return exc.message
     except ValidationError as exc:
-        return "；".join(exc.messages)
+        return message_text(exc)
 
 
 # --- sending ---------------------------------------------------------------------------------

@@ -26,3 +26,18 @@ def is_database_outage(exc: BaseException) -> bool:
     from django.db import InterfaceError, OperationalError
 
     return isinstance(exc, (OperationalError, InterfaceError))
+
+
+def messages_of(exc) -> list[str]:
+    """Every message of a ValidationError: field by field when it has fields, else in order."""
+    return [m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms]
+
+
+def message_text(exc) -> str:
+    """One line a person reads: a ValidationError's messages joined by 「；」; any other refusal's
+    own words (a PermissionDenied without any: 「没有权限。」)."""
+    from django.core.exceptions import ValidationError
+
+    if isinstance(exc, ValidationError):
+        return "；".join(messages_of(exc))
+    return str(exc) or "没有权限。"

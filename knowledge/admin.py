@@ -6,7 +6,7 @@ from django.template.response import TemplateResponse
 from django.urls import path
 
 from core.admin_base import ReadOnlyAdmin
-from core.errors import NotFound
+from core.errors import NotFound, message_text
 
 from .models import Chunk, Document, DocumentVersion, IndexMeta, SectionAlias
 from .tasks import ingest_corpus_task
@@ -69,7 +69,7 @@ class DocumentAdmin(ReadOnlyAdmin):
         try:
             done = document_publish_many(versions=drafts, user=request.user)
         except (PermissionDenied, ValidationError) as exc:
-            self.message_user(request, _messages(exc), messages.ERROR)
+            self.message_user(request, message_text(exc), messages.ERROR)
             return
         self.message_user(request, f"已提交发布 {done} 篇文档的草稿（一起索引），完成前旧版本继续回答。", messages.SUCCESS if done else messages.WARNING)
 
@@ -83,7 +83,7 @@ class DocumentAdmin(ReadOnlyAdmin):
                 document_delete(document=doc, user=request.user)
                 done += 1
             except PermissionDenied as exc:
-                self.message_user(request, f"《{doc.title}》：{_messages(exc)}", messages.ERROR)
+                self.message_user(request, f"《{doc.title}》：{message_text(exc)}", messages.ERROR)
         if done:
             self.message_user(request, f"已删除 {done} 篇文档。", messages.SUCCESS)
 
@@ -140,7 +140,7 @@ class DocumentAdmin(ReadOnlyAdmin):
                             audience=request.POST.get("audience") or None, cities=request.POST.getlist("cities") or None,
                             stores=request.POST.getlist("stores") or None, document=target if len(members) == 1 else None))
                     except (PermissionDenied, ValidationError) as exc:
-                        errors.append((name, _messages(exc)))
+                        errors.append((name, message_text(exc)))
             if results and not errors and len(results) == 1:
                 return redirect("admin:knowledge_documentversion_preview", results[0].pk)
         context = self._context(request, title="上传文档", results=results, errors=errors, targets=self.get_queryset(request),
@@ -181,7 +181,7 @@ class DocumentAdmin(ReadOnlyAdmin):
                     version = version_discard(version=version, user=request.user)
                 return redirect("admin:knowledge_documentversion_preview", version.pk)
             except (PermissionDenied, ValidationError, ValueError) as exc:
-                error = _messages(exc)
+                error = message_text(exc)
                 if request.htmx and action == "section":
                     index = int(request.POST.get("index", "-1"))
                     s = version.sections[index] if 0 <= index < len(version.sections) else {}
@@ -222,12 +222,6 @@ class DocumentAdmin(ReadOnlyAdmin):
         if version is not None and may_manage(request.user, document):
             return self.version_view(request, version.pk)
         return super().change_view(request, object_id, form_url, extra_context)
-
-
-def _messages(exc) -> str:
-    if isinstance(exc, ValidationError):
-        return "；".join(m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms)
-    return str(exc) or "没有权限。"
 
 
 @admin.register(Chunk)

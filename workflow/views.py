@@ -6,7 +6,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from core.errors import Conflict, NotFound
+from core.errors import Conflict, NotFound, message_text
 from core.selectors import audit_entries
 from core.throttling import throttle_web
 
@@ -84,7 +84,7 @@ def decide(request, pk: int, action: str):
     except PermissionDenied as exc:
         error, status = str(exc), 403
     except ValidationError as exc:
-        error, status = "；".join(m for ms in exc.message_dict.values() for m in ms), 400
+        error, status = message_text(exc), 400
     except Conflict as exc:
         error, status = exc.message, 409
     except NotFound:

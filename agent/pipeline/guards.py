@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django.core.exceptions import ValidationError
 
+from core.errors import messages_of
 from core.pools import submit, thread_pool
 from knowledge.selectors import SearchResult, search
 from ops.tools import ToolResult, run_tool
@@ -37,7 +38,7 @@ def data_guard(state: AgentState) -> tuple[DataPlan | None, ToolResult | None, s
     try:
         return plan, run_tool(plan.tool, plan.params, user=state.user, today=state.today), None
     except ValidationError as exc:
-        messages = [m for ms in getattr(exc, "message_dict", {"": exc.messages}).values() for m in ms]
+        messages = messages_of(exc)
         if plan.store_words and plan.params.get("store"):
             # Echo the store as the question named it: 「福田店」 out of the asker's scope must not
             # come back as 「深圳福田店」 (that would confirm a store the asker cannot see).
