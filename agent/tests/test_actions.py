@@ -15,11 +15,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def staff():
-    return make_user("slots_staff", role="staff", stores=["GZ-TH"])
-
-
-@pytest.fixture
 def manager_two_stores():
     return make_user("slots_manager", role="manager", stores=["GZ-TH", "SZ-FT"])
 

@@ -15,11 +15,6 @@ from ops.tests.factories import make_user
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def staff():
-    return make_user("cost_staff", role="staff", stores=["GZ-TH"])
-
-
 def _record_guards(monkeypatch):
     """Wrap both guards to record the thread and the PostgreSQL backend each ran on."""
     seen = []

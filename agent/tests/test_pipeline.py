@@ -25,16 +25,6 @@ from .fakes import openai_chat
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def staff():
-    return make_user("agent_staff", role="staff", stores=["GZ-TH"])
-
-
-@pytest.fixture
-def manager():
-    return make_user("agent_manager", role="manager", stores=["GZ-TH"])
-
-
 def state_for(question, user, **kw):
     state = start(question, user=user, today=local_today(), **kw)
     pipeline.follow_up.resolve_follow_up(state)

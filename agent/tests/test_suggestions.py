@@ -4,15 +4,9 @@ import pytest
 from agent.data_guard import plan_data
 from agent.pipeline import answer_question
 from knowledge.models import Chunk
-from ops.tests.factories import make_user
 from ops.tools import local_today
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def staff():
-    return make_user("suggest_staff", role="staff", stores=["GZ-TH"])
 
 
 def test_a_rules_answer_offers_the_sections_beside_the_cited_one(staff):
