@@ -371,9 +371,15 @@ def tool_scores(hits: list[Hit]) -> dict[str, int]:
 
 
 def best_tool(scores: dict[str, int]) -> str | None:
+    """The tool with the highest score; a tie goes to the earlier one in TOOL_PRIORITY, and a tool
+    not listed there yields to every listed one (it raised ValueError for 4 of the 11 tools)."""
     if not scores:
         return None
-    return max(scores, key=lambda tool: (scores[tool], -TOOL_PRIORITY.index(tool)))
+
+    def rank(tool: str) -> int:
+        return TOOL_PRIORITY.index(tool) if tool in TOOL_PRIORITY else len(TOOL_PRIORITY)
+
+    return max(scores, key=lambda tool: (scores[tool], -rank(tool)))
 
 
 def is_bare_restock_order(text: str) -> bool:

@@ -66,3 +66,13 @@ def test_the_follow_up_notes_say_what_was_shown_instead():
 
 def test_every_rule_has_a_case_and_every_case_a_rule():
     assert [r.name for r in RULES] == list(CASES)
+
+
+def test_best_tool_breaks_a_tie_for_any_tool_of_the_whitelist():
+    from agent import vocabulary as vocab
+    from ops.tools import TOOLS
+
+    for tool in TOOLS:  # it raised ValueError for the four tools missing from TOOL_PRIORITY
+        assert vocab.best_tool({tool: 2, "store_sales": 2}) in (tool, "store_sales")
+    assert vocab.best_tool({"product_stock": 2, "low_stock": 2}) == "low_stock"
+    assert vocab.best_tool({"product_stock": 3, "low_stock": 2}) == "product_stock"
