@@ -95,7 +95,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
-    # Layers, bottom to top; a lower app never imports a higher one (core.layers checks it).
+    # Layers, bottom to top; a lower app never imports a higher one (import-linter checks it: pyproject.toml).
     "core",
     "ops",
     "knowledge",
