@@ -49,10 +49,10 @@ def exception_handler(exc, context):
     if isinstance(exc, NotFound):
         return Response({"detail": exc.message}, status=status.HTTP_404_NOT_FOUND)
     if is_database_outage(exc):
-        from .middleware import restart_embedded_database
+        from . import embedded_db
 
         log.warning("database unavailable: %s", exc)
-        restart_embedded_database()
+        embedded_db.restart_embedded_database()
         return Response({"detail": DATABASE_DOWN}, status=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
     if isinstance(exc, exceptions.PermissionDenied) and str(exc.detail).startswith("CSRF Failed"):
         # A browser session without its CSRF token (DRF's message is English and says only that).

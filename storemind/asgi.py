@@ -11,9 +11,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "storemind.settings")
 django_app = get_asgi_application()
 
 from mcpserver.server import http_app  # noqa: E402  (needs Django set up first)
-from storemind.middleware import restart_embedded_database  # noqa: E402
+from storemind import embedded_db  # noqa: E402
 
-mcp_app = http_app(on_database_outage=restart_embedded_database)
+mcp_app = http_app(on_database_outage=lambda: embedded_db.restart_embedded_database())
 
 
 async def application(scope, receive, send):

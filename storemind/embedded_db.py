@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
 from pathlib import Path
 
 DB_NAME = "storemind"
@@ -149,3 +151,30 @@ if __name__ == "__main__":  # python -m storemind.embedded_db stop
     for name in CLUSTERS:
         label = "the tests' embedded PostgreSQL" if name.endswith("-test") else "the embedded PostgreSQL"
         print(f"stopped {label}" if stop(base, name=name) else f"{label} was not running")
+
+
+log = logging.getLogger("storemind.errors")
+_restart_lock = threading.Lock()
+_last_restart = [0.0]
+
+
+def restart_embedded_database() -> bool:
+    """When the embedded server (DATABASE_URL unset) lost its postmaster, start it again,
+    at most once every few seconds. Returns True when it was (re)started."""
+    from django.conf import settings
+
+    if getattr(settings, "DATABASE_URL", None):  # a managed database: not ours to start
+        return False
+    if time.monotonic() - _last_restart[0] < 3 or not _restart_lock.acquire(blocking=False):
+        return False
+    try:
+        _last_restart[0] = time.monotonic()
+        started = ensure_running(settings.BASE_DIR)
+        if started:
+            log.warning("embedded PostgreSQL was not running; started it again")
+        return started
+    except Exception:  # never turn a 503 into a 500
+        log.exception("could not restart the embedded PostgreSQL")
+        return False
+    finally:
+        _restart_lock.release()

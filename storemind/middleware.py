@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import threading
-import time
 
 from django.conf import settings
 from django.core.signals import got_request_exception
@@ -18,38 +16,15 @@ from django.http import HttpResponse
 
 from ops.validation import text_problem
 
+from . import embedded_db
 from .api import DATABASE_DOWN, is_database_outage, json_error_response, service_unavailable
 
 log = logging.getLogger("storemind.errors")
-_restart_lock = threading.Lock()
-_last_restart = [0.0]
 JSON_PATHS = ("/api/", "/health", "/ready")
 _STATUS_TEXT = {
     400: "请求不合法。", 401: "需要登录或 API 令牌。", 403: "没有权限。", 404: "没有这个接口或资源。",
     405: "不支持这个请求方法。", 413: "请求体太大。", 415: "只接受 application/json。", 429: "请求太频繁，请稍后再试。",
 }
-
-
-def restart_embedded_database() -> bool:
-    """When the embedded server (DATABASE_URL unset) lost its postmaster, start it again,
-    at most once every few seconds. Returns True when it was (re)started."""
-    if getattr(settings, "DATABASE_URL", None):  # a managed database: not ours to start
-        return False
-    if time.monotonic() - _last_restart[0] < 3 or not _restart_lock.acquire(blocking=False):
-        return False
-    try:
-        _last_restart[0] = time.monotonic()
-        from .embedded_db import ensure_running
-
-        started = ensure_running(settings.BASE_DIR)
-        if started:
-            log.warning("embedded PostgreSQL was not running; started it again")
-        return started
-    except Exception:  # never turn a 503 into a 500
-        log.exception("could not restart the embedded PostgreSQL")
-        return False
-    finally:
-        _restart_lock.release()
 
 
 def _remember_exception(sender, request=None, **kwargs):
@@ -84,7 +59,7 @@ class ErrorContractMiddleware:
         exc = getattr(request, "_sm_exception", None)
         if exc is not None and is_database_outage(exc):
             log.warning("database unavailable: %s", exc)
-            restart_embedded_database()
+            embedded_db.restart_embedded_database()
             if api:
                 return service_unavailable(DATABASE_DOWN)
             page = HttpResponse("<!doctype html><meta charset=utf-8><title>稍后重试</title><p>数据库暂时不可用，请稍后刷新。</p>",

@@ -57,9 +57,9 @@ def ready(request):
 
     checks = {"database": _timed(_database)}
     if checks["database"]["status"] != "ok":
-        from .middleware import restart_embedded_database
+        from . import embedded_db
 
-        restart_embedded_database()
+        embedded_db.restart_embedded_database()
     if settings.REDIS_URL:
         checks["redis"] = _timed(_redis)
     checks["index"] = _timed(_index) if checks["database"]["status"] == "ok" else {"status": "error", "error": "数据库不可用"}

@@ -296,9 +296,9 @@ def test_the_tests_stop_and_restart_a_cluster_of_their_own_never_the_one_make_ru
 def test_database_outage_is_a_json_503_and_recovery_is_quick_once_it_is_back(live_url, monkeypatch):
     from django.db import connections
 
-    from storemind import middleware
+    from storemind import embedded_db
 
-    monkeypatch.setattr(middleware, "restart_embedded_database", lambda: False)  # like a managed database
+    monkeypatch.setattr(embedded_db, "restart_embedded_database", lambda: False)  # like a managed database
     # A person's token: /api/v1/stores is not a POS endpoint.
     key = api_token_issue(user=make_user(f"fault_db_{uuid.uuid4().hex[:6]}", stores=["GZ-TH"]), name="t")[1]
     headers = {"Authorization": f"Bearer {key}"}
@@ -335,9 +335,9 @@ def test_mcp_over_http_answers_a_database_outage_with_a_json_rpc_error_and_503(c
     from django.db import connections
 
     from mcpserver.server import TokenGate
-    from storemind import middleware
+    from storemind import embedded_db
 
-    monkeypatch.setattr(middleware, "restart_embedded_database", lambda: False)  # like a managed database
+    monkeypatch.setattr(embedded_db, "restart_embedded_database", lambda: False)  # like a managed database
     key = api_token_issue(user=make_user(f"fault_mcp_{uuid.uuid4().hex[:6]}", stores=["GZ-TH"]), name="t")[1]
     reached = []
 
@@ -371,14 +371,14 @@ def test_mcp_over_http_answers_a_database_outage_with_a_json_rpc_error_and_503(c
 def test_the_embedded_database_is_started_again_on_the_next_request(live_url):
     from django.db import connections
 
-    from storemind import middleware
+    from storemind import embedded_db
 
     # A person's token: /api/v1/stores is not a POS endpoint.
     key = api_token_issue(user=make_user(f"fault_emb_{uuid.uuid4().hex[:6]}", stores=["GZ-TH"]), name="t")[1]
     headers = {"Authorization": f"Bearer {key}"}
     connections.close_all()
     _pg_ctl("-w", "-m", "fast", "stop")
-    middleware._last_restart[0] = 0.0
+    embedded_db._last_restart[0] = 0.0
     try:
         r = httpx.get(live_url + "/api/v1/stores", headers=headers, timeout=30)
         assert r.status_code == 503 and r.json()["detail"] and r.headers["Retry-After"]
