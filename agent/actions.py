@@ -97,6 +97,6 @@ def offer_restock(state):
     """(a proposal already waiting, a note, the pending offer for the next turn or None)."""
     from workflow.chat import restock_offer
 
-    waiting, note, offer = restock_offer(state)
+    waiting, note, offer = restock_offer(user=state.user, rows=state.tool_result.rows)
     pending = slots.PendingAction(kind=slots.RESTOCK, store=offer["store"], offer_lines=offer["lines"]).as_dict() if offer else None
     return waiting, note, pending

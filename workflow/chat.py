@@ -50,11 +50,6 @@ def proposal_dict(p: Proposal, user) -> dict:
     }
 
 
-def _key(state, kind: str) -> str:
-    digest = hashlib.sha256(f"{state.question}|{state.today}".encode()).hexdigest()[:16]
-    return f"chat:{state.user.pk}:{kind}:{digest}"
-
-
 def pending_restock_for(store: Store, skus: list[str], *, any_of: bool = False) -> Proposal | None:
     """The newest pending restock proposal of `store` for exactly these products (or, with
     `any_of`, for any of them), if any."""
@@ -67,17 +62,17 @@ def pending_restock_for(store: Store, skus: list[str], *, any_of: bool = False) 
     return None
 
 
-def restock_offer(state):
+def restock_offer(*, user, rows: list[dict]):
     """After a stock answer for one store (its low stock, or one product below its safety level):
     an offer of a restock proposal with the suggested quantities (safety stock + 7 days of sales −
     on hand) for what is neither on its way nor already waiting for the manager. Nothing is
     proposed until the person says yes (「现在有什么酒快没货了」 created proposal #3 unasked):
-    returns (the waiting proposal or None, a note for the answer, the offer {store, lines} or None)."""
-    rows = state.tool_result.rows
+    returns (the waiting proposal or None, a note for the answer, the offer {store, lines} or None).
+    `rows`: the stock tool's rows, as the person was shown them."""
     stores = {r["store"] for r in rows}
     if len(stores) != 1:
         return None, "", None
-    store = Store.objects.for_user(state.user, "workflow.add_proposal").filter(name__in=stores).first()
+    store = Store.objects.for_user(user, "workflow.add_proposal").filter(name__in=stores).first()
     if store is None:
         return None, "", None
     wanted = [r for r in rows if r["suggested_qty"] > 0 and r["on_hand"] < r["safety_stock"]]
@@ -113,7 +108,7 @@ def restock_offer(state):
                      + "，没有重复生成。")
     if not lines:
         first = next(iter(waiting.values()), None)
-        return (proposal_dict(first, state.user) if first else None), ("这些商品" + "；".join(notes) if notes else ""), None
+        return (proposal_dict(first, user) if first else None), ("这些商品" + "；".join(notes) if notes else ""), None
     names = {r["sku"]: r["product"] for r in wanted}
     said = "、".join(f"{names[line['sku']]} {line['quantity']}{line['unit']}" for line in lines)
     question = (f"要我为{store.name}生成补货提案吗？建议补：{said}（安全库存 + 近7天销量 − 在库）。"
