@@ -1,6 +1,7 @@
 """`manage.py bench <target>`: speed and scale figures, printed and optionally written as JSON.
 
-Each target lives in its app (`ops/bench.py`, …) and runs against its own database
+Each target lives in its app (`ops/bench.py`, …; this command sits in `agent`, the highest app it
+runs, so it names no app above its own) and runs against its own database
 (<name>_bench_<target>) so benchmarks never pollute real data or each other; `chat` runs
 against the current database through a real gunicorn and removes what it wrote.
 """
