@@ -123,14 +123,37 @@ class StoresView(APIView):
         return Response(StoreSerializer(Store.objects.for_user(request.user, "view"), many=True).data)
 
 
-def _tool_view(tool: str, summary: str, *params: OpenApiParameter) -> type[APIView]:
+# Examples a POS integrator can paste; each parameter's type, description and whether it is required
+# are the tool's own (its JSON schema), so REST, chat and MCP describe a parameter in one wording.
+_EXAMPLES = {
+    "store": OpenApiExample("天河店", value="GZ-TH"), "period": OpenApiExample("上周", value="上周"),
+    "product": OpenApiExample("青岛啤酒", value="B001"), "baseline": OpenApiExample("上上周", value="上上周"),
+    "by_store": OpenApiExample("各店分开", value=True),
+}
+_TYPES = {"string": str, "boolean": bool, "integer": int}
+
+
+def _tool_parameters(tool: str) -> list[OpenApiParameter]:
+    """The tool's parameters as query parameters, in the schema's order."""
+    schema = tools.TOOLS[tool].schema
+    params = []
+    for name, prop in schema["properties"].items():
+        kind = prop["type"][0] if isinstance(prop["type"], list) else prop["type"]
+        params.append(OpenApiParameter(name, _TYPES[kind], required=name in schema.get("required", ()),
+                                       description=prop.get("description", ""),
+                                       examples=[_EXAMPLES[name]] if name in _EXAMPLES else []))
+    return params
+
+
+def _tool_view(tool: str, summary: str) -> type[APIView]:
     """A read endpoint that is one query tool (the same one chat and MCP run, with the caller's
     scope): its query parameters are the tool's parameters, an unknown one is a 400."""
+    params = _tool_parameters(tool)
     names = tuple(p.name for p in params)
     flags = {p.name for p in params if p.type is bool}
 
     class ToolView(APIView):
-        @extend_schema(summary=f"{summary}（与问答用的是同一个工具 {tool}）", parameters=list(params), responses=ToolResultSerializer)
+        @extend_schema(summary=f"{summary}（与问答用的是同一个工具 {tool}）", parameters=params, responses=ToolResultSerializer)
         def get(self, request):
             query = _query(request, names)
             for name in flags:  # a query string says true/false; the tool's schema wants a boolean
@@ -142,22 +165,12 @@ def _tool_view(tool: str, summary: str, *params: OpenApiParameter) -> type[APIVi
     return ToolView
 
 
-_STORE = OpenApiParameter("store", str, description="门店编码、名称或别名；省略表示你能查看的全部门店",
-                          examples=[OpenApiExample("天河店", value="GZ-TH")])
-_PERIOD = OpenApiParameter("period", str, required=True, description="如 昨天、上周、本月、最近7天、11月1日到7日",
-                           examples=[OpenApiExample("上周", value="上周")])
-_PRODUCT = OpenApiParameter("product", str, required=True, description="商品名称、别名或商品编码，如 科罗娜、黑牌、B003",
-                            examples=[OpenApiExample("青岛啤酒", value="B001")])
-
-SalesSummaryView = _tool_view("store_sales", "营业额汇总", _STORE, _PERIOD)
-SalesDailyView = _tool_view("daily_trend", "每日营业额趋势（最多 92 天）", _STORE, _PERIOD, OpenApiParameter(
-    "by_store", bool, description="true：不指定门店时每家门店一组数据（每天每店一行）", examples=[OpenApiExample("各店分开", value=True)]))
-SalesProductView = _tool_view("product_sales", "单品销量", _PRODUCT, _STORE, _PERIOD)
-SalesChannelView = _tool_view("channel_sales", "按渠道的营业额和退款", _STORE, _PERIOD)
-SalesCompareView = _tool_view("period_compare", "两段时间的营业额对比", _STORE, _PERIOD, OpenApiParameter(
-    "baseline", str, required=True, description="对比的时间段，如 上上周、上月、11月1日到7日",
-    examples=[OpenApiExample("上上周", value="上上周")]))
-StockProductView = _tool_view("product_stock", "单品库存", _PRODUCT, _STORE)
+SalesSummaryView = _tool_view("store_sales", "营业额汇总")
+SalesDailyView = _tool_view("daily_trend", "每日营业额趋势（最多 92 天）")
+SalesProductView = _tool_view("product_sales", "单品销量")
+SalesChannelView = _tool_view("channel_sales", "按渠道的营业额和退款")
+SalesCompareView = _tool_view("period_compare", "两段时间的营业额对比")
+StockProductView = _tool_view("product_stock", "单品库存")
 
 
 __all__ = ["OrdersView", "CatalogView", "InventoryAdjustmentsView", "StoresView", "SalesSummaryView", "SalesDailyView", "SalesProductView",

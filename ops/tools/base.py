@@ -191,7 +191,7 @@ def paid_sales(period: Period, store: Store | None, scope: list[Store] | None = 
     return [(s, s.paid_revenue, s.paid_orders) for s in stores]
 
 
-STORE_PARAM = {"type": ["string", "null"], "description": "门店名称、编码或别名（如 天河店）；留空表示全部门店"}
+STORE_PARAM = {"type": ["string", "null"], "description": "门店名称、编码或别名（如 天河店、GZ-TH）；留空表示你能查看的全部门店"}
 PERIOD_PARAM = {"type": "string", "description": "时间范围，中文表达，如 昨天、上周、本月、最近7天、11月1日到7日"}
 
 
