@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 
@@ -219,76 +221,150 @@ class Step:
     detail: dict = field(default_factory=dict)
 
 
-def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
-    """Check permission, ask for the next missing slot, or create the proposal."""
-    from workflow.chat import pending_restock_for, propose_from_chat
+@dataclass
+class Turn:
+    """One turn of an action being advanced: the slots, who asks, and what the gates found."""
+
+    pending: PendingAction
+    user: Any
+    today: Any
+    suggest: Any = None  # store name → {sku: suggested quantity} (the low-stock figures), or None
+    mine: list = field(default_factory=list)  # the stores the asker may propose for
+    products: dict = field(default_factory=dict)
+    suggested: bool = False
+
+    @property
+    def missing(self) -> list[str]:
+        return self.pending.missing()
+
+
+def _one_store_means_it(t: Turn) -> Step | None:
+    if t.pending.store is None and not t.pending.offer_store and len(t.mine) == 1:
+        t.pending.store = t.mine[0].name  # a person working at one store means that store
+    return None
+
+
+def _may_propose_here(t: Turn) -> Step | None:
+    pending, user = t.pending, t.user
+    if pending.store is None:
+        return None
+    allowed, why = _may_propose(user, Store.objects.get(name=pending.store))
+    if allowed:
+        return None
+    if "；" in why:  # 「你不能为深圳福田店提交提案」: which stores may be chosen is offered below
+        why = why.split("；", 1)[0] + "。"
+    pending.store, pending.store_said = None, ""
+    if not user.has_perm(PROPOSE):
+        return Step(why, None, detail={"denied": why})
+    own = [s.name for s in t.mine]
+    pending.offer_store = own[0] if len(own) == 1 else None
+    offer = (f"可以为你所在的{own[0]}{_what(pending.kind)}，要改成{own[0]}吗？（回复「好」，或说门店名）" if len(own) == 1
+             else f"你可以为这些门店{_what(pending.kind)}：{'、'.join(own)}，要哪一家？" if own else "你还没有被分配到任何门店，请联系管理员。")
+    return Step(f"{why}{offer}", pending if own else None, detail={"denied": why, "offered": own})
+
+
+def _ask_store(t: Turn) -> Step | None:
+    if "store" not in t.missing:
+        return None
+    own = "、".join(s.name for s in t.mine)
+    return Step(f"要为哪家门店{_what(t.pending.kind)}？" + (f"你所在的门店：{own}。" if own else ""), t.pending)
+
+
+def _ticket(t: Turn) -> Step | None:
+    if t.pending.kind != TICKET:
+        return None
+    if "description" in t.missing:
+        return Step("请说一下客人投诉的情况：发生了什么、哪张单或哪位会员（如有），我再生成客诉工单提案。", t.pending)
+    return _create_ticket(t.pending, user=t.user, today=t.today)
+
+
+def _ask_product(t: Turn) -> Step | None:
+    if "product" not in t.missing:
+        return None
+    if t.pending.not_a_product:
+        return Step(f"商品里没有「{t.pending.not_a_product}」。可以补货的商品：{known_products_text()}。要补哪个？", t.pending)
+    return Step("要补哪个商品？请说商品名和数量，例如「青岛啤酒，补20箱」。", t.pending)
+
+
+def _already_waiting(t: Turn) -> Step | None:
+    """A product already waiting is said before the quantity is asked (it asked 「要补多少？」, then
+    refused the answer): one pending request per product, a second would be ordered twice."""
+    from workflow.chat import pending_restock_for
     from workflow.models import CONFIRM_PERMS, Proposal
 
-    mine = list(Store.objects.for_user(user, PROPOSE))
-    if pending.store is None and not pending.offer_store and len(mine) == 1:
-        pending.store = mine[0].name  # a person working at one store means that store
-    if pending.store is not None:
-        store = Store.objects.get(name=pending.store)
-        allowed, why = _may_propose(user, store)
-        if not allowed:
-            if "；" in why:  # 「你不能为深圳福田店提交提案」: which stores may be chosen is offered below
-                why = why.split("；", 1)[0] + "。"
-            pending.store, pending.store_said = None, ""
-            if not user.has_perm(PROPOSE):
-                return Step(why, None, detail={"denied": why})
-            own = [s.name for s in mine]
-            pending.offer_store = own[0] if len(own) == 1 else None
-            offer = (f"可以为你所在的{own[0]}{_what(pending.kind)}，要改成{own[0]}吗？（回复「好」，或说门店名）" if len(own) == 1
-                     else f"你可以为这些门店{_what(pending.kind)}：{'、'.join(own)}，要哪一家？" if own else "你还没有被分配到任何门店，请联系管理员。")
-            return Step(f"{why}{offer}", pending if own else None,
-                        detail={"denied": why, "offered": own})
-    missing = pending.missing()
-    if "store" in missing:
-        own = "、".join(s.name for s in mine)
-        return Step(f"要为哪家门店{_what(pending.kind)}？" + (f"你所在的门店：{own}。" if own else ""), pending)
-    if pending.kind == TICKET:
-        if "description" in missing:
-            return Step("请说一下客人投诉的情况：发生了什么、哪张单或哪位会员（如有），我再生成客诉工单提案。", pending)
-        return _create_ticket(pending, user=user, today=today)
-    if "product" in missing:
-        if pending.not_a_product:
-            return Step(f"商品里没有「{pending.not_a_product}」。可以补货的商品：{known_products_text()}。要补哪个？", pending)
-        return Step("要补哪个商品？请说商品名和数量，例如「青岛啤酒，补20箱」。", pending)
-    products = {p.sku: p for p in Product.objects.filter(sku__in=pending.skus)}
-    # A product already waiting is said before the quantity is asked (it asked 「要补多少？」, then
-    # refused the answer: one pending request per product).
-    waiting = pending_restock_for(Store.objects.get(name=pending.store), pending.skus, any_of=True)
-    if waiting is not None:  # one pending request per product: a second would be ordered twice
-        has = "、".join(f"{line.get('product', line.get('sku'))} {line.get('quantity')}{line.get('unit', '')}"
-                       for line in waiting.payload.get("lines", []))
-        change = ("你可以在「操作提案」里拒绝那份后再申请" if user.has_perm(CONFIRM_PERMS[Proposal.Kind.RESTOCK])
-                  else "请店长拒绝那份后再申请")  # the asker may be the manager
-        return Step(f"{waiting.store.name}已有待确认的补货提案 #{waiting.pk}（{has}，{waiting.proposed_by.username} 提交），"
-                    f"没有重复生成。要改数量，{change}。", None, waiting,
-                    detail={"proposal_id": waiting.pk, "created": False, "duplicate_of": waiting.pk})
-    suggested = False
-    if "qty" in missing and suggest is not None:
-        figures = suggest(pending.store)
-        known = {sku: figures[sku] for sku in pending.skus if figures.get(sku)}
-        if len(known) == len(pending.skus) and len(set(known.values())) == 1:
-            pending.qty, pending.unit = next(iter(known.values())), None  # the low-stock suggestion
-            missing, suggested = pending.missing(), True
-    if "qty" in missing:
-        names = "、".join(products[s].name for s in pending.skus)
-        units = "、".join(sorted({products[s].unit for s in pending.skus}))
-        return Step(f"{names}要补多少？可以说「补20箱」或「补二十{units}」（一箱按每箱数量折算）。", pending)
-    lines, said = _lines(pending, products)
+    waiting = pending_restock_for(Store.objects.get(name=t.pending.store), t.pending.skus, any_of=True)
+    if waiting is None:
+        return None
+    has = "、".join(f"{line.get('product', line.get('sku'))} {line.get('quantity')}{line.get('unit', '')}"
+                   for line in waiting.payload.get("lines", []))
+    change = ("你可以在「操作提案」里拒绝那份后再申请" if t.user.has_perm(CONFIRM_PERMS[Proposal.Kind.RESTOCK])
+              else "请店长拒绝那份后再申请")  # the asker may be the manager
+    return Step(f"{waiting.store.name}已有待确认的补货提案 #{waiting.pk}（{has}，{waiting.proposed_by.username} 提交），"
+                f"没有重复生成。要改数量，{change}。", None, waiting,
+                detail={"proposal_id": waiting.pk, "created": False, "duplicate_of": waiting.pk})
+
+
+def _suggested_quantity(t: Turn) -> Step | None:
+    """No quantity said, and every product has the same low-stock suggestion: that one."""
+    if "qty" not in t.missing or t.suggest is None:
+        return None
+    figures = t.suggest(t.pending.store)
+    known = {sku: figures[sku] for sku in t.pending.skus if figures.get(sku)}
+    if len(known) == len(t.pending.skus) and len(set(known.values())) == 1:
+        t.pending.qty, t.pending.unit = next(iter(known.values())), None  # the low-stock suggestion
+        t.suggested = True
+    return None
+
+
+def _ask_quantity(t: Turn) -> Step | None:
+    if "qty" not in t.missing:
+        return None
+    names = "、".join(t.products[s].name for s in t.pending.skus)
+    units = "、".join(sorted({t.products[s].unit for s in t.pending.skus}))
+    return Step(f"{names}要补多少？可以说「补20箱」或「补二十{units}」（一箱按每箱数量折算）。", t.pending)
+
+
+def _create_restock(t: Turn) -> Step:
+    from workflow.chat import propose_from_chat
+    from workflow.models import Proposal
+
+    lines, said = _lines(t.pending, t.products)
     try:
-        proposal, created = propose_from_chat(user=user, kind=Proposal.Kind.RESTOCK, store=pending.store, payload={"lines": lines},
-                                              key=_key(user, pending, today))
+        proposal, created = propose_from_chat(user=t.user, kind=Proposal.Kind.RESTOCK, store=t.pending.store, payload={"lines": lines},
+                                              key=_key(t.user, t.pending, t.today))
     except PermissionDenied as exc:
         return Step(f"不能提交这个提案：{exc}", None, detail={"denied": str(exc)})
     except ValidationError as exc:
-        messages = messages_of(exc)
-        return Step("提案内容有误：" + "；".join(messages), pending)
-    how = ("（没说数量，按建议量：安全库存 + 近7天销量 − 在库；数量不对可以请店长拒绝后重新说「补X箱」）" if suggested else "")
+        return Step("提案内容有误：" + "；".join(messages_of(exc)), t.pending)
+    how = ("（没说数量，按建议量：安全库存 + 近7天销量 − 在库；数量不对可以请店长拒绝后重新说「补X箱」）" if t.suggested else "")
     return Step(f"已为{proposal.store.name}生成补货提案 #{proposal.pk}：{said}{how}。店长确认之前不会下单。",
-                None, proposal, detail={"proposal_id": proposal.pk, "created": created, "suggested_qty": suggested})
+                None, proposal, detail={"proposal_id": proposal.pk, "created": created, "suggested_qty": t.suggested})
+
+
+def _read_products(t: Turn) -> Step | None:
+    t.products = {p.sku: p for p in Product.objects.filter(sku__in=t.pending.skus)}
+    return None
+
+
+# The gates of an action's turn, in order: the first that has something to say ends the turn (a
+# question for the next slot, a refusal, a proposal already waiting); past them all, the proposal.
+GATES: tuple[tuple[str, Callable[[Turn], Step | None]], ...] = (
+    ("one_store_means_it", _one_store_means_it), ("may_propose_here", _may_propose_here), ("ask_store", _ask_store),
+    ("ticket", _ticket), ("ask_product", _ask_product), ("read_products", _read_products), ("already_waiting", _already_waiting),
+    ("suggested_quantity", _suggested_quantity), ("ask_quantity", _ask_quantity),
+)
+
+
+def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
+    """Check permission, ask for the next missing slot, or create the proposal (GATES, in order)."""
+    turn = Turn(pending, user, today, suggest, mine=list(Store.objects.for_user(user, PROPOSE)))
+    for name, gate in GATES:
+        if (step := gate(turn)) is not None:
+            step.detail.setdefault("gate", name)  # which gate answered, in the trace
+            return step
+    step = _create_restock(turn)
+    step.detail.setdefault("gate", "create_restock")
+    return step
 
 
 _TICKET_CATEGORIES = (  # first match wins: a guest made ill is food safety whatever else is said; waiting and rudeness

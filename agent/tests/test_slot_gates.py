@@ -1,0 +1,69 @@
+"""The gates of an action's turn (agent.slots.GATES): one case each, named by the gate that answers
+(its name is in the step's detail, and so in the trace). A gate without a case fails the last test."""
+from datetime import date
+
+import pytest
+
+from agent.slots import GATES, RESTOCK, TICKET, PendingAction, advance
+from ops.tests.factories import make_user
+from workflow.models import Proposal
+
+pytestmark = pytest.mark.django_db
+TODAY = date(2026, 12, 4)
+
+
+def _gate(pending, user, **kw) -> str:
+    return advance(pending, user=user, today=TODAY, **kw).detail["gate"]
+
+
+def test_one_store_means_it_then_asks_for_the_product():
+    staff = make_user("gate_one", role="staff", stores=["GZ-TH"])
+    pending = PendingAction(kind=RESTOCK)
+    assert _gate(pending, staff) == "ask_product" and pending.store == "广州天河店"
+
+
+def test_may_propose_here():
+    staff = make_user("gate_other", role="staff", stores=["GZ-TH"])
+    assert _gate(PendingAction(kind=RESTOCK, store="深圳福田店"), staff) == "may_propose_here"
+
+
+def test_ask_store():
+    staff = make_user("gate_two", role="staff", stores=["GZ-TH", "SZ-FT"])
+    assert _gate(PendingAction(kind=RESTOCK), staff) == "ask_store"
+
+
+def test_ticket():
+    staff = make_user("gate_ticket", role="staff", stores=["GZ-TH"])
+    assert _gate(PendingAction(kind=TICKET, store="广州天河店"), staff) == "ticket"
+
+
+def test_ask_product():
+    staff = make_user("gate_product", role="staff", stores=["GZ-TH"])
+    assert _gate(PendingAction(kind=RESTOCK, store="广州天河店", not_a_product="喜力"), staff) == "ask_product"
+
+
+def test_read_products_then_ask_quantity():
+    staff = make_user("gate_qty", role="staff", stores=["GZ-TH"])
+    step = advance(PendingAction(kind=RESTOCK, store="广州天河店", skus=["B001"]), user=staff, today=TODAY)
+    assert step.detail["gate"] == "ask_quantity" and "要补多少" in step.message
+
+
+def test_suggested_quantity_then_create_restock():
+    staff = make_user("gate_suggest", role="staff", stores=["GZ-TH"])
+    step = advance(PendingAction(kind=RESTOCK, store="广州天河店", skus=["B001"], started_with="补青岛"), user=staff, today=TODAY,
+                   suggest=lambda store: {"B001": 24})
+    assert step.detail["gate"] == "create_restock" and step.detail["suggested_qty"] is True
+
+
+def test_already_waiting():
+    staff = make_user("gate_wait", role="staff", stores=["GZ-TH"])
+    first = advance(PendingAction(kind=RESTOCK, store="广州天河店", skus=["B001"], qty=2, unit="箱", started_with="补两箱青岛"),
+                    user=staff, today=TODAY)
+    assert isinstance(first.proposal, Proposal)
+    assert _gate(PendingAction(kind=RESTOCK, store="广州天河店", skus=["B001"], started_with="再补"), staff) == "already_waiting"
+
+
+def test_every_gate_has_a_case():
+    cases = [name for name in globals() if name.startswith("test_") and name != "test_every_gate_has_a_case"]
+    gates = [gate for gate, _ in GATES] + ["create_restock"]
+    assert [gate for gate in gates if not any(gate in case for case in cases)] == []
