@@ -1,0 +1,56 @@
+"""The shortcuts before the router: a page's address, a proposal decided on its card."""
+
+import pytest
+
+from agent.models import UnansweredQuestion
+from agent.pipeline import answer_question
+from agent.services import chat_ask
+from ops.tests.factories import make_user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("question,url", [("查看审计记录", "/audit/"), ("审计记录在哪看", "/audit/"),
+                                          ("未解答问题在哪里看", "/admin/agent/unansweredquestion/"), ("待确认的提案在哪", "/proposals/")])
+def test_asking_where_a_page_is_gets_its_address(staff, question, url):
+    # 「查看审计记录」 was declined as unrelated to the store.
+    from django.urls import resolve
+
+    result, _ = answer_question(question, user=staff)
+    assert url in result.answer and not result.refused and resolve(url)
+
+
+@pytest.mark.parametrize("question", ["盘点差异怎么处理", "查看上周营业额", "客人要看消费记录怎么办"])
+def test_questions_that_are_not_about_a_page_are_not_pointed_at_one(staff, question):
+    result, _ = answer_question(question, user=staff)
+    assert "找页面" not in result.route_reason
+
+
+@pytest.mark.parametrize("question", ["确认提案{pk}", "驳回 #{pk}", "批准一下{pk}号补货单"])
+def test_deciding_a_proposal_in_chat_points_at_its_card(manager, question):
+    # Was an out-of-scope refusal pointing at 《演出与活动安排》, logged as an unanswered question.
+    from ops.models import Store
+    from workflow.services import proposal_create
+
+    proposal, _ = proposal_create(user=manager, kind="restock", store=Store.objects.get(code="GZ-TH"), source="api",
+                                  payload={"lines": [{"sku": "B003", "quantity": 2, "unit": "瓶", "reason": "测试"}]})
+    pk = str(proposal.pk)
+    question = question.format(pk=pk)
+    result, _ = answer_question(question, user=manager)
+    assert not result.refused and result.intent == "action" and not result.proposal
+    assert f"#{pk}" in result.answer and "/proposals/" in result.answer and "不会替任何人确认" in result.answer
+    chat_ask(user=manager, query=question)
+    assert not UnansweredQuestion.objects.filter(question=question).exists()
+
+
+def test_numbers_of_people_are_not_proposal_numbers(staff):
+    result, _ = answer_question("同意3个人一起请假吗", user=staff)
+    assert result.intent == "policy"
+
+
+def test_deciding_a_proposal_that_does_not_exist_says_so():
+    # 「确认提案99999」 sent the user to /proposals/ to look for #99999.
+    manager = make_user("agent_mgr_no_such", role="manager", stores=["GZ-TH"])
+    for number in ("99999", "999999999999999999999999"):
+        result, _, _ = chat_ask(user=manager, query=f"确认提案{number}")
+        assert f"没有提案 #{number}" in result.answer and "找到" not in result.answer
