@@ -47,7 +47,63 @@ TICKET_FIELDS = frozenset({"category", "severity", "description", "order", "memb
 # --- validation ----------------------------------------------------------------------------
 
 
+def _line_product(line: dict, p: str, errors: dict):
+    """A SKU, a name or an alias, exactly, like chat (「科罗娜」 was 「没有商品」 over MCP and REST);
+    with both given (a client sending back the lines it was shown) they must name one product."""
+    by_sku, by_name = line.get("sku", "").strip(), line.get("product", "").strip()
+    try:
+        product = resolve_product((by_sku or by_name)[:64])
+    except UnknownProduct as exc:
+        errors[p + ("sku" if by_sku else "product")] = exc.messages
+        return None
+    if by_sku and by_name:
+        try:
+            same = resolve_product(by_name[:64]) == product
+        except UnknownProduct as exc:
+            same, errors[p + "product"] = True, exc.messages
+        if not same:
+            errors[p + "product"] = [f"「{by_name}」和 sku {by_sku}（{product.name}）不是同一个商品。"]
+    return product
+
+
+def _line_reason(line: dict, p: str, errors: dict) -> str:
+    reason = line.get("reason")
+    reason = "" if reason is None else reason  # 「"reason": {}」 was read as no reason (make fuzz)
+    if not isinstance(reason, str) or len(reason) > MAX_REASON:
+        # Was cut to 200 characters without a word (a 100,000-character reason was a 201).
+        errors[p + "reason"] = [f"原因是不超过 {MAX_REASON} 个字的文字。"]
+    return reason.strip() if isinstance(reason, str) else ""
+
+
+def _clean_restock_line(line, p: str, errors: dict) -> tuple | None:
+    """One line of a restock: (product, the clean line) when every field holds, else None with
+    each problem under its path."""
+    if not isinstance(line, dict):
+        errors[p.rstrip(".")] = ["每行必须是对象。"]
+        return None
+    if extra := sorted(set(map(str, line)) - RESTOCK_LINE_FIELDS):
+        errors[p.rstrip(".")] = [f"不认识的字段：{'、'.join(extra)}。"]
+        return None
+    bad = [f for f in ("sku", "product") if f in line and (not isinstance(line[f], str) or not line[f].strip())]
+    if bad:
+        # 「"sku": 0」 or 「"product": ""」 was read as not given and the line taken by the other field (make fuzz)
+        errors[p + bad[0]] = ["商品要写成文字：SKU、商品名或别名，不能为空。"]
+        return None
+    product = _line_product(line, p, errors)
+    qty = line.get("quantity")
+    if isinstance(qty, bool) or not isinstance(qty, int) or not 1 <= qty <= MAX_RESTOCK_QTY:
+        errors[p + "quantity"] = [f"数量必须是 1 到 {MAX_RESTOCK_QTY} 的整数。"]
+    unit = line.get("unit", product.unit if product else "")  # 「"unit": ""」 is no unit, not the default
+    if product is not None and unit not in (product.unit, "箱"):
+        errors[p + "unit"] = [f"单位只能是 {product.unit} 或 箱。"]
+    reason = _line_reason(line, p, errors)
+    if product is None or any(p + f in errors for f in ("sku", "product", "quantity", "unit", "reason")):
+        return None
+    return product, {"sku": product.sku, "product": product.name, "quantity": qty, "unit": unit, "reason": reason}
+
+
 def _clean_restock(payload: dict) -> dict:
+    """A restock's lines, each checked; the same product twice is one line (_merge_line)."""
     errors: dict[str, list[str]] = {}
     reject_unknown(payload, RESTOCK_FIELDS, "payload")
     lines = payload.get("lines")
@@ -58,52 +114,15 @@ def _clean_restock(payload: dict) -> dict:
     clean: list[dict] = []
     by_product: dict[int, dict] = {}
     for i, line in enumerate(lines):
-        p = f"payload.lines[{i}]."
-        if not isinstance(line, dict):
-            errors[p.rstrip(".")] = ["每行必须是对象。"]
+        checked = _clean_restock_line(line, f"payload.lines[{i}].", errors)
+        if checked is None:
             continue
-        if extra := sorted(set(map(str, line)) - RESTOCK_LINE_FIELDS):
-            errors[p.rstrip(".")] = [f"不认识的字段：{'、'.join(extra)}。"]
-            continue
-        bad = [f for f in ("sku", "product") if f in line and (not isinstance(line[f], str) or not line[f].strip())]
-        if bad:
-            # 「"sku": 0」 or 「"product": ""」 was read as not given and the line taken by the other field (make fuzz)
-            errors[p + bad[0]] = ["商品要写成文字：SKU、商品名或别名，不能为空。"]
-            continue
-        by_sku, by_name = line.get("sku", "").strip(), line.get("product", "").strip()
-        # A SKU, a name or an alias, exactly, like chat (「科罗娜」 was 「没有商品」 over MCP and REST).
-        try:
-            product = resolve_product((by_sku or by_name)[:64])
-        except UnknownProduct as exc:
-            product = None
-            errors[p + ("sku" if by_sku else "product")] = exc.messages
-        if product is not None and by_sku and by_name:
-            # Both given (a client sending back the lines it was shown): they must name one product.
-            try:
-                same = resolve_product(by_name[:64]) == product
-            except UnknownProduct as exc:
-                same, errors[p + "product"] = True, exc.messages
-            if not same:
-                errors[p + "product"] = [f"「{by_name}」和 sku {by_sku}（{product.name}）不是同一个商品。"]
-        qty = line.get("quantity")
-        if isinstance(qty, bool) or not isinstance(qty, int) or not 1 <= qty <= MAX_RESTOCK_QTY:
-            errors[p + "quantity"] = [f"数量必须是 1 到 {MAX_RESTOCK_QTY} 的整数。"]
-        unit = line.get("unit", product.unit if product else "")  # 「"unit": ""」 is no unit, not the default
-        if product is not None and unit not in (product.unit, "箱"):
-            errors[p + "unit"] = [f"单位只能是 {product.unit} 或 箱。"]
-        reason = line.get("reason")
-        reason = "" if reason is None else reason  # 「"reason": {}」 was read as no reason (make fuzz)
-        if not isinstance(reason, str) or len(reason) > MAX_REASON:
-            # Was cut to 200 characters without a word (a 100,000-character reason was a 201).
-            errors[p + "reason"] = [f"原因是不超过 {MAX_REASON} 个字的文字。"]
-        reason = reason.strip() if isinstance(reason, str) else ""
-        if product is not None and not any(p + f in errors for f in ("sku", "product", "quantity", "unit", "reason")):
-            line = {"sku": product.sku, "product": product.name, "quantity": qty, "unit": unit, "reason": reason}
-            if (first := by_product.get(product.id)) is None:
-                by_product[product.id] = line
-                clean.append(line)
-            else:
-                _merge_line(first, line, product)
+        product, line = checked
+        if (first := by_product.get(product.id)) is None:
+            by_product[product.id] = line
+            clean.append(line)
+        else:
+            _merge_line(first, line, product)
     if errors:
         raise ValidationError(errors)
     return {"lines": clean}
