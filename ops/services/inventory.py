@@ -12,7 +12,7 @@ from core.errors import Conflict
 from core.models import AuditLog
 from core.roles import require
 
-from ..models import ApiToken, Inventory, InventoryAdjustment, Product
+from ..models import ApiToken, Inventory, InventoryAdjustment, Product, Store
 from ..selectors import store_by_exact_name
 from ..validation import find_bad_text, key_problem, qty_problem, unknown_fields
 from .orders import STORE_EMPTY
@@ -30,6 +30,28 @@ class AdjustmentResult:
 
 
 
+def _adjustment_store(key, *, user, token: ApiToken | None, errors: dict) -> Store | None:
+    """The store named (code, name or alias), or the POS token's own; another store is answered
+    exactly like one that does not exist (and the attempt audited)."""
+    writable = writable_stores(user=user, perm="ops.add_inventoryadjustment", token=token)
+    if key == "":
+        errors["store"] = [STORE_EMPTY]
+        return None
+    if key is None and token is not None and token.store_id and writable:
+        return writable[0]
+    if not isinstance(key, (str, type(None))):
+        errors["store"] = ["门店必须是字符串。"]
+        return None
+    store = store_by_exact_name(key) if key else None  # an alias too: 「福田店」 was 「没有门店」
+    if store is not None and store not in writable:
+        audit_denial(actor=user, attempt="adjust inventory", reason="store outside the user's scope", store=store)
+        store = None
+    if store is None:
+        errors["store"] = [f"没有门店「{key}」。可以调整的门店：{'、'.join(s.code for s in writable) or '（无）'}。"
+                           if key else "必须指明门店。"]
+    return store
+
+
 def inventory_adjust(*, data: dict, user, token: ApiToken | None = None) -> AdjustmentResult:
     """Apply one inventory adjustment, idempotent by (store, external_id), audited.
 
@@ -45,24 +67,7 @@ def inventory_adjust(*, data: dict, user, token: ApiToken | None = None) -> Adju
     errors: dict[str, list[str]] = {}
     if extra := unknown_fields(data, ADJUSTMENT_FIELDS):
         errors["non_field_errors"] = [f"不认识的字段：{'、'.join(extra)}。"]
-    writable = writable_stores(user=user, perm="ops.add_inventoryadjustment", token=token)
-    key = data.get("store")
-    store = None
-    if key == "":
-        errors["store"] = [STORE_EMPTY]
-    elif key is None and token is not None and token.store_id and writable:
-        store = writable[0]
-    elif not isinstance(key, (str, type(None))):
-        errors["store"] = ["门店必须是字符串。"]
-    else:
-        store = store_by_exact_name(key) if key else None  # an alias too: 「福田店」 was 「没有门店」
-        if store is not None and store not in writable:
-            # Another store is answered exactly like one that does not exist.
-            audit_denial(actor=user, attempt="adjust inventory", reason="store outside the user's scope", store=store)
-            store = None
-        if store is None:
-            errors["store"] = [f"没有门店「{key}」。可以调整的门店：{'、'.join(s.code for s in writable) or '（无）'}。"
-                               if key else "必须指明门店。"]
+    store = _adjustment_store(data.get("store"), user=user, token=token, errors=errors)
     sku = data.get("sku")
     product = Product.objects.filter(sku=sku).first() if isinstance(sku, str) and sku else None
     if product is None:
