@@ -300,6 +300,87 @@ def refresh_index_stats(meta: IndexMeta) -> None:
 
 
 
+def _must_rebuild(meta: IndexMeta | None, embedder: Embedder, report: IngestReport) -> bool:
+    """The whole index is written again when the embedder changed, a vector column has another
+    dimension, or the index predates sentence vectors and aliases."""
+    # The signature of HTTP embedders includes a dimension only known after a first call.
+    if embedder.dimension == 0:
+        embedder.embed_passages(["dimension probe"])
+    rebuild = False
+    if meta and meta.signature != embedder.signature and (meta.n_chunks or Chunk.objects.exists()):
+        report.warning = (
+            f"!! embedder changed ({meta.signature} -> {embedder.signature}): rebuilding the whole index; "
+            "vectors of different embedders are never mixed"
+        )
+        log.warning(report.warning)
+        rebuild = True
+    if any(_column_dimension(table) not in (None, embedder.dimension) for table in VECTOR_TABLES):
+        rebuild = True
+    if Chunk.objects.exists() and not Sentence.objects.exists():
+        # An index built before sentence vectors and aliases existed: every document needs them.
+        rebuild = True
+    return rebuild
+
+
+def _reset_index(rebuild: bool, embedder: Embedder) -> None:
+    if rebuild:
+        drop_hnsw()
+        with connection.cursor() as cur:
+            # Documents, their versions and the aliases added in the admin are kept; the index is written again.
+            cur.execute("TRUNCATE knowledge_term, knowledge_termstat, knowledge_gram, knowledge_gramstat, knowledge_sentence, "
+                        "knowledge_chunk")
+        retype_embedding(embedder.dimension)
+    elif any(_column_dimension(table) is None for table in VECTOR_TABLES):
+        retype_embedding(embedder.dimension)
+
+
+def _write_corpus_documents(prepared: list, known: dict, rebuild: bool, report: IngestReport, actor) -> None:
+    """Each prepared file into its document; a new or changed file is the published version n+1."""
+    for p, parsed, raw in prepared:
+        existing = known.get(p.path)
+        new_content = existing is None or existing.content_hash != p.digest or not existing.current_version_id
+        if existing is None or rebuild:
+            report.added += 1  # a rebuild writes every document into the index anew
+        elif existing.content_hash != p.digest:
+            report.changed += 1
+        else:
+            report.unchanged += 1  # written again (a rebuild, new question forms): same content
+        doc, _ = Document.objects.update_or_create(
+            path=p.path, defaults={**p.fields, "content_hash": p.digest, "body": p.body, "meta": p.meta, "source": Document.Source.CORPUS,
+                                   "archived_at": None})
+        p.scope = _set_scope(doc, *_scope_from_meta(p.meta))
+        current = doc.current_version
+        p.version = (current.number + 1 if current else 1) if new_content else current.number
+        n = _write_document(p, doc)
+        if new_content:
+            _record_version(doc, kind=parsed.kind, name=p.path, raw=raw, digest=p.digest, title=p.title,
+                            sections=[sec.as_dict() for sec in parsed.sections], warnings=parsed.warnings, meta=p.meta, actor=actor, chunks=n)
+
+
+def _version_unversioned(root: Path, files: list[Path], todo: list[Path], known: dict, raws: dict, digests: dict, actor) -> None:
+    """Documents indexed before versions existed: their file becomes version 1, nothing re-embedded."""
+    for f in files:
+        rel = str(f.relative_to(root))
+        doc = known.get(rel)
+        if doc is not None and not doc.current_version_id and f not in todo:
+            title, front, parsed, _ = _parse_corpus_file(root, f)
+            _record_version(doc, kind=parsed.kind, name=rel, raw=raws[rel], digest=digests[rel], title=title,
+                            sections=[sec.as_dict() for sec in parsed.sections], warnings=parsed.warnings, meta=doc.meta, actor=actor,
+                            chunks=doc.chunks.count())
+
+
+def _meta_for(meta: IndexMeta | None, embedder: Embedder) -> IndexMeta:
+    """The index metadata signed by this embedder (a new one's thresholds and fits start empty)."""
+    if meta is None:
+        meta = IndexMeta(signature=embedder.signature, backend=embedder.backend, model=embedder.model, dimension=embedder.dimension)
+    if meta.signature != embedder.signature:
+        meta.refusal_threshold = meta.judge_threshold = None  # calibrated for another embedder
+        meta.fusion, meta.answerability = {}, {}
+    meta.signature, meta.backend, meta.model, meta.dimension = embedder.signature, embedder.backend, embedder.model, embedder.dimension
+    meta.forms_version = FORMS_VERSION
+    return meta
+
+
 def corpus_ingest(
     *,
     path: Path | str | None = None,
@@ -324,22 +405,7 @@ def corpus_ingest(
              .only("id", "path", "content_hash", "current_version")}
     raws = {str(f.relative_to(root)): f.read_bytes() for f in files}
     digests = {rel: hashlib.sha256(raw).hexdigest() for rel, raw in raws.items()}
-
-    # The signature of HTTP embedders includes a dimension only known after a first call.
-    if embedder.dimension == 0:
-        embedder.embed_passages(["dimension probe"])
-    if meta and meta.signature != embedder.signature and (meta.n_chunks or Chunk.objects.exists()):
-        report.warning = (
-            f"!! embedder changed ({meta.signature} -> {embedder.signature}): rebuilding the whole index; "
-            "vectors of different embedders are never mixed"
-        )
-        log.warning(report.warning)
-        rebuild = True
-    if any(_column_dimension(table) not in (None, embedder.dimension) for table in VECTOR_TABLES):
-        rebuild = True
-    if Chunk.objects.exists() and not Sentence.objects.exists():
-        # An index built before sentence vectors and aliases existed: every document needs them.
-        rebuild = True
+    rebuild = _must_rebuild(meta, embedder, report) or rebuild
     report.rebuilt = rebuild or not known
     # Question forms written by an older template version: every document is prepared again.
     rewrite_forms = meta is not None and meta.forms_version != FORMS_VERSION
@@ -373,56 +439,16 @@ def corpus_ingest(
         # Lock the meta row: two ingests (or an ingest and a publish) never interleave their writes.
         if meta:
             meta = IndexMeta.objects.select_for_update().get(pk=meta.pk)
-        if rebuild:
-            drop_hnsw()
-            with connection.cursor() as cur:
-                # Documents, their versions and the aliases added in the admin are kept; the index is written again.
-                cur.execute("TRUNCATE knowledge_term, knowledge_termstat, knowledge_gram, knowledge_gramstat, knowledge_sentence, "
-                            "knowledge_chunk")
-            retype_embedding(embedder.dimension)
-        elif any(_column_dimension(table) is None for table in VECTOR_TABLES):
-            retype_embedding(embedder.dimension)
-        for p, parsed, raw in prepared:
-            existing = known.get(p.path)
-            new_content = existing is None or existing.content_hash != p.digest or not existing.current_version_id
-            if existing is None or rebuild:
-                report.added += 1  # a rebuild writes every document into the index anew
-            elif existing.content_hash != p.digest:
-                report.changed += 1
-            else:
-                report.unchanged += 1  # written again (a rebuild, new question forms): same content
-            doc, _ = Document.objects.update_or_create(
-                path=p.path, defaults={**p.fields, "content_hash": p.digest, "body": p.body, "meta": p.meta, "source": Document.Source.CORPUS,
-                                       "archived_at": None})
-            p.scope = _set_scope(doc, *_scope_from_meta(p.meta))
-            current = doc.current_version
-            p.version = (current.number + 1 if current else 1) if new_content else current.number
-            n = _write_document(p, doc)
-            if new_content:
-                _record_version(doc, kind=parsed.kind, name=p.path, raw=raw, digest=p.digest, title=p.title,
-                                sections=[sec.as_dict() for sec in parsed.sections], warnings=parsed.warnings, meta=p.meta, actor=actor, chunks=n)
-        # Documents indexed before versions existed: their file becomes version 1, nothing re-embedded.
-        for f in files:
-            rel = str(f.relative_to(root))
-            doc = known.get(rel)
-            if doc is not None and not doc.current_version_id and f not in todo:
-                title, front, parsed, _ = _parse_corpus_file(root, f)
-                _record_version(doc, kind=parsed.kind, name=rel, raw=raws[rel], digest=digests[rel], title=title,
-                                sections=[sec.as_dict() for sec in parsed.sections], warnings=parsed.warnings, meta=doc.meta, actor=actor,
-                                chunks=doc.chunks.count())
+        _reset_index(rebuild, embedder)
+        _write_corpus_documents(prepared, known, rebuild, report, actor)
+        _version_unversioned(root, files, todo, known, raws, digests, actor)
         for doc, p in uploads:
             _write_document(p, doc)
         if removed_paths:
             Document.objects.filter(path__in=removed_paths, source=Document.Source.CORPUS).delete()
             report.removed = 0 if rebuild else len(removed_paths)
         report.unchanged += len(files) - len(todo)
-        if meta is None:
-            meta = IndexMeta(signature=embedder.signature, backend=embedder.backend, model=embedder.model, dimension=embedder.dimension)
-        if meta.signature != embedder.signature:
-            meta.refusal_threshold = meta.judge_threshold = None  # calibrated for another embedder
-            meta.fusion, meta.answerability = {}, {}
-        meta.signature, meta.backend, meta.model, meta.dimension = embedder.signature, embedder.backend, embedder.model, embedder.dimension
-        meta.forms_version = FORMS_VERSION
+        meta = _meta_for(meta, embedder)
         if prepared or report.removed or rebuild or uploads:
             refresh_index_stats(meta)
             create_hnsw()
