@@ -10,6 +10,7 @@ reason that names the table entries that matched.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -34,9 +35,11 @@ class Route:
     layer: str = "rules"
     decided: bool = True
     decline: str = ""  # out of scope: the one-line reason given to the user
+    rule: str = ""  # the routing rule that decided (ROUTING_RULES), when the rules did
 
     def as_dict(self) -> dict:
-        return {"intent": self.intent, "reason": self.reason, "scores": self.scores, "layer": self.layer}
+        return {"intent": self.intent, "reason": self.reason, "scores": self.scores, "layer": self.layer,
+                **({"rule": self.rule} if self.rule else {})}
 
 
 @dataclass
@@ -148,53 +151,126 @@ def _someone_elses_card(r: _Reading, text: str) -> bool:
     return _core_data_signals(r) == {"会员余额"} and bool(vocab.THIRD_PARTY_WANTS.search(text))
 
 
+@dataclass
+class _Asked:
+    """A question being routed: its text, what the signal table read in it, the intents' scores."""
+
+    text: str
+    today: date | None
+    r: _Reading
+    scores: dict
+
+    def why(self, *intents) -> str:
+        hits = self.r.hits
+        return "；".join(f"{n}：{'、'.join(vocab.labels(hits, n))}（{self.scores[n]} 分）" for n in intents if vocab.labels(hits, n))
+
+
+def _action_words(q: _Asked) -> Route | None:
+    if q.scores[ACTION] >= 3:
+        return Route(ACTION, f"动作请求 — {q.why(ACTION)}", q.scores)
+    return None
+
+
+def _restock_a_product(q: _Asked) -> Route | None:
+    if (m := vocab.RESTOCK_A_PRODUCT.fullmatch(q.text)) and _is_a_product_name(m.group("what")):
+        return Route(ACTION, f"动作请求 — 补 +商品名「{m.group('what')}」", q.scores)
+    return None
+
+
+def _stock_left_of_a_product(q: _Asked) -> Route | None:
+    if q.r.policy_core == 0 and vocab.STOCK_LEFT.search(q.text) and _is_a_product_name(q.text, anywhere=True):
+        return Route(DATA, f"问某个商品还有多少（库存）— {q.why(DATA) or '商品名 + 还有多少'}", q.scores)
+    return None
+
+
+def _out_of_the_stores_world(q: _Asked) -> Route | None:
+    if q.scores[OUT_OF_SCOPE] >= 3 and not _about_the_store(q.text, q.r):
+        top = max((h for h in q.r.hits if h.signal.intent == OUT_OF_SCOPE), key=lambda h: h.score)
+        return Route(OUT_OF_SCOPE, f"与门店运营无关 — {q.why(OUT_OF_SCOPE)}", q.scores, decline=vocab.DECLINE[top.signal.name])
+    return None
+
+
+def _two_periods_compared(q: _Asked) -> Route | None:
+    if q.r.policy_core == 0 and vocab.FIGURE_COMPARE.search(q.text) and _names_two_periods(q.text, q.today):
+        return Route(DATA, f"两段时间的经营数据对比 — {q.why(DATA)}", q.scores)
+    return None
+
+
+def _data_words_about_a_rule(q: _Asked) -> Route | None:
+    """Data words with no store or member named, about a price or about whether something may be done."""
+    if not q.r.is_data or _names_its_subject(q.text):
+        return None
+    if _asks_a_price(q.text, q.r):
+        return Route(POLICY, f"问的是价格（酒水单），不是销售数据 — {q.why(POLICY, DATA)}", q.scores)
+    if _someone_elses_card(q.r, q.text) or (vocab.PUBLISHES.search(q.text) and _data_only_describes(q.text)):
+        return Route(POLICY, f"问的是能不能这样做（别人要查会员的卡，或要把数字发到社交媒体）— {q.why(POLICY, DATA)}", q.scores)
+    return None
+
+
+def _question_words_ask_for_data(q: _Asked) -> Route | None:
+    # 「全公司现在哪些店哪些货库存不够」: 哪些 / 多久 ask *for* the data; no rule word is there.
+    if q.r.is_data and q.r.is_policy and _only_question_words(q.r) and not _data_only_describes(q.text):
+        return Route(DATA, f"数据问题（问句词问的就是数据）— {q.why(DATA, POLICY)}", q.scores)
+    return None
+
+
+def _rules_and_data(q: _Asked) -> Route | None:
+    if not (q.r.is_data and q.r.is_policy):
+        return None
+    if not _names_its_subject(q.text) and _data_only_describes(q.text):
+        return Route(POLICY, f"问的是规则（数据词只是在描述情况，没有问数字）— {q.why(POLICY, DATA)}", q.scores)
+    if _asks_both(q.text, q.r):
+        return Route(BOTH, f"既问规则又问数据 — {q.why(DATA, POLICY)}", q.scores)
+    return Route(POLICY, f"问的是规则（数据词只是话题，没有指明门店或会员）— {q.why(POLICY, DATA)}", q.scores)
+
+
+def _a_rise_of_something_else(q: _Asked) -> Route | None:
+    # 「今天上证指数涨了还是跌了」: a rise or a fall of something that is not the store's (no figure,
+    # store, member or word of the store's world): no query tool answers it.
+    if q.r.is_data and _core_data_signals(q.r) <= {"涨跌"} and not _names_its_subject(q.text) and not vocab.about_the_store(q.text):
+        return Route(OUT_OF_SCOPE, f"与门店运营无关 — 问涨跌，却没有说是门店的哪项数字（{q.why(DATA)}）", q.scores,
+                     decline=vocab.DECLINE["与门店无关"])
+    return None
+
+
+def _data(q: _Asked) -> Route | None:
+    return Route(DATA, f"数据问题 — {q.why(DATA)}", q.scores) if q.r.is_data else None
+
+
+def _policy(q: _Asked) -> Route | None:
+    return Route(POLICY, f"规则问题 — {q.why(POLICY)}", q.scores) if q.r.is_policy else None
+
+
+def _a_bare_product_name(q: _Asked) -> Route | None:
+    if (m := vocab.BARE_NAME.fullmatch(q.text.strip())) and _is_a_product_name(m.group("what")):
+        # Undecided: it may fill a pending restock's product (「补货」 → 「科罗娜」), and an LLM may read it.
+        return Route(DATA, f"只说了商品名「{m.group('what')}」：问它的哪项数据", q.scores, decided=False)
+    return None
+
+
+# The routing rules, in order: the first that reads the question routes it. Its name is in the
+# trace (Route.rule); a question none of them reads is searched as a rules question, undecided.
+ROUTING_RULES: tuple[tuple[str, Callable[[_Asked], Route | None]], ...] = (
+    ("action_words", _action_words), ("restock_a_product", _restock_a_product),
+    ("stock_left_of_a_product", _stock_left_of_a_product), ("out_of_the_stores_world", _out_of_the_stores_world),
+    ("two_periods_compared", _two_periods_compared), ("data_words_about_a_rule", _data_words_about_a_rule),
+    ("question_words_ask_for_data", _question_words_ask_for_data), ("rules_and_data", _rules_and_data),
+    ("a_rise_of_something_else", _a_rise_of_something_else), ("data", _data), ("policy", _policy),
+    ("a_bare_product_name", _a_bare_product_name),
+)
+
+
 def route_by_rules(question: str, today: date | None = None) -> Route:
     """`today`: the store's date the question is asked on (the two-period check reads periods)."""
     text = question or ""
     r = _read(text)
-    scores = {intent: vocab.score(r.hits, intent) for intent in (ACTION, DATA, POLICY, OUT_OF_SCOPE)}
-
-    def why(*intents):
-        return "；".join(f"{n}：{'、'.join(vocab.labels(r.hits, n))}（{scores[n]} 分）" for n in intents if vocab.labels(r.hits, n))
-
-    if scores[ACTION] >= 3:
-        return Route(ACTION, f"动作请求 — {why(ACTION)}", scores)
-    if (m := vocab.RESTOCK_A_PRODUCT.fullmatch(text)) and _is_a_product_name(m.group("what")):
-        return Route(ACTION, f"动作请求 — 补 +商品名「{m.group('what')}」", scores)
-    if r.policy_core == 0 and vocab.STOCK_LEFT.search(text) and _is_a_product_name(text, anywhere=True):
-        return Route(DATA, f"问某个商品还有多少（库存）— {why(DATA) or '商品名 + 还有多少'}", scores)
-    if scores[OUT_OF_SCOPE] >= 3 and not _about_the_store(text, r):
-        top = max((h for h in r.hits if h.signal.intent == OUT_OF_SCOPE), key=lambda h: h.score)
-        return Route(OUT_OF_SCOPE, f"与门店运营无关 — {why(OUT_OF_SCOPE)}", scores, decline=vocab.DECLINE[top.signal.name])
-    if r.policy_core == 0 and vocab.FIGURE_COMPARE.search(text) and _names_two_periods(text, today):
-        return Route(DATA, f"两段时间的经营数据对比 — {why(DATA)}", scores)
-    if r.is_data and not _names_its_subject(text):
-        if _asks_a_price(text, r):
-            return Route(POLICY, f"问的是价格（酒水单），不是销售数据 — {why(POLICY, DATA)}", scores)
-        if _someone_elses_card(r, text) or (vocab.PUBLISHES.search(text) and _data_only_describes(text)):
-            return Route(POLICY, f"问的是能不能这样做（别人要查会员的卡，或要把数字发到社交媒体）— {why(POLICY, DATA)}", scores)
-    if r.is_data and r.is_policy and _only_question_words(r) and not _data_only_describes(text):
-        # 「全公司现在哪些店哪些货库存不够」: 哪些 / 多久 ask *for* the data; no rule word is there.
-        return Route(DATA, f"数据问题（问句词问的就是数据）— {why(DATA, POLICY)}", scores)
-    if r.is_data and r.is_policy:
-        if not _names_its_subject(text) and _data_only_describes(text):
-            return Route(POLICY, f"问的是规则（数据词只是在描述情况，没有问数字）— {why(POLICY, DATA)}", scores)
-        if _asks_both(text, r):
-            return Route(BOTH, f"既问规则又问数据 — {why(DATA, POLICY)}", scores)
-        return Route(POLICY, f"问的是规则（数据词只是话题，没有指明门店或会员）— {why(POLICY, DATA)}", scores)
-    if r.is_data and _core_data_signals(r) <= {"涨跌"} and not _names_its_subject(text) and not vocab.about_the_store(text):
-        # 「今天上证指数涨了还是跌了」: a rise or a fall of something that is not the store's (no figure,
-        # store, member or word of the store's world): no query tool answers it.
-        return Route(OUT_OF_SCOPE, f"与门店运营无关 — 问涨跌，却没有说是门店的哪项数字（{why(DATA)}）", scores,
-                     decline=vocab.DECLINE["与门店无关"])
-    if r.is_data:
-        return Route(DATA, f"数据问题 — {why(DATA)}", scores)
-    if r.is_policy:
-        return Route(POLICY, f"规则问题 — {why(POLICY)}", scores)
-    if (m := vocab.BARE_NAME.fullmatch(text.strip())) and _is_a_product_name(m.group("what")):
-        # Undecided: it may fill a pending restock's product (「补货」 → 「科罗娜」), and an LLM may read it.
-        return Route(DATA, f"只说了商品名「{m.group('what')}」：问它的哪项数据", scores, decided=False)
-    return Route(POLICY, "规则未能判定，按规则问题检索（由可答性评分决定是否拒答）" + (f" — {why(POLICY, DATA)}" if scores[POLICY] or scores[DATA] else ""), scores, decided=False)
+    q = _Asked(text, today, r, {intent: vocab.score(r.hits, intent) for intent in (ACTION, DATA, POLICY, OUT_OF_SCOPE)})
+    for name, rule in ROUTING_RULES:
+        if (decision := rule(q)) is not None:
+            decision.rule = name
+            return decision
+    return Route(POLICY, "规则未能判定，按规则问题检索（由可答性评分决定是否拒答）" + (f" — {q.why(POLICY, DATA)}" if q.scores[POLICY] or q.scores[DATA] else ""),
+                 q.scores, decided=False, rule="undecided")
 
 
 ROUTER_PROMPT = (
