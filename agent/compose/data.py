@@ -15,12 +15,10 @@ def _labelled_row(row: dict) -> str:
     return "，".join(f"{column(k).label} {format_cell(k, row)}" for k in row if k != "unit")
 
 
-
 def row_sentence(tool: str):
     """How one row of this tool reads in prose: the tool's own sentence, else its column labels."""
     spec = TOOLS.get(tool)
     return spec.row_sentence if spec and spec.row_sentence else _labelled_row
-
 
 
 def row_key(tool: str, row: dict) -> str:
@@ -32,7 +30,6 @@ def row_key(tool: str, row: dict) -> str:
         if key in row:
             return str(row[key])
     return ""
-
 
 
 def _per_store_trend_lines(sources: Sources) -> list[str]:
@@ -51,51 +48,85 @@ def _per_store_trend_lines(sources: Sources) -> list[str]:
     return lines
 
 
+def _lead(tool_result: ToolResult, sources: Sources, question: str) -> str:
+    """「上周天河店的营业额：…」 leads into the rows; a summary that is one sentence (a member's
+    balance, the busiest hours) stays as it is. 「上个月外卖卖了多少」: that channel's figure first."""
+    summary = tool_result.summary
+    lead = summary.split("：")[0] + "：" if tool_result.rows and "：" in summary else summary
+    if tool_result.tool == "channel_sales":
+        asked = [d for d in sources.data if d["row"]["channel"] in question]
+        if len(asked) == 1:
+            lead = lead.removesuffix("：").removesuffix(" 按渠道") + f" {row_sentence('channel_sales')(asked[0]['row'])} [{asked[0]['ref']}]。各渠道："
+    return lead
+
+
+def _best_and_weakest_day(r: ToolResult, sources: Sources, question: str, store_named: bool) -> str | None:
+    # 「上周哪天生意最好」: the best and the weakest day, not only the list
+    if r.tool != "daily_trend" or len(sources.data) < 2 or not any(d["row"]["orders"] for d in sources.data):
+        return None
+    best = max(sources.data, key=lambda d: d["row"]["revenue"])
+    worst = min(sources.data, key=lambda d: d["row"]["revenue"])
+    return (f"营业额最高的是 {best['row']['date']}（{best['row']['weekday']}）¥{best['row']['revenue']:,.2f} [{best['ref']}]，"
+            f"最低的是 {worst['row']['date']}（{worst['row']['weekday']}）¥{worst['row']['revenue']:,.2f} [{worst['ref']}]。")
+
+
+def _the_store_that_sold_most(r: ToolResult, sources: Sources, question: str, store_named: bool) -> str | None:
+    # 「上周哪家店科罗娜卖得最多」: the store that sold most, not only the list in store order
+    if r.tool != "product_sales" or len(sources.data) < 2 or not vocab.WHICH_STORE.search(question) \
+            or not any(d["row"]["qty"] for d in sources.data):
+        return None
+    best = max(sources.data, key=lambda d: d["row"]["qty"])
+    return f"卖得最多的是{best['row']['store']}：{best['row']['qty']:,}{best['row']['unit']} [{best['ref']}]。"
+
+
+def _the_change(r: ToolResult, sources: Sources, question: str, store_named: bool) -> str | None:
+    return r.summary.split("；", 1)[-1] if r.tool == "period_compare" else None  # after both periods' figures
+
+
+def _daily_average(r: ToolResult, sources: Sources, question: str, store_named: bool) -> str | None:
+    # 「最近7天日均营业额多少」
+    if r.tool != "store_sales" or "日均" not in question or not (period := r.params.get("period")):
+        return None
+    days = (date.fromisoformat(period["end"]) - date.fromisoformat(period["start"])).days + 1
+    revenue = sum(d["row"]["revenue"] for d in sources.data)
+    orders = sum(d["row"]["orders"] for d in sources.data)
+    return f"{days} 天日均营业额 ¥{revenue / days:,.2f}，日均 {orders / days:.1f} 单。"
+
+
+def _refunds_in_one_line(r: ToolResult, sources: Sources, question: str, store_named: bool) -> str | None:
+    # 「昨天退款了几单」: the refunds in one line
+    return "合计" + r.summary.rsplit("；", 1)[-1] if r.tool == "channel_sales" and r.rows else None
+
+
+def _the_total(r: ToolResult, sources: Sources, question: str, store_named: bool) -> str | None:
+    if r.tool in ("store_sales", "product_sales") and len(r.rows) > 1 and "：" in r.summary:
+        return r.summary.split("：", 1)[-1].replace("（只计已支付订单）", "（合计，只计已支付订单）")
+    return None
+
+
+def _only_store_you_see(r: ToolResult, sources: Sources, question: str, store_named: bool) -> str | None:
+    # Only when no store was named: asked for every store, the one row is all the asker may see
+    # (「天河店上周卖了多少，占全公司多少」 from head office named one store on purpose). 「四家店上周
+    # 各卖了多少」 from a one-store manager showed that store alone, as if the chain had one.
+    if r.tool in ("store_sales", "product_sales") and len(r.rows) == 1 and not store_named \
+            and (vocab.ALL_STORES_ASKED.search(question) or vocab.WHICH_STORE.search(question)):
+        return f"你能查看的门店只有{r.rows[0]['store']}；其他门店的数据请找总部。"
+    return None
+
+
+# What the question asked of the rows, said after them, in this order; each line only when it applies.
+AFTER_THE_ROWS = (_best_and_weakest_day, _the_store_that_sold_most, _the_change, _daily_average, _refunds_in_one_line,
+                  _the_total, _only_store_you_see)
+
 
 def extractive_data_answer(tool_result: ToolResult, sources: Sources, question: str = "", *, store_named: bool = False) -> str:
     """`store_named`: the question named its store (the plan's, not the tool's resolved scope)."""
-    summary = tool_result.summary
-    # 「上周天河店的营业额：…」 leads into the rows; a summary that is one sentence (a member's
-    # balance, the busiest hours) stays as it is.
-    lines = [summary.split("：")[0] + "：" if tool_result.rows and "：" in summary else summary]
-    fmt = row_sentence(tool_result.tool)
-    if tool_result.tool == "channel_sales":  # 「上个月外卖卖了多少」: that channel's figure first, then all three
-        asked = [d for d in sources.data if d["row"]["channel"] in question]
-        if len(asked) == 1:
-            lines[0] = lines[0].removesuffix("：").removesuffix(" 按渠道") + f" {fmt(asked[0]['row'])} [{asked[0]['ref']}]。各渠道："
+    lines = [_lead(tool_result, sources, question)]
     if tool_result.tool == "daily_trend" and "store" in tool_result.columns:
         # A series per store (head office's 「各店每天营业额趋势」): per store its total and its best
         # and weakest day; every day of every store is in the chart and the table below.
-        lines += _per_store_trend_lines(sources)
-        return "\n".join(lines)
-    for d in sources.data:
-        lines.append(f"- {fmt(d['row'])} [{d['ref']}]")
-    if tool_result.tool == "daily_trend" and len(sources.data) > 1 and any(d["row"]["orders"] for d in sources.data):
-        # 「上周哪天生意最好」: the best and the weakest day, not only the list
-        best = max(sources.data, key=lambda d: d["row"]["revenue"])
-        worst = min(sources.data, key=lambda d: d["row"]["revenue"])
-        lines.append(f"营业额最高的是 {best['row']['date']}（{best['row']['weekday']}）¥{best['row']['revenue']:,.2f} [{best['ref']}]，"
-                     f"最低的是 {worst['row']['date']}（{worst['row']['weekday']}）¥{worst['row']['revenue']:,.2f} [{worst['ref']}]。")
-    if tool_result.tool == "product_sales" and len(sources.data) > 1 and vocab.WHICH_STORE.search(question) \
-            and any(d["row"]["qty"] for d in sources.data):
-        # 「上周哪家店科罗娜卖得最多」: the store that sold most, not only the list in store order
-        best = max(sources.data, key=lambda d: d["row"]["qty"])
-        lines.append(f"卖得最多的是{best['row']['store']}：{best['row']['qty']:,}{best['row']['unit']} [{best['ref']}]。")
-    if tool_result.tool == "period_compare":  # the change itself, after both periods' figures
-        lines.append(tool_result.summary.split("；", 1)[-1])
-    if tool_result.tool == "store_sales" and "日均" in question and (period := tool_result.params.get("period")):
-        days = (date.fromisoformat(period["end"]) - date.fromisoformat(period["start"])).days + 1
-        revenue = sum(d["row"]["revenue"] for d in sources.data)
-        orders = sum(d["row"]["orders"] for d in sources.data)
-        lines.append(f"{days} 天日均营业额 ¥{revenue / days:,.2f}，日均 {orders / days:.1f} 单。")  # 「最近7天日均营业额多少」
-    if tool_result.tool == "channel_sales" and tool_result.rows:  # 「昨天退款了几单」: the refunds in one line
-        lines.append("合计" + tool_result.summary.rsplit("；", 1)[-1])
-    if tool_result.tool in ("store_sales", "product_sales") and len(tool_result.rows) > 1 and "：" in tool_result.summary:
-        lines.append(tool_result.summary.split("：", 1)[-1].replace("（只计已支付订单）", "（合计，只计已支付订单）"))
-    # Only when no store was named: asked for every store, the one row is all the asker may see
-    # (「天河店上周卖了多少，占全公司多少」 from head office named one store on purpose).
-    if tool_result.tool in ("store_sales", "product_sales") and len(tool_result.rows) == 1 and not store_named \
-            and (vocab.ALL_STORES_ASKED.search(question) or vocab.WHICH_STORE.search(question)):
-        # 「四家店上周各卖了多少」 from a one-store manager showed that store alone, as if the chain had one.
-        lines.append(f"你能查看的门店只有{tool_result.rows[0]['store']}；其他门店的数据请找总部。")
+        return "\n".join(lines + _per_store_trend_lines(sources))
+    fmt = row_sentence(tool_result.tool)
+    lines += [f"- {fmt(d['row'])} [{d['ref']}]" for d in sources.data]
+    lines += [line for after in AFTER_THE_ROWS if (line := after(tool_result, sources, question, store_named)) is not None]
     return "\n".join(lines)
