@@ -38,7 +38,6 @@ def validate_query(query) -> str:
     return query
 
 
-
 THREAD_ID_MAX = Conversation._meta.get_field("thread_id").max_length  # REST, MCP and the page read this one
 THREAD_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.:-]{{0,{THREAD_ID_MAX - 1}}}")
 

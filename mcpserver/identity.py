@@ -20,12 +20,10 @@ def token_from_header(header: str | None, address: str = "-"):
         return None
 
 
-
 def user_from_token(header: str | None, address: str = "-"):
     """The user of a person's API token; None when missing, invalid or a POS device token."""
     token = token_from_header(header, address)
     return token.user if token is not None and not token.store_id else None
-
 
 
 def _refuse_pos_token(token) -> None:
@@ -34,12 +32,10 @@ def _refuse_pos_token(token) -> None:
     audit_denial(actor=token.user, attempt="mcp over http", reason="POS token on a non-POS endpoint", store=token.store, channel="mcp")
 
 
-
 def _reload_user(pk: int):
     from django.contrib.auth import get_user_model
 
     return get_user_model().objects.filter(pk=pk, is_active=True).first()
-
 
 
 def _may_use_assistant(user, tool_name: str) -> bool:

@@ -16,7 +16,6 @@ class PromptDef:
         return self.template.format(**{k: v or "（未指定）" for k, v in args.items()})
 
 
-
 PROMPTS = (
     PromptDef("rule_question", "制度问题", "按门店制度文档回答一个问题，每句话注明出处。",
               (("question", "要问的制度问题，如「客人说酒有异味怎么办」", True),),
@@ -35,7 +34,6 @@ PROMPTS = (
               "先用 query_ops 的 product_stock 看在库、安全库存和建议补货量；数量未指定时用建议量。"
               "然后用 propose_restock 提交（只是提案，要店长确认才会下单），并把提案编号和状态告诉我。"),
 )
-
 
 
 PROMPTS_BY_NAME = {p.name: p for p in PROMPTS}

@@ -34,10 +34,6 @@ log = logging.getLogger("mcpserver")
 SERVER_NAME = "storemind"
 
 
-
-
-
-
 def dispatch(user, name: str, args: dict) -> types.CallToolResult:
     """Run one validated tool call for `user` (synchronously, in the caller's connection).
     Both transports end here; tests call it directly for the whole permission matrix."""
@@ -81,7 +77,6 @@ def dispatch(user, name: str, args: dict) -> types.CallToolResult:
     )
 
 
-
 def _sync(fn, *args):
     """Run Django ORM work in a worker thread with fresh connections."""
 
@@ -99,7 +94,6 @@ def _sync(fn, *args):
             connections.close_all()
 
     return anyio.to_thread.run_sync(call)
-
 
 
 def build_server(*, fixed_user=None) -> Server:
@@ -207,14 +201,12 @@ def build_server(*, fixed_user=None) -> Server:
     )
 
 
-
 def _error_result(message: str, denied: bool = False) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=message)],
         structured_content={"error": message, "denied": denied},
         is_error=True,
     )
-
 
 
 async def serve_stdio(user) -> None:
@@ -241,7 +233,6 @@ async def serve_stdio(user) -> None:
             tg.cancel_scope.cancel()
 
 
-
 def http_app(on_database_outage=None):
     """The Streamable HTTP app (mounted at /mcp by storemind.asgi), token-protected."""
     from mcp.server.transport_security import TransportSecuritySettings
@@ -255,7 +246,6 @@ def http_app(on_database_outage=None):
     app = build_server().streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True,
                                              transport_security=security)
     return TokenGate(app, on_database_outage)
-
 
 
 class TokenGate:

@@ -22,7 +22,6 @@ class ToolFailure(Exception):
     """The tool ran and failed for a reason the caller should read (isError result)."""
 
 
-
 @dataclass(frozen=True)
 class ToolDef:
     name: str
@@ -31,12 +30,10 @@ class ToolDef:
     run: Callable[[Any, dict], tuple[str, Any]]
 
 
-
 def _messages(exc: ValidationError) -> str:
     if hasattr(exc, "error_dict"):
         return "；".join(f"{k}: {m}" for k, ms in exc.message_dict.items() for m in ms)
     return "；".join(exc.messages)
-
 
 
 def _search_knowledge(user, args):
@@ -50,7 +47,6 @@ def _search_knowledge(user, args):
     return text, {"query": args["query"], "hits": hits}
 
 
-
 def _list_documents(user, args):
     from django.db.models import Count
 
@@ -61,14 +57,12 @@ def _list_documents(user, args):
     return "\n".join(f"{r['id']}. {r['title']}（{r['doc_type']}，{r['chunks']} 段）" for r in rows), {"documents": rows}
 
 
-
 def _ask(user, args):
     from agent.services import answer_for, chat_ask
 
     result, conv, _ = chat_ask(user=user, query=args["query"], thread_id=args.get("thread_id"), channel="mcp")
     payload = answer_for(user, result, thread_id=conv.thread_id)
     return result.answer, payload
-
 
 
 def _list_stores(user, args):
@@ -78,7 +72,6 @@ def _list_stores(user, args):
     return "\n".join(f"{r['code']} {r['name']}（{'、'.join(r['aliases'])}）" for r in rows), {"stores": rows}
 
 
-
 def _list_products(user, args):
     from ops.selectors import catalog_for
 
@@ -86,7 +79,6 @@ def _list_products(user, args):
              "case_size": p.case_size, "price": str(p.price), "active": p.active} for p in catalog_for(user)]
     return "\n".join(f"{r['sku']} {r['name']}（{'、'.join(r['aliases'])}）· {r['unit']} · 每箱 {r['case_size']} · ¥{r['price']}"
                      + ("" if r["active"] else " · 停售") for r in rows), {"products": rows}
-
 
 
 def _ops_params_help() -> str:
@@ -101,7 +93,6 @@ def _ops_params_help() -> str:
             "「2026-11-01~2026-11-07」等；商品用名称、别名或编码；member 是会员号（M00012）或 11 位手机号。")
 
 
-
 def _query_ops(user, args):
     from ops.tools import run_tool
 
@@ -114,13 +105,11 @@ def _query_ops(user, args):
     return result.summary, result.as_dict()
 
 
-
 def _proposal_out(p, user):
     from workflow.chat import proposal_dict
 
     d = proposal_dict(p, user)
     return f"{d['kind_display']} #{d['id']} · {d['store']} · {d['status_display']}", d
-
 
 
 def _propose_restock(user, args):
@@ -131,7 +120,6 @@ def _propose_restock(user, args):
     return _proposal_out(p, user)
 
 
-
 def _propose_ticket(user, args):
     from workflow.services import proposal_create
 
@@ -139,7 +127,6 @@ def _propose_ticket(user, args):
     p, _ = proposal_create(user=user, kind="ticket", store=args["store"], payload=payload, source="mcp",
                            idempotency_key=args.get("idempotency_key"))
     return _proposal_out(p, user)
-
 
 
 def _list_pending(user, args):
@@ -155,12 +142,10 @@ def _list_pending(user, args):
     return "\n".join(f"#{r['id']} {r['kind_display']} · {r['store']} · 可确认：{'是' if r['can_confirm'] else '否'}" for r in rows), {"proposals": rows}
 
 
-
 def _confirm(user, args):
     from workflow.services import proposal_confirm
 
     return _proposal_out(proposal_confirm(proposal=args["proposal_id"], user=user), user)
-
 
 
 def _reject(user, args):
@@ -169,12 +154,10 @@ def _reject(user, args):
     return _proposal_out(proposal_reject(proposal=args["proposal_id"], user=user, reason=args["reason"]), user)
 
 
-
 def _withdraw(user, args):
     from workflow.services import proposal_withdraw
 
     return _proposal_out(proposal_withdraw(proposal=args["proposal_id"], user=user, reason=args.get("reason", "")), user)
-
 
 
 def _amend(user, args):
@@ -189,9 +172,7 @@ def _amend(user, args):
     return _proposal_out(proposal_amend(proposal=args["proposal_id"], user=user, payload=payload), user)
 
 
-
 _STORE = {"type": "string", "minLength": 1, "description": "门店编码、名称或别名，如 GZ-TH、天河店"}
-
 
 
 _RESTOCK_LINES = {"type": "array", "minItems": 1, "maxItems": 50, "items": {"type": "object", "properties": {
@@ -201,7 +182,6 @@ _RESTOCK_LINES = {"type": "array", "minItems": 1, "maxItems": 50, "items": {"typ
     "unit": {"type": "string", "description": "商品的单位（瓶、杯…）或「箱」，省略时按商品单位"},
     "reason": {"type": "string"}},
     "anyOf": [{"required": ["sku"]}, {"required": ["product"]}], "required": ["quantity"], "additionalProperties": False}}
-
 
 
 TOOLS: list[ToolDef] = [
@@ -268,7 +248,6 @@ TOOLS: list[ToolDef] = [
                 "order": {"type": "string"}, "member": {"type": "string"}},
              "required": ["proposal_id"], "additionalProperties": False}, _amend),
 ]
-
 
 
 TOOLS_BY_NAME = {t.name: t for t in TOOLS}

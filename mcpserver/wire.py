@@ -26,7 +26,6 @@ def schema_error_text(exc) -> str:
     return texts[rule]() if rule in texts else "不符合参数要求"
 
 
-
 def integers_as_int(value, schema: dict):
     """JSON Schema counts 2.0 as an integer; the tools slice and count with it (k=2.0 was a
     TypeError inside search). Nested too: a restock line's quantity 2.0 was refused later."""
@@ -39,7 +38,6 @@ def integers_as_int(value, schema: dict):
     if kind == "array" and isinstance(value, list) and isinstance(schema.get("items"), dict):
         return [integers_as_int(v, schema["items"]) for v in value]
     return value
-
 
 
 def unreadable_reply(exc: Exception):
@@ -62,7 +60,6 @@ def unreadable_reply(exc: Exception):
         if isinstance(parsed, dict) and isinstance(parsed.get("id"), (int, str)) and not isinstance(parsed.get("id"), bool):
             code, message, request_id = wire.INVALID_PARAMS, "包含无效的 Unicode 字符（单独的代理项，如 \\ud800）。", parsed["id"]
     return SessionMessage(wire.JSONRPCError(jsonrpc="2.0", id=request_id, error=wire.ErrorData(code=code, message=message)))
-
 
 
 def malformed_reply(item):

@@ -26,7 +26,6 @@ def proposals_status_answer(user, items: list, total: int, *, awaiting_me: bool)
     return "\n".join([head, *lines, _where_to_decide(user, items, page)])
 
 
-
 def proposal_number_answer(user, pk: int, proposal) -> str:
     """「提案6是什么」: that proposal in one line, or that there is none the asker may see."""
     page = reverse("workflow:proposals")
@@ -38,7 +37,6 @@ def proposal_number_answer(user, pk: int, proposal) -> str:
                       _where_to_decide(user, [p], page)])
 
 
-
 def _stands(p) -> str:
     when = local_time(p.decided_at, p.store).strftime("%m-%d %H:%M") if p.decided_at else ""
     who = p.decided_by.username if p.decided_by else "系统"
@@ -47,7 +45,6 @@ def _stands(p) -> str:
     if p.status == Proposal.Status.REJECTED:
         return f"已拒绝（{who}，{when}）：{p.decision_note}"
     return f"{p.get_status_display()}（{who}，{when}）"
-
 
 
 def _where_to_decide(user, items: list, page: str) -> str:

@@ -225,8 +225,6 @@ def _same_or_conflict(existing: Proposal, kind: str, store: Store, payload: dict
     return existing
 
 
-
-
 def can_confirm(user, proposal: Proposal) -> tuple[bool, str]:
     perm = CONFIRM_PERMS[proposal.kind]
     if user is None or not user.is_authenticated or not user.has_perm(perm):

@@ -13,39 +13,30 @@ from .sources import Sources
 MAX_LINES = 8  # an answer's length, unless the procedure or table it must keep whole is longer
 
 
-
 # An amount or a duration in the question, and the thresholds a rule states for one: 「交班现金差了20块」
 # led with 「10 元以内的记录在交接单上」 when 「超过 10 元的当场报告值班主管」 is the rule for 20.
 _NUM = r"(\d+(?:\.\d+)?|[零〇一二两三四五六七八九十百千万]+)"
 
 
-
 _UNIT_WORDS = {"元": "元", "块": "元", "块钱": "元", "分钟": "分钟", "小时": "小时", "天": "天"}
-
 
 
 _UNIT = r"(块钱|元|块|分钟|小时|天)"
 
 
-
 _QUANTITY = re.compile(_NUM + r"\s*" + _UNIT)
-
 
 
 _UP_TO = re.compile(r"(?:不超过|不满|少于|低于)?\s*" + _NUM + r"\s*" + _UNIT + r"\s*(?:（含）)?\s*(以内|以下|之内|内)")
 
 
-
 _NOT_OVER = re.compile(r"(不超过|不满|少于|低于)\s*" + _NUM + r"\s*" + _UNIT)
-
 
 
 _OVER = re.compile(r"(超过|超出|大于|高于|满)\s*" + _NUM + r"\s*" + _UNIT + r"|" + _NUM + r"\s*" + _UNIT + r"\s*(?:（含）)?\s*(以上|及以上)")
 
 
-
 _BETWEEN = re.compile(_NUM + r"\s*(?:" + _UNIT + r")?\s*(?:至|到|~|－|-|—)\s*" + _NUM + r"\s*" + _UNIT)
-
 
 
 def _number(text: str) -> float | None:
@@ -57,14 +48,12 @@ def _number(text: str) -> float | None:
         return None
 
 
-
 def question_quantity(question: str) -> tuple[float, str] | None:
     """The one amount or duration a question states (「差了20块」 → (20, 元)); None for none or several."""
     # 「第七天」 is a day's place, not a duration.
     found = [(n, _UNIT_WORDS[m.group(2)]) for m in _QUANTITY.finditer(question or "")
              if question[max(0, m.start() - 1):m.start()] != "第" and (n := _number(m.group(1))) is not None]
     return found[0] if len(found) == 1 else None
-
 
 
 def condition_fit(text: str, quantity: tuple[float, str] | None) -> int:
@@ -93,7 +82,6 @@ def condition_fit(text: str, quantity: tuple[float, str] | None) -> int:
     return 0 if not verdicts else (1 if all(verdicts) else -1)
 
 
-
 def _lead(units: list[SectionUnit], terms: set[str], quantity: tuple[float, str] | None = None) -> SectionUnit:
     """The unit that answers the question: closest to it by its own vector; words in common
     break ties (and decide alone when no vectors were compared). When the question states an
@@ -110,7 +98,6 @@ def _lead(units: list[SectionUnit], terms: set[str], quantity: tuple[float, str]
         return (id(u) in band, fits.get(id(u), 0) if alternatives else 0, round(u.similarity, 3),
                 len(terms & set(tokenize(u.text))), -i)
     return max(enumerate(units), key=key)[1]
-
 
 
 def section_lines(units: list[SectionUnit], terms: list[str], *, budget: int = MAX_LINES,
@@ -169,11 +156,9 @@ def section_lines(units: list[SectionUnit], terms: list[str], *, budget: int = M
     return [u.text.rstrip() for u in ordered]
 
 
-
 # A sentence that opens by pointing back at what came before it: 「超出以上权限的一律交给店长」
 # led the answer to 「客人要求赔钱 我能答应吗」 without the 权限 it refers to.
 _POINTS_BACK = re.compile(r"(超出|除)?(以上|上述|前述|上面)|此外|另外|同时|否则|但|不过|这些|这种情况|除此之外")
-
 
 
 def _what_it_points_back_to(units: list[SectionUnit], lead: SectionUnit) -> list[SectionUnit]:
@@ -187,7 +172,6 @@ def _what_it_points_back_to(units: list[SectionUnit], lead: SectionUnit) -> list
     return units[j:i]
 
 
-
 def _start_of_enumeration(units: list[SectionUnit], lead: SectionUnit) -> SectionUnit:
     """A clause in the middle of a 「；」 run reads wrong alone: 「安排员工关注，防止跌倒；」 led an
     answer without its 「对醉酒客人：」. Lead with the clause that opens the run instead."""
@@ -198,13 +182,11 @@ def _start_of_enumeration(units: list[SectionUnit], lead: SectionUnit) -> Sectio
     return units[i]
 
 
-
 def hedge(sources: Sources) -> str:
     """The line before an answer that only just passed: what follows is the closest rule found."""
     first = sources.citations[0]
     return (f"制度里没有找到完全对应的规定，下面是最接近的《{first['document']}》里的内容，仅供参考；"
             "情况不一样的话请问值班主管或店长。")
-
 
 
 def second_section_lines(units: list[SectionUnit], terms: list[str], *, quantity: tuple[float, str] | None = None) -> list[str]:
@@ -227,7 +209,6 @@ def second_section_lines(units: list[SectionUnit], terms: list[str], *, quantity
         if items:
             return [lead.text.rstrip(), max(items, key=lambda u: u.similarity).text.rstrip()]
     return [lead.text.rstrip()]
-
 
 
 def extractive_policy_answer(question: str, sources: Sources, terms: list[str]) -> str:

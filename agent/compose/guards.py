@@ -17,9 +17,7 @@ from .sources import Sources
 _DOC_REF = re.compile(r"\[(\d+)\]")
 
 
-
 _DATA_REF = re.compile(r"\[D(\d+)\]")
-
 
 
 def guard_unknown_citations(answer: str, sources: Sources) -> tuple[str, list[str]]:
@@ -42,7 +40,6 @@ def guard_unknown_citations(answer: str, sources: Sources) -> tuple[str, list[st
     return _DATA_REF.sub(row, _DOC_REF.sub(doc, answer)), removed
 
 
-
 def guard_all_rows(answer: str, tool_result: ToolResult | None, sources: Sources) -> tuple[str, list[str]]:
     """Guard 3: every row of a list result appears in the answer."""
     if tool_result is None or len(tool_result.rows) < 2:
@@ -56,7 +53,6 @@ def guard_all_rows(answer: str, tool_result: ToolResult | None, sources: Sources
     if missing:
         answer = answer.rstrip() + "\n" + "\n".join(missing)
     return answer, [m.split(" [")[0].lstrip("- ") for m in missing]
-
 
 
 def guard_mandatory_clauses(question: str, answer: str, sources: Sources, audiences) -> tuple[str, list[str]]:
@@ -75,7 +71,6 @@ def guard_mandatory_clauses(question: str, answer: str, sources: Sources, audien
     return answer, added
 
 
-
 def _triggered(rule: dict, question: str, cited_documents: set) -> bool:
     """A trigger word (「拉肚子」) is in the question; or a word with everyday senses the rule does
     not mean (`context_triggers`: 「过期」 of a voucher, 「坏了」 of a machine) is, and the answer's
@@ -83,7 +78,6 @@ def _triggered(rule: dict, question: str, cited_documents: set) -> bool:
     if any(t in question for t in rule.get("triggers", [])):
         return True
     return rule["document_id"] in cited_documents and any(t in question for t in rule.get("context_triggers", []))
-
 
 
 def _citation_for_section(sources: Sources, document_id: int, heading: str) -> str | None:
@@ -99,7 +93,6 @@ def _citation_for_section(sources: Sources, document_id: int, heading: str) -> s
         "text": chunk.text, "chunk_id": chunk.id, "document_id": document_id,
     })
     return ref
-
 
 
 def apply_guards(question: str, answer: str, sources: Sources, tool_result: ToolResult | None, audiences,

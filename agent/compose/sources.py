@@ -22,7 +22,6 @@ class Sources:
         return {d["ref"] for d in self.data}
 
 
-
 def units_of(hit: Hit, qvec, memo: dict | None) -> list[SectionUnit]:
     """A section's units, read once per question (selection and numbering share `memo`)."""
     if memo is None:
@@ -30,7 +29,6 @@ def units_of(hit: Hit, qvec, memo: dict | None) -> list[SectionUnit]:
     if hit.chunk_id not in memo:
         memo[hit.chunk_id] = section_units(hit, qvec)
     return memo[hit.chunk_id]
-
 
 
 def number_sources(hits: list[Hit], tool_result: ToolResult | None, *, qvec=None, units: dict | None = None) -> Sources:
@@ -60,7 +58,6 @@ def number_sources(hits: list[Hit], tool_result: ToolResult | None, *, qvec=None
     return sources
 
 
-
 def prompt_sources(sources: Sources) -> str:
     parts = []
     if sources.citations:
@@ -72,9 +69,7 @@ def prompt_sources(sources: Sources) -> str:
     return "\n\n".join(parts)
 
 
-
 SECOND_SECTION_MARGIN = 0.01  # a second section's best sentence must be this close to the first's
-
 
 
 def section_text(units: list[SectionUnit]) -> str:
@@ -85,7 +80,6 @@ def section_text(units: list[SectionUnit]) -> str:
         lines.append(u.text)
         block = u.block
     return "".join(lines).strip()
-
 
 
 def select_citation_hits(hits: list[Hit], *, qvec=None, limit: int = 2, units: dict | None = None) -> list[Hit]:

@@ -23,7 +23,6 @@ from .state import AgentState
 HEDGE_LOGITS = 0.85
 
 
-
 def barely_enough(state: AgentState) -> bool:
     """Answered, but only just: the chosen round's score is within HEDGE_LOGITS of the threshold,
     or under it in a question that also asked for figures (answered from the rules all the same).
@@ -34,7 +33,6 @@ def barely_enough(state: AgentState) -> bool:
     if not v.enough:
         return state.route.intent == BOTH
     return answerability.logit(v.score) - answerability.logit(v.threshold) < HEDGE_LOGITS
-
 
 
 def compose_answer(state: AgentState) -> None:

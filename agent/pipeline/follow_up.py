@@ -15,15 +15,12 @@ FOLLOW_UP_MAX_CHARS = 20  # longer than this, a question stands on its own
 FOLLOW_UP = re.compile(r"^(那|那么|那如果|如果|还有|另外|然后|再问一下)|^比[^，。？！]{1,8}(多|少|好|差|高|低)|[呢]\s*[？?]?$|的话\s*[？?]?$")
 
 
-
 # A short question that starts by asking whether/who/how long and names no situation of its own
 # (「要不要店长批？」「需要登记吗」 after a refund question) asks about the previous answer too.
 _ELLIPTICAL = re.compile(r"^(要不要|需不需要|需要|用不用|还要|还得|得|能不能|可不可以|可以|是不是|多久|多长时间|谁来|找谁|归谁|要谁|谁批|谁审批|谁签)")
 
 
-
 _ELLIPTICAL_MAX = 10
-
 
 
 def resolve_follow_up(state: AgentState) -> None:
@@ -47,15 +44,12 @@ def resolve_follow_up(state: AgentState) -> None:
         state.resolved_query = f"{context} {core}".strip()
 
 
-
 # An amount names no new thing: 「那要是三千块呢」 after the write-off rule asks about that rule.
 _AMOUNT = re.compile(r"^[\d零〇一二两三四五六七八九十百千万几]+(块钱?|元|箱|瓶|天|次|个|人|桌|分钟|小时)?$")
 
 
-
 def _new_words(core: str) -> list[str]:
     return [t for t in tokenize(core) if len(t) >= 2 and not t.isdigit() and not _AMOUNT.match(t) and t not in vocab.FOLLOW_UP_FUNCTION_WORDS]
-
 
 
 def _names_a_new_thing(core: str) -> bool:

@@ -81,7 +81,6 @@ def run(state: AgentState) -> AgentState:
     return state
 
 
-
 def context_for_next_turn(state: AgentState) -> dict:
     ctx = {"query": state.resolved_query, "intent": state.route.intent if state.route else ""}
     # What the next 「那上个月呢」 builds on: this turn's plan when it ran or asked for what it lacks,
@@ -100,7 +99,6 @@ def context_for_next_turn(state: AgentState) -> dict:
         ctx["top_document"] = state.chosen.hits[0].document
         ctx["top_section"] = state.chosen.hits[0].section_path
     return ctx
-
 
 
 def answer_question(question: str, *, user, previous: dict | None = None, history: list[tuple[str, str]] | None = None,

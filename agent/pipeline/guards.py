@@ -27,7 +27,6 @@ def retrieve_guard(state: AgentState) -> SearchResult | None:
     return search(state.rules_query, audiences=state.audiences, k=RETRIEVAL_K)
 
 
-
 def data_guard(state: AgentState) -> tuple[DataPlan | None, ToolResult | None, str | None]:
     """Data channel. Always returns; empty when the intent doesn't need facts."""
     if state.route.intent not in (DATA, BOTH):
@@ -46,13 +45,11 @@ def data_guard(state: AgentState) -> tuple[DataPlan | None, ToolResult | None, s
         return plan, None, "；".join(messages)
 
 
-
 def guard_pool() -> ThreadPoolExecutor:
     """Two long-lived guard threads per process, made after any fork: their database
     connections persist (CONN_MAX_AGE) like the request thread's, instead of two new
     connections, and two PostgreSQL backends, per question."""
     return thread_pool("guard", 2)
-
 
 
 def guards_node(state: AgentState) -> SearchResult | None:
@@ -83,12 +80,10 @@ def guards_node(state: AgentState) -> SearchResult | None:
     return result
 
 
-
 def _timed(fn, state, started):
     begin = (time.perf_counter() - started) * 1000
     out = fn(state)
     return out, [round(begin, 2), round((time.perf_counter() - started) * 1000, 2)]
-
 
 
 def hits_detail(result: SearchResult) -> list[dict]:

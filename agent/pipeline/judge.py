@@ -19,7 +19,6 @@ LLM_ERROR_CHARS = 120  # of an LLM error, kept in the trace
 GREY_ZONE = 0.15  # |answerability − threshold| below this goes to the LLM judge, when one is configured
 
 
-
 def unpriced(state: AgentState, v: answerability.Verdict) -> answerability.Verdict:
     """A question about what a product sells for, when no line of the SOPs gives that product a
     price (「百威一瓶卖多少」 was answered from 员工消费, 「红酒多少钱一瓶」 from 无酒精饮品推荐): the price
@@ -37,7 +36,6 @@ def unpriced(state: AgentState, v: answerability.Verdict) -> answerability.Verdi
     if corpus_states_a_price_of(words):
         return v
     return replace(v, enough=False, uncovered={**vocab.UNPRICED, "words": [f"{said}的售价"]})
-
 
 
 def judge(state: AgentState, rnd: Round) -> None:

@@ -40,7 +40,6 @@ def rewrite(state: AgentState, previous_round: Round) -> tuple[str, np.ndarray |
     return query, vector
 
 
-
 def _title_vector(state: AgentState, titles: list[str]) -> np.ndarray | None:
     """The rewritten query's vector: the question's own plus the titles' (no model call for
     the rewritten text). On the tuning set this answers the same questions as embedding the
@@ -50,13 +49,11 @@ def _title_vector(state: AgentState, titles: list[str]) -> np.ndarray | None:
     return query_vector_with(state.first.qvec, titles)
 
 
-
 def retrieve_again(state: AgentState, query: str, attempt: int, vector: np.ndarray | None = None) -> Round:
     with state.trace.step("retrieve_again", attempt=attempt, query=query) as detail:
         result = search(query, audiences=state.audiences, k=RETRIEVAL_K, qvec=vector)
         detail["hits"] = hits_detail(result)
     return Round(attempt, query, result)
-
 
 
 # A first round scoring below this share of the refusal threshold is not rewritten. On the
@@ -68,13 +65,11 @@ def retrieve_again(state: AgentState, query: str, attempt: int, vector: np.ndarr
 REWRITE_FLOOR = 0.2
 
 
-
 def hopeless(rnd: Round) -> bool:
     """Is the first round's evidence too thin for a rewrite to find any? Never under `eval
     calibrate`'s never-enough model (threshold above 1): it collects every round there is."""
     v = rnd.verdict
     return v is not None and rnd.layer == "answerability" and 0 < v.threshold <= 1 and v.score < REWRITE_FLOOR * v.threshold
-
 
 
 def agent_loop(state: AgentState, first: SearchResult) -> None:

@@ -21,7 +21,6 @@ def action_node(state: AgentState) -> None:
         detail.update(outcome.detail)
 
 
-
 def pending_action_node(state: AgentState) -> bool:
     """A pending action from the previous turn: this message may fill a slot, change one or
     cancel; anything else lets it expire. True when this turn was about the action."""
@@ -38,7 +37,6 @@ def pending_action_node(state: AgentState) -> bool:
         state.proposal, state.answer, state.pending_action = outcome.proposal, outcome.message, outcome.pending
         detail.update(outcome.detail)
         return True
-
 
 
 def maybe_offer_restock(state: AgentState) -> None:

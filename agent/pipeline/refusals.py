@@ -13,13 +13,11 @@ REFUSAL_TEXT = (
 )
 
 
-
 def refuse(state: AgentState, layer: str, reason: str) -> None:
     state.refused, state.refusal_layer, state.refusal_reason = True, layer, reason
     state.answer = refusal_text(state) if layer in ("answerability", "uncovered") else REFUSAL_TEXT
     with state.trace.step("refuse", layer=layer, reason=reason):
         pass
-
 
 
 def far_from_domain(state: AgentState) -> bool:
@@ -32,7 +30,6 @@ def far_from_domain(state: AgentState) -> bool:
     if state.chosen is not None and state.chosen.layer == "uncovered":
         return False
     return not vocab.about_the_store(state.question) and find_product_in_text(state.question) is None
-
 
 
 def refusal_text(state: AgentState) -> str:
@@ -53,10 +50,8 @@ def refusal_text(state: AgentState) -> str:
             "管理人员会据此补充制度。")
 
 
-
 def uncovered_words(uncovered: dict) -> str:
     return "、".join(f"「{w}」" for w in uncovered["words"][:3])
-
 
 
 def uncovered_owner(uncovered: dict) -> str:

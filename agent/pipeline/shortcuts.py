@@ -43,7 +43,6 @@ def decide_in_chat(state: AgentState) -> bool:
     return True
 
 
-
 def proposal_status(state: AgentState) -> bool:
     """「我提的补货申请批了没」「有哪些待我确认的补货申请」: the proposals themselves (the asker's
     stores only), not a rule about proposals."""
@@ -73,7 +72,6 @@ def proposal_status(state: AgentState) -> bool:
     with state.trace.step("route") as detail:
         detail.update(state.route.as_dict())
     return True
-
 
 
 def point_to_page(state: AgentState) -> bool:

@@ -41,7 +41,6 @@ class Trace:
                 self.on_step(entry)
 
 
-
 @dataclass
 class Round:
     attempt: int
@@ -56,7 +55,6 @@ class Round:
     @property
     def hits(self):
         return self.result.hits if self.result else []
-
 
 
 @dataclass
@@ -105,7 +103,6 @@ class AgentState:
         return current_index()
 
 
-
 @dataclass
 class AgentResult:
     answer: str
@@ -132,7 +129,6 @@ class AgentResult:
             "data": self.data, "proposal": self.proposal, "trace": self.trace,
             "suggestions": self.context.get("suggestions", []),
         }
-
 
 
 def thresholds() -> tuple[float, float]:

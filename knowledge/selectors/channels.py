@@ -15,13 +15,10 @@ from .index import as_visibility
 BM25_K1 = 1.5
 
 
-
 BM25_B = 0.75
 
 
-
 BM25_EPSILON = 0.25
-
 
 
 @dataclass
@@ -58,9 +55,7 @@ class Hit:
         return asdict(self)
 
 
-
 CHANNELS = ("vector", "sentence", "alias", "lexical", "gram")
-
 
 
 @dataclass
@@ -85,10 +80,8 @@ class SearchResult:
         return self.hits[0] if self.hits else None
 
 
-
 def _vector_literal(vec) -> str:
     return "[" + ",".join(f"{float(x):.6f}" for x in vec) + "]"
-
 
 
 def _fetch_prepared(sql: str, params) -> list[tuple]:
@@ -101,7 +94,6 @@ def _fetch_prepared(sql: str, params) -> list[tuple]:
     with psycopg.Cursor(connection.connection) as cur:
         cur.execute(sql, params, prepare=True)
         return cur.fetchall()
-
 
 
 def _set_ef_search(value: int) -> None:
@@ -120,25 +112,20 @@ def _set_ef_search(value: int) -> None:
     connection._sm_ef_search = (raw, value) if settled else None
 
 
-
 def _row_hit(row) -> Hit:
     chunk_id, doc_id, title, path, section_path, text, audience, version, page = row[:_N_HIT_COLUMNS]
     return Hit(chunk_id, doc_id, title, path, section_path, text, audience, version, page)
 
 
-
 _HIT_COLUMNS = "c.id, d.id, d.title, d.path, c.section_path, c.text, c.audience, c.version, c.page"
-
 
 
 _N_HIT_COLUMNS = 9
 
 
-
 # Who may read a row: its audience, and its scope (empty: every store) against the reader's
 # stores; named params Visibility.params() (audiences, every-scope flag, the reader's scope tokens).
 _VISIBLE = "{t}.audience = ANY(%(audiences)s) AND (%(scope_all)s OR {t}.scope = '{{}}' OR {t}.scope && %(scope)s::varchar[])"
-
 
 
 def _hit_columns(chunk_ids) -> dict[int, tuple]:
@@ -152,10 +139,8 @@ def _hit_columns(chunk_ids) -> dict[int, tuple]:
     return {row[0]: row for row in rows}
 
 
-
 # Sentences and question aliases: several rows of one chunk can come back, the best per chunk is kept.
 PER_CHUNK = ("sentence", "alias")
-
 
 
 def _as_hits(channel: str, rows, columns: dict[int, tuple], limit: int | None = None) -> list[Hit]:
@@ -176,11 +161,9 @@ def _as_hits(channel: str, rows, columns: dict[int, tuple], limit: int | None = 
     return hits
 
 
-
 def _filled(rows: dict[str, list], limit: int) -> dict[str, list[Hit]]:
     columns = _hit_columns([r[0] for channel_rows in rows.values() for r in channel_rows])
     return {channel: _as_hits(channel, channel_rows, columns, limit) for channel, channel_rows in rows.items()}
-
 
 
 # The nearest chunks (`vector`), question aliases and sentences, each through its own HNSW index
@@ -195,9 +178,7 @@ _NEAREST_SQL = {
 }
 
 
-
 ROWS_PER_CHUNK = 2  # sentences or aliases fetched per wanted chunk (several of one chunk come back)
-
 
 
 def _nearest_rows(qvec, audiences, limit: int, kinds: tuple[str, ...]) -> dict[str, list[tuple]]:
@@ -214,10 +195,8 @@ def _nearest_rows(qvec, audiences, limit: int, kinds: tuple[str, ...]) -> dict[s
     return out
 
 
-
 def vector_channel(qvec, audiences, limit: int) -> list[Hit]:
     return _filled(_nearest_rows(qvec, audiences, limit, ("vector",)), limit)["vector"]
-
 
 
 def nearest_sentence_channel(qvec, audiences, limit: int, *, kind: str) -> list[Hit]:
@@ -227,7 +206,6 @@ def nearest_sentence_channel(qvec, audiences, limit: int, *, kind: str) -> list[
     return _filled(_nearest_rows(qvec, audiences, limit, (kind,)), limit)[kind]
 
 
-
 # The best sentence of each given chunk, exactly (no index: a few hundred distances).
 _BEST_SENTENCE_OF_SQL = """
 SELECT DISTINCT ON (s.chunk_id) s.chunk_id, 1 - (s.embedding <=> %(q)s::vector) AS sim, s.text
@@ -235,7 +213,6 @@ FROM knowledge_sentence s
 WHERE s.kind = 'sentence' AND s.chunk_id = ANY(%(ids)s) AND {visible}
 ORDER BY s.chunk_id, s.embedding <=> %(q)s::vector
 """
-
 
 
 def best_sentence_of(qvec, chunk_ids: list[int], audiences, limit: int) -> list[Hit]:
@@ -248,7 +225,6 @@ def best_sentence_of(qvec, chunk_ids: list[int], audiences, limit: int) -> list[
     return _filled({"sentence": rows}, limit)["sentence"]
 
 
-
 # Two phases, as search engines do. Candidates: chunks scored on the query's selective terms
 # (df ≤ max(MIN_RARE_DF, 1% of N); failing any, the least frequent term alone), best CANDIDATE_POOL kept. Then each candidate is scored
 # exactly with every query term (Okapi BM25 as rank_bm25 computes it). Very common words
@@ -258,17 +234,13 @@ def best_sentence_of(qvec, chunk_ids: list[int], audiences, limit: int) -> list[
 RARE_DF_FRACTION = 0.01
 
 
-
 MIN_RARE_DF = 50
-
 
 
 CANDIDATE_POOL = 50
 
 
-
 _TF = "t.tf * (%(k1)s::float8 + 1) / (t.tf + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * t.n_terms / %(avgdl)s::float8))"
-
 
 
 BM25_SQL = """
@@ -303,15 +275,12 @@ SELECT s.chunk_id, s.score, NULL::text FROM scored s ORDER BY s.score DESC, s.ch
 """
 
 
-
 def bm25_scores(terms: list[str], meta: IndexMeta, audiences, limit: int) -> list[tuple[int, float]]:
     """(chunk_id, Okapi BM25 score) over the whole corpus's statistics, best first."""
     return [(h.chunk_id, h.lexical_score) for h in lexical_channel(terms, meta, audiences, limit)]
 
 
-
 _LEXICAL_TABLES = {"lexical": ("knowledge_term", "knowledge_termstat"), "gram": ("knowledge_gram", "knowledge_gramstat")}
-
 
 
 def document_frequencies(words: list[str], bigrams: list[str]) -> dict[str, dict[str, int]]:
@@ -323,7 +292,6 @@ def document_frequencies(words: list[str], bigrams: list[str]) -> dict[str, dict
     for channel, term, df in rows:
         out[channel][term] = df
     return out
-
 
 
 def _bm25_rows(terms: list[str], df: dict[str, int], meta: IndexMeta, audiences, limit: int, channel: str) -> list[tuple]:
@@ -346,7 +314,6 @@ def _bm25_rows(terms: list[str], df: dict[str, int], meta: IndexMeta, audiences,
         "pool": max(CANDIDATE_POOL, limit * 3), **as_visibility(audiences).params(),
     }
     return _fetch_prepared(BM25_SQL.format(table=table, tf=_TF, visible=_VISIBLE.format(t="r")), params)
-
 
 
 def lexical_channel(terms: list[str], meta: IndexMeta, audiences, limit: int, *, channel: str = "lexical") -> list[Hit]:

@@ -10,7 +10,6 @@ def documents_visible(user) -> list[Document]:
     return list(Document.objects.visible_to(user).order_by("path"))
 
 
-
 def aliases_with_status(*, include_corpus: bool = False) -> list[dict]:
     """Question aliases with whether their section still exists (an orphan otherwise), for
     the admin and `export_aliases`. Ordered by document, section, question."""
@@ -32,7 +31,6 @@ def aliases_with_status(*, include_corpus: bool = False) -> list[dict]:
     } for a in aliases]
 
 
-
 def documents_for(user):
     """The documents `user` may read (audience and scope), and those they manage (drafts too)."""
     from ..documents import managed_store_ids
@@ -52,13 +50,11 @@ def documents_for(user):
     return (readable | managed).distinct().select_related("current_version").prefetch_related("scope_stores").order_by("title", "pk")
 
 
-
 def status_of(document: Document) -> str:
     if document.current_version is not None:
         return document.current_version.status
     latest = document.versions.order_by("-number").first()
     return latest.status if latest else "draft"
-
 
 
 def document_summary(document: Document, user) -> dict:
@@ -73,12 +69,10 @@ def document_summary(document: Document, user) -> dict:
     }
 
 
-
 def _version_summary(v) -> dict:
     return {"version": v.number, "status": v.status, "status_label": v.get_status_display(), "file": v.original_name, "kind": v.kind,
             "sections": sum(1 for s in v.sections if s.get("enabled", True)), "chunks": v.chunks, "progress": v.progress,
             "error": v.error, "uploaded_at": v.created_at, "published_at": v.published_at, "diff": v.diff}
-
 
 
 def _readable_or_not_found(user, pk: int) -> Document:
@@ -96,7 +90,6 @@ def _readable_or_not_found(user, pk: int) -> Document:
     return document
 
 
-
 def document_detail(pk: int, user) -> dict:
     """A document the user may read or manage (else not found, like one that does not exist)."""
 
@@ -110,7 +103,6 @@ def document_detail(pk: int, user) -> dict:
     shown = versions[0] if manages and versions else document.current_version
     return {**document_summary(document, user), "versions": [_version_summary(v) for v in versions],
             "sections": [{"index": i, **s} for i, s in enumerate(shown.sections)] if shown else []}
-
 
 
 def document_file_for(user, pk: int, number: int | None):
@@ -127,7 +119,6 @@ def document_file_for(user, pk: int, number: int | None):
     if version is None or not hasattr(version, "file"):
         raise NotFound("没有这个版本的原文件。")
     return version, bytes(version.file.data)
-
 
 
 def neighbour_sections(document_id: int, section_path: str) -> list[str]:

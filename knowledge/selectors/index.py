@@ -19,7 +19,6 @@ class IndexNotReady(RuntimeError):
     """No index yet, or it was built with another embedder: run `manage.py ingest`."""
 
 
-
 @dataclass(frozen=True)
 class Visibility:
     """Who is reading: the audiences they may see, and the scope tokens of their stores
@@ -39,7 +38,6 @@ class Visibility:
         return {"audiences": list(self.audiences), "scope_all": self.scope is None, "scope": list(self.scope or ())}
 
 
-
 def visibility_for(user) -> Visibility:
     """A user's view: their role's audiences and their stores' scope (head office: every store).
     No user fails closed: staff documents that reach every store, nothing scoped."""
@@ -56,7 +54,6 @@ def visibility_for(user) -> Visibility:
     return Visibility(audiences, tuple([f"store:{pk}" for pk, _ in stores] + sorted({f"city:{city}" for _, city in stores})))
 
 
-
 def as_visibility(viewer) -> Visibility:
     """A Visibility, a user, None (fails closed) or a list of audiences (an operator's search:
     those audiences, every scope)."""
@@ -65,7 +62,6 @@ def as_visibility(viewer) -> Visibility:
     if isinstance(viewer, (list, tuple)):
         return Visibility(tuple(viewer), None)
     return visibility_for(viewer)
-
 
 
 def visible_audiences(user) -> list[str]:
@@ -77,9 +73,7 @@ def visible_audiences(user) -> list[str]:
     return ["staff", "manager"] if user.has_perm("knowledge.view_manager_document") else ["staff"]
 
 
-
 _INDEX_MEMO: contextvars.ContextVar[dict | None] = contextvars.ContextVar("index_memo", default=None)
-
 
 
 @contextmanager
@@ -94,12 +88,10 @@ def index_read_once():
         _INDEX_MEMO.reset(token)
 
 
-
 def within_one_read():
     """index_read_once() unless the caller already holds one (a chat question holds it for all
     its rounds): a search reads the index metadata once, not again in the rerank and the caches."""
     return index_read_once() if _INDEX_MEMO.get() is None else nullcontext()
-
 
 
 def current_index() -> IndexMeta | None:
@@ -113,12 +105,10 @@ def current_index() -> IndexMeta | None:
     return memo["meta"]
 
 
-
 def read_once(key, read):
     """`read()`, remembered under `key` for the rest of the question inside `index_read_once()`
     (the judge's corpus statistics for the same words, round after round)."""
     return remembered(_INDEX_MEMO, key, read)
-
 
 
 def index_meta() -> IndexMeta:
@@ -126,7 +116,6 @@ def index_meta() -> IndexMeta:
     if meta is None or not meta.n_chunks:
         raise IndexNotReady("知识库索引还没有建立，请先运行 python manage.py ingest。")
     return meta
-
 
 
 def check_signature(meta: IndexMeta, embedder: Embedder, dimension: int) -> None:
@@ -137,17 +126,13 @@ def check_signature(meta: IndexMeta, embedder: Embedder, dimension: int) -> None
         )
 
 
-
 _SNAPSHOTS: dict = {}
-
 
 
 _SNAPSHOT_VERSION: list = [None]
 
 
-
 _SNAPSHOT_LOCK = threading.Lock()
-
 
 
 def _index_version():
@@ -158,7 +143,6 @@ def _index_version():
     with connection.cursor() as cur:
         cur.execute("SELECT id, updated_at, n_chunks FROM knowledge_indexmeta ORDER BY id LIMIT 1")
         return (connection.settings_dict["NAME"], cur.fetchone())
-
 
 
 def index_cached(key, build):

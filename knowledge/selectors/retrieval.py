@@ -43,7 +43,6 @@ def rrf_fuse(rankings: dict[str, list[Hit]], weights: dict[str, float], k: int) 
     return sorted(merged.values(), key=lambda h: (-h.score, h.chunk_id))
 
 
-
 def title_boost_rerank(query: str, hits: list[Hit], terms: list[str] | None = None, *, boost: float | None = None) -> list[Hit]:
     """Boost hits whose section headings contain query terms (headings are human labels).
     Swap for a cross-encoder by pointing SM_RERANKER at a callable with this signature."""
@@ -59,13 +58,11 @@ def title_boost_rerank(query: str, hits: list[Hit], terms: list[str] | None = No
     return sorted(hits, key=lambda h: (-h.score, h.chunk_id))
 
 
-
 def expanded_query(query: str, terms: list[str]) -> str:
     """The question plus the corpus terms its colloquial words stand for, for embedding:
     「客人喝多了还要酒」 is embedded with 醉酒 appended (the original words stay first)."""
     extra = [t for t in terms if t not in set(tokenize(query))]
     return f"{query} {' '.join(extra)}" if extra else query
-
 
 
 # What `eval tune-fusion --across` chose over every evaluation corpus, per embedder backend
@@ -74,19 +71,15 @@ def expanded_query(query: str, terms: list[str]) -> str:
 FUSION_CHOICE_PATH = Path(__file__).parent.parent / "fusion_e5.json"
 
 
-
 _BUILT_IN_FUSION = {"weights": {"vector": 1.0, "sentence": 0.0, "alias": 1.0, "lexical": 1.0, "gram": 1.0},
                     "k": 3, "candidates": 20, "title_boost": 0.0}
-
 
 
 _FUSION_SETTINGS = {"k": "SM_RRF_K", "candidates": "SM_RETRIEVAL_CANDIDATES", "title_boost": "SM_TITLE_BOOST"}
 
 
-
 _WEIGHT_SETTINGS = {"vector": "SM_RRF_VECTOR_WEIGHT", "sentence": "SM_RRF_SENTENCE_WEIGHT", "alias": "SM_RRF_ALIAS_WEIGHT",
                     "lexical": "SM_RRF_LEXICAL_WEIGHT", "gram": "SM_RRF_GRAM_WEIGHT"}
-
 
 
 @lru_cache(maxsize=4)
@@ -95,16 +88,13 @@ def shipped_fusion_choice(path: str = str(FUSION_CHOICE_PATH)) -> dict:
     return json.loads(p.read_text("utf-8")) if p.exists() else {}
 
 
-
 _FUSION_IN_FORCE: list[dict | None] = [None]
-
 
 
 def use_fusion(params: dict | None) -> None:
     """This process fuses with `params` (an evaluation corpus's choice made without it) when the
     index stores no choice of its own."""
     _FUSION_IN_FORCE[0] = params
-
 
 
 def default_fusion() -> dict:
@@ -123,7 +113,6 @@ def default_fusion() -> dict:
     return base
 
 
-
 def fusion_params(meta: IndexMeta | None = None) -> dict:
     """What `eval tune-fusion` chose (stored with the index), over the settings' defaults."""
     params = default_fusion()
@@ -132,12 +121,10 @@ def fusion_params(meta: IndexMeta | None = None) -> dict:
     return params
 
 
-
 def _vector_half(qvec, audiences, depth: int, sentence_index: bool) -> tuple[dict[str, list[tuple]], float]:
     t = time.perf_counter()
     rows = _nearest_rows(qvec, audiences, depth, ("vector", "alias", "sentence") if sentence_index else ("vector", "alias"))
     return rows, (time.perf_counter() - t) * 1000
-
 
 
 def _lexical_half(query: str, terms: list[str], meta: IndexMeta, audiences, depth: int) -> tuple[dict[str, list[tuple]], float]:
@@ -147,7 +134,6 @@ def _lexical_half(query: str, terms: list[str], meta: IndexMeta, audiences, dept
     rows = {"lexical": _bm25_rows(terms, df["lexical"], meta, audiences, depth, "lexical"),
             "gram": _bm25_rows(bigrams, df["gram"], meta, audiences, depth, "gram")}
     return rows, (time.perf_counter() - t) * 1000
-
 
 
 def channel_rankings(query: str, terms: list[str], qvec, meta: IndexMeta, audiences, depth: int,
@@ -179,13 +165,11 @@ def channel_rankings(query: str, terms: list[str], qvec, meta: IndexMeta, audien
     return rankings
 
 
-
 def fuse(query: str, terms: list[str], rankings: dict[str, list[Hit]], params: dict) -> list[Hit]:
     n = int(params["candidates"])
     fused = rrf_fuse({c: hits[:n] for c, hits in rankings.items()}, params["weights"], int(params["k"]))
     reranker = import_string(settings.SM_RERANKER)
     return reranker(query, fused, terms, boost=params["title_boost"])
-
 
 
 def pin_taught_alias(fused: list[Hit], alias_ranking: list[Hit]) -> list[Hit]:
@@ -203,7 +187,6 @@ def pin_taught_alias(fused: list[Hit], alias_ranking: list[Hit]) -> list[Hit]:
     pinned = next((h for h in fused if h.chunk_id == top.chunk_id), top)
     pinned.taught = True
     return [pinned, *(h for h in fused if h.chunk_id != top.chunk_id)]
-
 
 
 def search(query: str, *, user=None, audiences=None, k: int = 5, candidates: int | None = None,
@@ -235,7 +218,6 @@ def search(query: str, *, user=None, audiences=None, k: int = 5, candidates: int
         return SearchResult(query, fused[:k], terms, timings, rankings, qvec)
 
 
-
 def retrieve(query: str, terms: list[str], qvec, meta: IndexMeta, audiences, params: dict,
              timings: dict) -> tuple[list[Hit], dict[str, list[Hit]]]:
     """Everything search() does once the question is embedded (bench retrieval times this very
@@ -252,7 +234,6 @@ def retrieve(query: str, terms: list[str], qvec, meta: IndexMeta, audiences, par
     return fused, rankings
 
 
-
 def query_vector_with(qvec, texts: list[str], *, embedder: Embedder | None = None) -> np.ndarray:
     """`qvec` moved toward `texts` (short section titles): the question's vector plus the mean
     of theirs, unit length. Stands in for embedding 「title title question」 as one text: the
@@ -261,7 +242,6 @@ def query_vector_with(qvec, texts: list[str], *, embedder: Embedder | None = Non
     embedder = embedder or get_embedder()
     v = np.asarray(qvec, dtype=np.float32) + np.mean([embedder.embed_query(t) for t in texts], axis=0)
     return v / (np.linalg.norm(v) or 1.0)
-
 
 
 def nearest_section_titles(query: str, *, user=None, n: int = 2, exclude: set[str] | None = None, audiences=None) -> list[str]:

@@ -24,7 +24,6 @@ class SectionUnit:
     similarity: float = 0.0
 
 
-
 @dataclass(frozen=True)
 class SectionSnapshot:
     """What one section is made of, as the current index holds it: its chunks and their
@@ -43,12 +42,10 @@ class SectionSnapshot:
     form_vectors: np.ndarray = None  # (forms, dim): the question forms the product wrote for it at ingest
 
 
-
 def _matrix(vectors: list, dim: int) -> np.ndarray:
     if not vectors:
         return np.zeros((0, dim), dtype=np.float32)
     return np.array([np.asarray(v, dtype=np.float32) for v in vectors], dtype=np.float32)
-
 
 
 def _build_snapshot(document_id: int, section_path: str) -> SectionSnapshot:
@@ -61,7 +58,6 @@ def _build_snapshot(document_id: int, section_path: str) -> SectionSnapshot:
     forms = list(Sentence.objects.filter(chunk_id__in=ids, kind=Sentence.Kind.ALIAS, generated=True).values_list("embedding", flat=True))
     terms = frozenset(Term.objects.filter(chunk_id__in=ids).values_list("term", flat=True).distinct())
     return _snapshot_of(chunks, vectors, terms, forms)
-
 
 
 def _snapshot_of(chunks: list[tuple], vectors: dict, terms: frozenset[str], forms: list | None = None) -> SectionSnapshot:
@@ -97,7 +93,6 @@ def _snapshot_of(chunks: list[tuple], vectors: dict, terms: frozenset[str], form
     sentence_vectors = _matrix(list(vectors.values()), dim)
     return SectionSnapshot(tuple(ids), chunk_vectors, tuple(units), unit_vectors, has_vector, sentence_vectors, terms,
                            _matrix(list(forms or []), dim))
-
 
 
 def _build_snapshots(sections: list[tuple[int, str]] | None) -> dict[tuple[int, str], SectionSnapshot]:
@@ -142,7 +137,6 @@ def _build_snapshots(sections: list[tuple[int, str]] | None) -> dict[tuple[int, 
     return {key: _snapshot_of(found, vectors[key], frozenset(terms[key]), forms[key]) for key, found in chunks.items()}
 
 
-
 def snapshot_every_section() -> int:
     """Every section's snapshot into this process's cache, in four queries instead of four per
     section (a worker's warm-up: ~150 sections, 1 s → a fraction). Returns how many."""
@@ -150,7 +144,6 @@ def snapshot_every_section() -> int:
     for (doc, path), snap in built.items():
         index_cached(("section", doc, path), lambda snap=snap: snap)
     return len(built)
-
 
 
 @dataclass(frozen=True)
@@ -162,13 +155,11 @@ class SectionWords:
     terms: frozenset[str]
 
 
-
 _SECTION_WORDS_SQL = """
 SELECT c.document_id, c.section_path, c.id, c.text, ARRAY(SELECT t.term FROM knowledge_term t WHERE t.chunk_id = c.id)
 FROM knowledge_chunk c JOIN unnest(%s::bigint[], %s::text[]) AS k(doc, path) ON c.document_id = k.doc AND c.section_path = k.path
 ORDER BY c.document_id, c.section_path, c.ordinal
 """
-
 
 
 def section_words(sections: list[tuple[int, str]]) -> dict[tuple[int, str], SectionWords]:
@@ -208,7 +199,6 @@ def section_words(sections: list[tuple[int, str]]) -> dict[tuple[int, str], Sect
     return out
 
 
-
 def words_the_corpus_uses(words: tuple[str, ...]) -> frozenset[str]:
     """Those of `words` the indexed corpus uses: as a word of its word index, or with every two
     characters of it in its bigram index (jieba may cut the corpus differently from a question).
@@ -228,9 +218,7 @@ def words_the_corpus_uses(words: tuple[str, ...]) -> frozenset[str]:
     return index_cached(("words_used", words), build)
 
 
-
 _PRICE = re.compile(r"\d+(\.\d+)?\s*元")
-
 
 
 def corpus_states_a_price_of(words: list[str]) -> bool:
@@ -244,7 +232,6 @@ def corpus_states_a_price_of(words: list[str]) -> bool:
 
     priced = index_cached(("priced_lines",), build)
     return any(w in line for line in priced for w in words)
-
 
 
 def mandatory_rules(audiences) -> list[dict]:
@@ -262,7 +249,6 @@ def mandatory_rules(audiences) -> list[dict]:
     return index_cached(("mandatory", vis), read)
 
 
-
 def section_chunk(document_id: int, heading: str):
     """The first chunk of the document's section whose path ends with `heading` (a mandatory
     clause's own section), with its document; None when there is none."""
@@ -271,10 +257,8 @@ def section_chunk(document_id: int, heading: str):
     return Chunk.objects.filter(document_id=document_id, section_path__endswith=heading).select_related("document").first()
 
 
-
 def section_snapshot(document_id: int, section_path: str) -> SectionSnapshot:
     return index_cached(("section", document_id, section_path), lambda: _build_snapshot(document_id, section_path))
-
 
 
 def cosines(vectors: np.ndarray, qvec) -> np.ndarray:
@@ -286,7 +270,6 @@ def cosines(vectors: np.ndarray, qvec) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(q) or 1.0)
     norms[norms == 0] = 1.0
     return (vectors @ q) / norms
-
 
 
 def section_units(hit: Hit, qvec=None) -> list[SectionUnit]:

@@ -20,7 +20,6 @@ def section_alias_require(user) -> None:
     require(user, "knowledge.add_sectionalias", attempt="alias_add", message="只有店长可以为制度章节添加常见问法。")
 
 
-
 def section_alias_add(*, document_path: str, section_path: str, question: str, user, embedder: Embedder | None = None) -> SectionAlias:
     """A manager teaches the index a question: it becomes a question alias of the section,
     embedded at once (no re-ingest) and audited. Idempotent for the same question."""
@@ -48,7 +47,6 @@ def section_alias_add(*, document_path: str, section_path: str, question: str, u
     return alias
 
 
-
 def generated_alias_delete(*, alias: SectionAlias, user) -> SectionAlias:
     """A knowledge owner deletes a question form the product wrote (自动生成的问法): its vector
     leaves the index at once, and the form is kept inactive so the next ingest does not write it
@@ -61,7 +59,6 @@ def generated_alias_delete(*, alias: SectionAlias, user) -> SectionAlias:
         raise ValidationError({"alias": "只有自动生成的问法可以在这里删除；手写的常见问法请改制度文档。"})
     with transaction.atomic():
         return _generated_alias_deactivate(alias, user)
-
 
 
 def _generated_alias_deactivate(alias: SectionAlias, user) -> SectionAlias:

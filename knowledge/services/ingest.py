@@ -34,13 +34,10 @@ from .vectors import BUNDLED_VECTORS, _read_bundled, embed_cached, embedding_dig
 log = logging.getLogger(__name__)
 
 
-
 VALID_DOC_TYPES = set(Document.DocType.values)
 
 
-
 VALID_AUDIENCES = set(Document.Audience.values)
-
 
 
 @dataclass
@@ -62,7 +59,6 @@ class IngestReport:
         )
 
 
-
 @dataclass
 class _Prepared:
     path: str
@@ -80,10 +76,8 @@ class _Prepared:
     page_of: dict = field(default_factory=dict)
 
 
-
 def current_meta() -> IndexMeta | None:
     return IndexMeta.objects.order_by("pk").first()
-
 
 
 def _doc_fields(rel: str, meta: dict, title: str) -> dict:
@@ -103,12 +97,10 @@ def _doc_fields(rel: str, meta: dict, title: str) -> dict:
     }
 
 
-
 def lexical_text(draft) -> str:
     """What the lexical channels index for a chunk: heading path, text, and its section's
     question aliases (staff wording the SOP itself does not use)."""
     return draft.embed_text + ("\n" + "\n".join(draft.aliases) if draft.aliases else "")
-
 
 
 # What `ingest PATH` reads: every format an upload takes. The lists beside the bundled corpus
@@ -116,15 +108,12 @@ def lexical_text(draft) -> str:
 CORPUS_SUFFIXES = (".md", ".markdown", ".txt", ".docx", ".pdf", ".xlsx", ".csv", ".pptx", ".html", ".htm")
 
 
-
 CORPUS_LISTS = ("synonyms.txt", "userdict.txt", "uncovered.txt")
-
 
 
 def corpus_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in CORPUS_SUFFIXES
                   and not p.name.startswith(".") and p.name not in CORPUS_LISTS)
-
 
 
 def sections_markdown(sections) -> str:
@@ -138,7 +127,6 @@ def sections_markdown(sections) -> str:
     return "\n\n".join(parts)
 
 
-
 def _parse_corpus_file(root: Path, file: Path):
     """(title, front matter, parsed file, chunk drafts) of one file of a corpus folder."""
     from ..parsing import FileRejected, parse_file
@@ -150,7 +138,6 @@ def _parse_corpus_file(root: Path, file: Path):
         raise ValueError(f"{rel}: {exc.message}") from None
     title = str(parsed.meta.get("title") or parsed.title or file.stem)
     return title, parsed.meta, parsed, chunk_sections(title, parsed.sections)
-
 
 
 def _prepare(rel: str, digest: str, title: str, meta: dict, body: str, drafts: list, embedder: Embedder) -> _Prepared:
@@ -177,7 +164,6 @@ def _prepare(rel: str, digest: str, title: str, meta: dict, body: str, drafts: l
         aliases.setdefault(section, []).append((q, src, v))
     meta = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in meta.items()}
     return _Prepared(rel, digest, title, meta, body, drafts, vectors, sentences, aliases)
-
 
 
 def _write_document(p: _Prepared, doc: Document) -> int:
@@ -225,7 +211,6 @@ def _write_document(p: _Prepared, doc: Document) -> int:
     return len(chunks)
 
 
-
 def _scope_from_meta(meta: dict) -> tuple[list[str], list[int]]:
     """A corpus document's scope from its front matter (`cities: [深圳]`, `stores: [SZ-FT]`)."""
     from ops.models import Store
@@ -236,7 +221,6 @@ def _scope_from_meta(meta: dict) -> tuple[list[str], list[int]]:
     return cities, stores
 
 
-
 def _set_scope(doc: Document, cities: list[str], store_ids: list[int]) -> list[str]:
     from ..documents import scope_tokens
 
@@ -245,7 +229,6 @@ def _set_scope(doc: Document, cities: list[str], store_ids: list[int]) -> list[s
     doc.save(update_fields=["scope_cities", "scope"])
     doc.scope_stores.set(store_ids)
     return doc.scope
-
 
 
 def _record_version(doc: Document, *, kind: str, name: str, raw: bytes | None, digest: str, title: str, sections: list[dict],
@@ -267,12 +250,10 @@ def _record_version(doc: Document, *, kind: str, name: str, raw: bytes | None, d
     return version
 
 
-
 def _sections_diff(old: list[dict], new: list[dict]) -> dict:
     from ..documents import _diff
 
     return _diff(old, new)
-
 
 
 def refresh_index_stats(meta: IndexMeta) -> None:
@@ -297,7 +278,6 @@ def refresh_index_stats(meta: IndexMeta) -> None:
     meta.n_chunks, meta.avg_terms, meta.avg_idf = n, float(avg_terms), float(avg_idf)
     meta.avg_grams, meta.avg_gram_idf = float(avg_grams), float(avg_gram_idf)
     meta.save()
-
 
 
 def _must_rebuild(meta: IndexMeta | None, embedder: Embedder, report: IngestReport) -> bool:
@@ -462,7 +442,6 @@ def corpus_ingest(
     return report
 
 
-
 def _prepare_version(version: DocumentVersion, embedder: Embedder) -> _Prepared:
     """A version's enabled sections, chunked and embedded, with its document's fields and scope."""
     from ..parsing import Section
@@ -473,7 +452,6 @@ def _prepare_version(version: DocumentVersion, embedder: Embedder) -> _Prepared:
     p = _prepare(doc.path, version.content_hash, version.title, dict(version.meta or {}), body, drafts, embedder)
     p.version = version.number
     return p
-
 
 
 def publish_versions(versions: list[DocumentVersion], *, actor=None, embedder: Embedder | None = None, progress=None) -> int:
@@ -533,7 +511,6 @@ def publish_versions(versions: list[DocumentVersion], *, actor=None, embedder: E
     return written
 
 
-
 def apply_document_scope(document: Document, scope) -> None:
     """A published document reaches whom `scope` says, at once: its chunks and sentences carry
     the new audience and scope tokens (no embedding)."""
@@ -547,7 +524,6 @@ def apply_document_scope(document: Document, scope) -> None:
         meta.save(update_fields=["updated_at"])  # every process's caches of the index start over
 
 
-
 def remove_documents(documents) -> None:
     """Take documents out of the index (their versions stay, readable, for the audit trail)."""
     ids = [d.pk for d in documents]
@@ -559,13 +535,11 @@ def remove_documents(documents) -> None:
         refresh_index_stats(meta)
 
 
-
 def _audit_reindex(actor, report: IngestReport) -> None:
     """Record who reindexed (in the ingestion's transaction)."""
     audit_record(actor=actor, action=AuditLog.Action.REINDEXED, target=None, after={
         "added": report.added, "changed": report.changed, "removed": report.removed, "chunks": report.chunks,
     })
-
 
 
 def bm25_idf(n: int, df: int, avg_idf: float, epsilon: float = 0.25) -> float:

@@ -7,7 +7,6 @@ from django.db import connection
 HNSW_INDEX = "knowledge_chunk_embedding_hnsw"
 
 
-
 # Sentences and question aliases share a table but are searched apart, each through its own
 # partial index: the alias channel walks a graph of aliases only (a few per section), not one
 # ten times its size where most neighbours are sentences it would throw away.
@@ -18,13 +17,10 @@ HNSW_INDEXES = (
 )
 
 
-
 RETIRED_INDEXES = ("knowledge_sentence_embedding_hnsw",)  # one index over both kinds (before 0009)
 
 
-
 VECTOR_TABLES = ("knowledge_chunk", "knowledge_sentence")
-
 
 
 def _column_dimension(table: str = "knowledge_chunk") -> int | None:
@@ -36,12 +32,10 @@ def _column_dimension(table: str = "knowledge_chunk") -> int | None:
     return row[0] if row and row[0] > 0 else None
 
 
-
 def drop_hnsw() -> None:
     with connection.cursor() as cur:
         for index in (*(i for _, i, _ in HNSW_INDEXES), *RETIRED_INDEXES):
             cur.execute(f"DROP INDEX IF EXISTS {index}")
-
 
 
 def create_hnsw() -> None:
@@ -53,7 +47,6 @@ def create_hnsw() -> None:
                 f"CREATE INDEX IF NOT EXISTS {index} ON {table} USING hnsw (embedding vector_cosine_ops) "
                 f"WITH (m = 16, ef_construction = 64){f' WHERE {predicate}' if predicate else ''}"
             )
-
 
 
 def retype_embedding(dimension: int) -> None:

@@ -21,13 +21,11 @@ from .stores import writable_stores
 ADJUSTMENT_FIELDS = frozenset({"store", "sku", "delta", "reason", "external_id", "note"})
 
 
-
 @dataclass
 class AdjustmentResult:
     adjustment: InventoryAdjustment
     inventory: Inventory
     replayed: bool
-
 
 
 def _adjustment_store(key, *, user, token: ApiToken | None, errors: dict) -> Store | None:
@@ -94,14 +92,12 @@ def inventory_adjust(*, data: dict, user, token: ApiToken | None = None) -> Adju
         return _adjust(store, product, external_id, delta, reason, note, user)
 
 
-
 def _replay_or_conflict(existing: InventoryAdjustment, product, delta, reason, note) -> AdjustmentResult:
     same = (existing.product_id, existing.delta, existing.reason, existing.note) == (product.id, delta, reason, note)
     if not same:
         raise Conflict(f"调整单号 {existing.external_id} 已存在且内容不同。")
     inv = Inventory.objects.get(store_id=existing.store_id, product_id=existing.product_id)
     return AdjustmentResult(existing, inv, True)
-
 
 
 @transaction.atomic

@@ -26,9 +26,7 @@ from .stores import writable_stores
 CENT = Decimal("0.01")
 
 
-
 MAX_LINES_PER_ORDER = 200
-
 
 
 @dataclass
@@ -36,7 +34,6 @@ class IngestResult:
     created: list[Order] = field(default_factory=list)
     replayed: list[Order] = field(default_factory=list)
     lines_written: int = 0
-
 
 
 @dataclass
@@ -52,21 +49,16 @@ class _CleanOrder:
     payload_hash: str
 
 
-
 STORE_EMPTY = "门店不能是空字符串：省略这个字段即为 POS 令牌绑定的门店。"
-
 
 
 ORDER_FIELDS = frozenset({"store", "external_id", "created_at", "channel", "status", "member", "lines", "total"})
 
 
-
 LINE_FIELDS = frozenset({"sku", "qty", "unit_price", "amount"})
 
 
-
 MAX_PRICE_FACTOR = 10  # a line's unit price at most this many times the product's list price
-
 
 
 def _decimal(value, path: str, errors: dict) -> Decimal | None:
@@ -76,10 +68,8 @@ def _decimal(value, path: str, errors: dict) -> Decimal | None:
     return d
 
 
-
 def order_fingerprint(o: dict) -> str:
     return hashlib.sha256(json.dumps(o, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-
 
 
 def _order_store(raw: dict, prefix: str, ctx: dict, errors: dict) -> Store | None:
@@ -103,7 +93,6 @@ def _order_store(raw: dict, prefix: str, ctx: dict, errors: dict) -> Store | Non
     return None
 
 
-
 def _order_created_at(raw: dict, prefix: str, store: Store | None, ctx: dict, errors: dict) -> datetime | None:
     parsed, problem = parse_timestamp(raw.get("created_at"))
     if parsed is None:
@@ -115,7 +104,6 @@ def _order_created_at(raw: dict, prefix: str, store: Store | None, ctx: dict, er
         errors[prefix + "created_at"] = ["下单时间不能在未来。"]
         return None
     return parsed
-
 
 
 def _order_member(raw: dict, prefix: str, ctx: dict, errors: dict) -> Member | None:
@@ -130,7 +118,6 @@ def _order_member(raw: dict, prefix: str, ctx: dict, errors: dict) -> Member | N
         # naming one is), unless the order has other errors too (then all of them, 400).
         ctx["missing"][prefix + "member"] = [f"没有会员「{raw['member']}」。"]
     return member
-
 
 
 def _order_line(line, lp: str, ctx: dict, errors: dict) -> tuple[tuple | None, Decimal | None]:
@@ -164,7 +151,6 @@ def _order_line(line, lp: str, ctx: dict, errors: dict) -> tuple[tuple | None, D
     return whole, amount
 
 
-
 def _line_amount(line: dict, lp: str, qty, unit_price, errors: dict) -> Decimal | None:
     # An omitted amount is quantity × price; with either of those wrong there is nothing to
     # check it against, and no 「amount 必须是数字」 for a field the client never sent.
@@ -175,7 +161,6 @@ def _line_amount(line: dict, lp: str, qty, unit_price, errors: dict) -> Decimal 
         errors[lp + "qty"] = [f"数量 {qty} × 单价 {unit_price} 超过单行金额上限 {MAX_MONEY:,.0f} 元。"]
         return None
     return amount
-
 
 
 def _order_lines(raw: dict, prefix: str, ctx: dict, errors: dict) -> tuple[list, list, Decimal]:
@@ -195,7 +180,6 @@ def _order_lines(raw: dict, prefix: str, ctx: dict, errors: dict) -> tuple[list,
         if whole is not None:
             lines.append(whole)
     return raw_lines, lines, line_sum
-
 
 
 def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | None:
@@ -240,7 +224,6 @@ def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | Non
         "lines": [[p.sku, q, str(u), str(a)] for p, q, u, a in lines],
     }
     return _CleanOrder(store, external_id, created_at, channel, status, total.quantize(CENT), member, lines, order_fingerprint(payload))
-
 
 
 def orders_ingest(*, orders: list[dict], user, token: ApiToken | None = None, batch: bool = True) -> IngestResult:
@@ -307,7 +290,6 @@ def orders_ingest(*, orders: list[dict], user, token: ApiToken | None = None, ba
     except IntegrityError:
         # A concurrent request inserted one of these ids first; the retry sees it as a replay or a conflict.
         return _write_orders(clean)
-
 
 
 @transaction.atomic

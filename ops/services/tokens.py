@@ -21,7 +21,6 @@ def token_store_problem(user, store: Store | None) -> str | None:
     return None
 
 
-
 @transaction.atomic
 def api_token_issue(*, user, name: str, store: Store | None = None, issued_by=None) -> tuple[ApiToken, str]:
     """Create a token and return it with its key; the key is shown once and never stored.
@@ -36,7 +35,6 @@ def api_token_issue(*, user, name: str, store: Store | None = None, issued_by=No
     audit_record(actor=issued_by, action=AuditLog.Action.TOKEN_ISSUED, target=token, store=store,
                  after={"user": user.username, "store": store.code if store else None, "name": name, "prefix": token.prefix})
     return token, key
-
 
 
 @transaction.atomic

@@ -13,9 +13,7 @@ from ..models import ApiToken, Store
 DEMO_PASSWORD = "storemind-demo"
 
 
-
 DEMO_POS_TOKEN = "sm_demo_pos_GZ-TH_do_not_use_in_production"
-
 
 
 @dataclass
@@ -26,11 +24,9 @@ class DemoUsers:
     pos_token: str
 
 
-
 def roles_ensure() -> None:
     """The auth groups and exactly their permissions (core.roles.ROLE_PERMISSIONS)."""
     sync_roles()
-
 
 
 @transaction.atomic

@@ -325,8 +325,6 @@ def test_an_unknown_store_name_is_questioned_not_read_as_zero():
         find_store_in_text("天和店上周卖了多少")
 
 
-
-
 def test_daily_trend_has_a_row_per_day_matching_sql_zeros_included():
     today = local_today()
     result = run_tool("daily_trend", {"store": "天河店", "period": "最近7天"}, today=today, user=None)

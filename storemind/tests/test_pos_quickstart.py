@@ -16,7 +16,6 @@ BASE = Path(settings.BASE_DIR)
 EXTERNAL_ID = "TH-POS1-000001"
 
 
-
 def quickstart_block() -> str:
     readme = (BASE / "README.md").read_text("utf-8")
     found = re.search(r"<!-- pos-quick-start:[^>]*-->\n```bash\n(.*?)```", readme, re.S)
