@@ -35,56 +35,69 @@ def barely_enough(state: AgentState) -> bool:
     return answerability.logit(v.score) - answerability.logit(v.threshold) < HEDGE_LOGITS
 
 
+def _number_sources(state: AgentState) -> None:
+    """The sections to cite and the rows, numbered once for the prompt and the answer alike."""
+    policy_hits = []
+    qvec = state.first.qvec if state.first is not None else None
+    units: dict = {}  # each candidate section read once for selection and numbering
+    # A question with figures keeps the closest rules (hedged), unless it asks about a topic
+    # the SOPs leave to someone else.
+    if state.chosen is not None and (state.chosen.enough or (state.route.intent == BOTH and state.chosen.layer != "uncovered")):
+        policy_hits = compose.select_citation_hits(state.chosen.hits, qvec=qvec, units=units)
+    state.sources = compose.number_sources(policy_hits, state.tool_result, qvec=qvec, units=units)
+
+
+def _written_by_the_llm(state: AgentState, detail: dict) -> str | None:
+    """The LLM's answer from the numbered sources, streamed when the page streams; None without an
+    LLM, with nothing to cite, or when it is down (the answer is then extractive, and says so)."""
+    llm = state.llm
+    if not llm.available or not (state.sources.citations or state.sources.data):
+        return None
+    try:
+        messages = [{"role": "system", "content": prompts.ANSWER_SYSTEM}]
+        messages += trim_history(state.history, settings.SM_HISTORY_TOKENS)
+        messages.append({"role": "user", "content": f"{compose.prompt_sources(state.sources)}\n\n问题：{state.question}"})
+        return llm.chat_stream(messages, on_delta=state.on_delta) if state.on_delta else llm.chat(messages)
+    except LLMUnavailable as exc:
+        detail["degraded"] = f"LLM 不可用，已降级为抽取式回答：{str(exc)[:LLM_ERROR_CHARS]}"
+        return None
+
+
+def _extractive(state: AgentState, detail: dict, note: str, owner: str) -> list[str]:
+    """The figures (and what they could not do as asked), then the rule's lines; a question with
+    figures whose rules half found nothing says who answers it."""
+    parts = []
+    if state.tool_result is not None:
+        # Named by the question itself (not carried from the last turn): 「那各店呢」 after 天河店 asks for all.
+        parts.append(compose.extractive_data_answer(state.tool_result, state.sources, state.question,
+                                                    store_named=bool(state.plan and state.plan.store_words)))
+        parts.append(note)
+    elif state.tool_error:
+        parts.append(state.tool_error)
+        state.clarify = True
+    if state.sources.citations:
+        if barely_enough(state):
+            detail["hedged"] = state.hedged = True
+            parts.append(compose.hedge(state.sources))
+        parts.append(compose.extractive_policy_answer(state.question, state.sources, query_terms(state.rules_query)))
+    elif state.route.intent == BOTH:
+        parts.append(owner or "制度文档里没有找到这部分的规定，请咨询店长。")
+    return parts
+
+
 def compose_answer(state: AgentState) -> None:
     with state.trace.step("answer") as detail:
-        policy_hits = []
-        qvec = state.first.qvec if state.first is not None else None
-        units: dict = {}  # each candidate section read once for selection and numbering
-        # A question with figures keeps the closest rules (hedged), unless it asks about a topic
-        # the SOPs leave to someone else.
-        if state.chosen is not None and (state.chosen.enough or (state.route.intent == BOTH and state.chosen.layer != "uncovered")):
-            policy_hits = compose.select_citation_hits(state.chosen.hits, qvec=qvec, units=units)
-        state.sources = compose.number_sources(policy_hits, state.tool_result, qvec=qvec, units=units)
-        terms = query_terms(state.rules_query)
-        parts = []
-        llm = state.llm
-        used_llm = False
-        if llm.available and (state.sources.citations or state.sources.data):
-            try:
-                messages = [{"role": "system", "content": prompts.ANSWER_SYSTEM}]
-                messages += trim_history(state.history, settings.SM_HISTORY_TOKENS)
-                messages.append({"role": "user", "content": f"{compose.prompt_sources(state.sources)}\n\n问题：{state.question}"})
-                parts.append(llm.chat_stream(messages, on_delta=state.on_delta) if state.on_delta else llm.chat(messages))
-                used_llm = True
-            except LLMUnavailable as exc:
-                detail["degraded"] = f"LLM 不可用，已降级为抽取式回答：{str(exc)[:LLM_ERROR_CHARS]}"
+        _number_sources(state)
+        written = _written_by_the_llm(state, detail)
         # What the figures could not do as asked: right after them, whoever wrote the answer. The rules
         # half of a question on a topic the SOPs leave to someone else: who answers it.
         note = state.plan.note if state.tool_result is not None and state.plan is not None else ""
         uncovered = state.chosen.verdict.uncovered if state.chosen and state.chosen.verdict and not state.chosen.enough else None
         owner = f"制度文档里没有关于{uncovered_words(uncovered)}的规定，{uncovered_owner(uncovered)}。" if uncovered else ""
-        if used_llm:
-            parts += [note, owner]
-        if not used_llm:
-            if state.tool_result is not None:
-                # Named by the question itself (not carried from the last turn): 「那各店呢」 after 天河店 asks for all.
-                parts.append(compose.extractive_data_answer(state.tool_result, state.sources, state.question,
-                                                            store_named=bool(state.plan and state.plan.store_words)))
-                if note:
-                    parts.append(note)
-            elif state.tool_error:
-                parts.append(state.tool_error)
-                state.clarify = True
-            if state.sources.citations:
-                if barely_enough(state):
-                    detail["hedged"] = state.hedged = True
-                    parts.append(compose.hedge(state.sources))
-                parts.append(compose.extractive_policy_answer(state.question, state.sources, terms))
-            elif state.route.intent == BOTH:
-                parts.append(owner or "制度文档里没有找到这部分的规定，请咨询店长。")
+        parts = [written, note, owner] if written is not None else _extractive(state, detail, note, owner)
         draft = "\n".join(p for p in parts if p)
         answer, report = compose.apply_guards(state.question, draft, state.sources, state.tool_result, state.audiences,
                                               mandatory=bool(state.sources.citations))
         state.answer = answer or REFUSAL_TEXT
-        detail.update(mode="llm" if used_llm else "extractive", guards=report,
+        detail.update(mode="llm" if written is not None else "extractive", guards=report,
                       citations=len(state.sources.citations), data_rows=len(state.sources.data))
