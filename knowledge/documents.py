@@ -236,37 +236,42 @@ def version_edit(*, version: DocumentVersion, user, **changes) -> DocumentVersio
 
 
 @transaction.atomic
-def _edit(*, version: DocumentVersion, user, section: int | None = None, heading: str | None = None, text: str | None = None,
-          enabled: bool | None = None, title: str | None = None, audience=None, cities=None, stores=None) -> DocumentVersion:
+def _edit_section(sections: list[dict], section: int, *, heading, text, enabled, before: dict, after: dict) -> None:
+    """One section's heading, text or switch, in place; before/after record what changed."""
     from ops.validation import reject_bad_text
 
+    if not 0 <= section < len(sections):
+        raise ValidationError({"section": [f"没有第 {section} 节（共 {len(sections)} 节，从 0 数起）。"]})
+    s = sections[section]
+    reject_bad_text({"heading": heading or "", "text": text or ""})
+    if heading is not None:
+        heading = " ".join(heading.split())
+        if not heading or len(heading) > 120:
+            raise ValidationError({"heading": ["标题不能为空，且不超过 120 字。"]})
+        before["heading"], after["heading"] = (s["path"] or [""])[-1], heading
+        s["path"] = [*s["path"][:-1], heading] if s["path"] else [heading]
+    if text is not None:
+        if len(text) > MAX_SECTION_TEXT:
+            raise ValidationError({"text": [f"一节的正文不能超过 {MAX_SECTION_TEXT} 字。"]})
+        before["text"], after["text"] = s.get("text", ""), text.strip()
+        s["text"] = text.strip()
+    if enabled is not None:
+        before["enabled"], after["enabled"] = s.get("enabled", True), bool(enabled)
+        s["enabled"] = bool(enabled)
+    if len({tuple(x["path"]) for x in sections if x.get("enabled", True)}) < sum(1 for x in sections if x.get("enabled", True)):
+        raise ValidationError({"heading": ["已经有一节用了这个标题路径；换一个标题，或停用其中一节。"]})
+    before["section"] = after["section"] = section
+
+
+def _edit(*, version: DocumentVersion, user, section: int | None = None, heading: str | None = None, text: str | None = None,
+          enabled: bool | None = None, title: str | None = None, audience=None, cities=None, stores=None) -> DocumentVersion:
     version = DocumentVersion.objects.select_for_update().get(pk=version.pk)
     if version.status not in EDITABLE:
         raise ValidationError({"version": [f"v{version.number} 已{version.get_status_display()}，不能再改；请上传新版本。"]})
     before, after = {}, {}
     sections = [dict(s) for s in version.sections]
     if section is not None:
-        if not 0 <= section < len(sections):
-            raise ValidationError({"section": [f"没有第 {section} 节（共 {len(sections)} 节，从 0 数起）。"]})
-        s = sections[section]
-        reject_bad_text({"heading": heading or "", "text": text or ""})
-        if heading is not None:
-            heading = " ".join(heading.split())
-            if not heading or len(heading) > 120:
-                raise ValidationError({"heading": ["标题不能为空，且不超过 120 字。"]})
-            before["heading"], after["heading"] = (s["path"] or [""])[-1], heading
-            s["path"] = [*s["path"][:-1], heading] if s["path"] else [heading]
-        if text is not None:
-            if len(text) > MAX_SECTION_TEXT:
-                raise ValidationError({"text": [f"一节的正文不能超过 {MAX_SECTION_TEXT} 字。"]})
-            before["text"], after["text"] = s.get("text", ""), text.strip()
-            s["text"] = text.strip()
-        if enabled is not None:
-            before["enabled"], after["enabled"] = s.get("enabled", True), bool(enabled)
-            s["enabled"] = bool(enabled)
-        if len({tuple(x["path"]) for x in sections if x.get("enabled", True)}) < sum(1 for x in sections if x.get("enabled", True)):
-            raise ValidationError({"heading": ["已经有一节用了这个标题路径；换一个标题，或停用其中一节。"]})
-        before["section"] = after["section"] = section
+        _edit_section(sections, section, heading=heading, text=text, enabled=enabled, before=before, after=after)
     if title is not None:
         before["title"], after["title"] = version.title, _clean_title(title) or version.title
         version.title = after["title"]
