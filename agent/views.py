@@ -53,40 +53,48 @@ def _error(request, message: str, status: int):
 
 @login_required
 def chat(request):
-    user = request.user
-    if request.method == "POST":
-        if (wait := throttle_web(request, "chat")) is not None:
-            return _throttled(request, wait)
-        query = request.POST.get("query", "")
-        thread_id = request.POST.get("thread_id") or None
-        try:
-            if request.POST.get("async") == "1":
-                assistant_require(user)
-                validate_query(query)
-                thread = thread_for(user=user, thread_id=thread_id)
-                try:
-                    task = submit_ask(user.pk, query, thread)
-                    return render(request, "htmx/pending.html", {"task_id": task.id, "query": query, "thread_id": thread,
-                                                                 "oob_thread": thread_id != thread})
-                except QueueUnavailable:
-                    pass  # no broker: answer right here instead (the same service)
-            if request.POST.get("stream") == "1" and get_llm().available:
-                assistant_require(user)
-                validate_query(query)
-                return _streamed(request, query, thread_id)
-            result, conv, reply = chat_ask(user=user, query=query, thread_id=thread_id)
-        except (ValidationError, PermissionDenied) as exc:
-            return _error(request, message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
-        except Exception:  # the page must never show a stack trace or a blank area
-            log.exception("chat failed")
-            return _error(request, "回答时出了问题，请稍后再试；如果一直出错，请联系店长。", 500)
-        if not request.htmx:
-            return redirect(f"{request.path}?thread={conv.thread_id}")
-        response = render(request, "htmx/turn.html", _turn_context(user, query, thread_id, conv, reply))
-        if thread_id != conv.thread_id:  # a new thread: the address says which, so a reload reopens it (was ?new=1: empty)
-            response["HX-Replace-Url"] = f"{request.path}?thread={conv.thread_id}"
-        return response
+    return _ask(request) if request.method == "POST" else _page(request)
 
+
+def _ask(request):
+    """A question posted: queued (async), streamed (with an LLM) or answered here; the turn as a partial."""
+    user = request.user
+    if (wait := throttle_web(request, "chat")) is not None:
+        return _throttled(request, wait)
+    query = request.POST.get("query", "")
+    thread_id = request.POST.get("thread_id") or None
+    try:
+        if request.POST.get("async") == "1":
+            assistant_require(user)
+            validate_query(query)
+            thread = thread_for(user=user, thread_id=thread_id)
+            try:
+                task = submit_ask(user.pk, query, thread)
+                return render(request, "htmx/pending.html", {"task_id": task.id, "query": query, "thread_id": thread,
+                                                             "oob_thread": thread_id != thread})
+            except QueueUnavailable:
+                pass  # no broker: answer right here instead (the same service)
+        if request.POST.get("stream") == "1" and get_llm().available:
+            assistant_require(user)
+            validate_query(query)
+            return _streamed(request, query, thread_id)
+        result, conv, reply = chat_ask(user=user, query=query, thread_id=thread_id)
+    except (ValidationError, PermissionDenied) as exc:
+        return _error(request, message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
+    except Exception:  # the page must never show a stack trace or a blank area
+        log.exception("chat failed")
+        return _error(request, "回答时出了问题，请稍后再试；如果一直出错，请联系店长。", 500)
+    if not request.htmx:
+        return redirect(f"{request.path}?thread={conv.thread_id}")
+    response = render(request, "htmx/turn.html", _turn_context(user, query, thread_id, conv, reply))
+    if thread_id != conv.thread_id:  # a new thread: the address says which, so a reload reopens it (was ?new=1: empty)
+        response["HX-Replace-Url"] = f"{request.path}?thread={conv.thread_id}"
+    return response
+
+
+def _page(request):
+    """The chat page, or one thread's turns (HTMX), or a new thread."""
+    user = request.user
     conv = None
     if request.GET.get("thread") and not request.GET.get("new"):
         conv = Conversation.objects.of_owner(user).filter(thread_id=request.GET["thread"]).first()
