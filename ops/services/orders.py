@@ -226,6 +226,29 @@ def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | Non
     return _CleanOrder(store, external_id, created_at, channel, status, total.quantize(CENT), member, lines, order_fingerprint(payload))
 
 
+def _lookups(orders: list, writable: list[Store], token: ApiToken | None) -> dict:
+    """Everything a batch's orders refer to, read once: stores, products, members; and what the
+    validation collects (stores refused, members missing)."""
+    all_stores = list(Store.objects.all())
+    skus = {str(line.get("sku")) for o in orders if isinstance(o, dict) for line in (o.get("lines") or []) if isinstance(line, dict)}
+    member_keys = {str(o["member"]) for o in orders if isinstance(o, dict) and o.get("member")}
+    members = {}
+    if member_keys:
+        for m in Member.objects.filter(Q(number__in=member_keys) | Q(phone__in=member_keys)):
+            members[m.number] = members[m.phone] = m
+    return {
+        "writable": writable,
+        "writable_ids": {s.id for s in writable},
+        "denied": [],
+        "token_store": bool(token and token.store_id),
+        "stores": {s.code: s for s in all_stores} | {s.name: s for s in all_stores},
+        "products": {p.sku: p for p in Product.objects.filter(sku__in=skus)},
+        "members": members,
+        "now": timezone.now(),
+        "missing": {},
+    }
+
+
 def orders_ingest(*, orders: list[dict], user, token: ApiToken | None = None, batch: bool = True) -> IngestResult:
     """Validate and write POS orders, all or nothing.
 
@@ -246,25 +269,7 @@ def orders_ingest(*, orders: list[dict], user, token: ApiToken | None = None, ba
     writable = writable_stores(user=user, perm="ops.add_order", token=token)
     if not writable:
         raise PermissionDenied("这个账号没有分配门店，不能写入订单。")
-    all_stores = list(Store.objects.all())
-    stores = {s.code: s for s in all_stores} | {s.name: s for s in all_stores}
-    skus = {str(line.get("sku")) for o in orders if isinstance(o, dict) for line in (o.get("lines") or []) if isinstance(line, dict)}
-    member_keys = {str(o["member"]) for o in orders if isinstance(o, dict) and o.get("member")}
-    members = {}
-    if member_keys:
-        for m in Member.objects.filter(Q(number__in=member_keys) | Q(phone__in=member_keys)):
-            members[m.number] = members[m.phone] = m
-    ctx = {
-        "writable": writable,
-        "writable_ids": {s.id for s in writable},
-        "denied": [],
-        "token_store": bool(token and token.store_id),
-        "stores": stores,
-        "products": {p.sku: p for p in Product.objects.filter(sku__in=skus)},
-        "members": members,
-        "now": timezone.now(),
-        "missing": {},
-    }
+    ctx = _lookups(orders, writable, token)
     errors: dict[str, list[str]] = {}
     clean: list[_CleanOrder] = []
     seen: dict[tuple[int, str], int] = {}
