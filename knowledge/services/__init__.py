@@ -1,5 +1,6 @@
-"""Writes to the knowledge index: ingestion and publishing (ingest.py), embeddings (vectors.py), the vector
-indexes (schema.py), section aliases (aliases.py). Every name is importable from `knowledge.services`."""
+"""Writes to the knowledge index: ingestion of the corpus folder (ingest.py), publishing uploads (publish.py),
+one document into the index (writing.py), embeddings (vectors.py), the vector indexes (schema.py), section
+aliases (aliases.py). Every name is importable from `knowledge.services`."""
 from .aliases import (
     generated_alias_delete,
     section_alias_add,
@@ -8,22 +9,16 @@ from .aliases import (
 from .ingest import (
     CORPUS_LISTS,
     CORPUS_SUFFIXES,
-    VALID_AUDIENCES,
-    VALID_DOC_TYPES,
     IngestReport,
-    apply_document_scope,
-    bm25_idf,
     corpus_embedded_texts,
     corpus_files,
     corpus_ingest,
-    current_meta,
     export_bundled_vectors,
-    lexical_text,
-    log,
+)
+from .publish import (
+    apply_document_scope,
     publish_versions,
-    refresh_index_stats,
     remove_documents,
-    sections_markdown,
 )
 from .schema import (
     HNSW_INDEX,
@@ -40,6 +35,15 @@ from .vectors import (
     embed_cached,
     embedding_digest,
     ensure_cache_column,
+)
+from .writing import (
+    VALID_AUDIENCES,
+    VALID_DOC_TYPES,
+    bm25_idf,
+    current_meta,
+    lexical_text,
+    refresh_index_stats,
+    sections_markdown,
 )
 
 __all__ = [
@@ -68,7 +72,6 @@ __all__ = [
     "corpus_ingest",
     "current_meta",
     "lexical_text",
-    "log",
     "publish_versions",
     "refresh_index_stats",
     "remove_documents",

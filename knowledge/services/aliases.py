@@ -10,8 +10,8 @@ from core.roles import require
 
 from ..embedders import Embedder, get_embedder
 from ..models import Chunk, SectionAlias, Sentence
-from .ingest import current_meta
 from .vectors import embed_cached
+from .writing import current_meta
 
 
 def section_alias_require(user) -> None:

@@ -1,0 +1,235 @@
+"""Writing one document into the index: its chunks, sentences, question forms and terms (_prepare,
+_write_document), its version record and scope, and the index statistics BM25 reads."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from django.db import connection
+from django.utils import timezone
+
+from ..chunking import sentence_units
+from ..embedders import Embedder
+from ..models import Chunk, Document, DocumentFile, DocumentVersion, Gram, IndexMeta, SectionAlias, Sentence, Term
+from ..questions import section_question_forms
+from ..text import gram_counts, term_counts
+from .vectors import embed_cached
+
+VALID_DOC_TYPES = set(Document.DocType.values)
+
+
+
+VALID_AUDIENCES = set(Document.Audience.values)
+
+
+
+@dataclass
+class _Prepared:
+    path: str
+    digest: str
+    title: str
+    meta: dict
+    body: str
+    drafts: list
+    vectors: list
+    sentences: list  # per draft: [(text, vector)]
+    aliases: dict  # section_path -> [(question, source, vector)]
+    fields: dict = field(default_factory=dict)  # Document fields (doc_type, audience, version label, updated)
+    scope: list = field(default_factory=list)  # scope tokens every chunk carries ('city:深圳', 'store:3'; empty: everyone)
+    version: int = 1  # the DocumentVersion number the chunks belong to
+    page_of: dict = field(default_factory=dict)
+
+
+
+def current_meta() -> IndexMeta | None:
+    return IndexMeta.objects.order_by("pk").first()
+
+
+
+def _doc_fields(rel: str, meta: dict, title: str) -> dict:
+    doc_type = str(meta.get("doc_type", "sop"))
+    audience = str(meta.get("audience", "staff"))
+    if doc_type not in VALID_DOC_TYPES:
+        raise ValueError(f"{rel}: doc_type {doc_type!r} is not one of {sorted(VALID_DOC_TYPES)}")
+    if audience not in VALID_AUDIENCES:
+        raise ValueError(f"{rel}: audience {audience!r} is not one of {sorted(VALID_AUDIENCES)}")
+    updated = meta.get("updated")
+    return {
+        "title": title[:128],
+        "doc_type": doc_type,
+        "audience": audience,
+        "version": str(meta.get("version", ""))[:32],
+        "updated": updated if hasattr(updated, "year") else None,
+    }
+
+
+
+def lexical_text(draft) -> str:
+    """What the lexical channels index for a chunk: heading path, text, and its section's
+    question aliases (staff wording the SOP itself does not use)."""
+    return draft.embed_text + ("\n" + "\n".join(draft.aliases) if draft.aliases else "")
+
+
+
+def _prepare(rel: str, digest: str, title: str, meta: dict, body: str, drafts: list, embedder: Embedder) -> _Prepared:
+    """Everything a document's chunks need, embedded (outside any transaction: the slow part)."""
+    vectors = embed_cached(embedder, [d.embed_text for d in drafts])
+    units = [sentence_units(d.text) for d in drafts]
+    flat = embed_cached(embedder, [u for us in units for u in us])
+    sentences, i = [], 0
+    for us in units:
+        sentences.append(list(zip(us, flat[i : i + len(us)])))
+        i += len(us)
+    # Aliases: the document's own, those managers added in the admin for this document, and the
+    # question forms the product writes for each section (but those a manager deleted).
+    questions = [(d.section_path[:512], q, SectionAlias.Source.CORPUS) for d in drafts for q in d.aliases]
+    questions += [(a.section_path, a.question, a.source) for a in SectionAlias.objects.filter(document_path=rel, source=SectionAlias.Source.ADMIN)]
+    deleted = set(SectionAlias.objects.filter(document_path=rel, source=SectionAlias.Source.GENERATED, active=False)
+                  .values_list("section_path", "question"))
+    written = {(section, q) for section, q, _ in questions}
+    questions += [(section, q, SectionAlias.Source.GENERATED) for section, q in section_question_forms(title, drafts)
+                  if (section, q) not in deleted and (section, q) not in written]
+    alias_vectors = embed_cached(embedder, [q for _, q, _ in questions], kind="query")
+    aliases: dict[str, list] = {}
+    for (section, q, src), v in zip(questions, alias_vectors):
+        aliases.setdefault(section, []).append((q, src, v))
+    meta = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in meta.items()}
+    return _Prepared(rel, digest, title, meta, body, drafts, vectors, sentences, aliases)
+
+
+
+def _write_document(p: _Prepared, doc: Document) -> int:
+    """Replace `doc`'s chunks, words, bigrams, sentences and aliases with `p`'s (inside the caller's
+    transaction: readers see the old version or the new one, never a mix)."""
+    doc.chunks.all().delete()
+    texts = [lexical_text(d) for d in p.drafts]
+    chunks = Chunk.objects.bulk_create(
+        [
+            Chunk(document=doc, ordinal=d.ordinal, section_path=d.section_path[:512], text=d.text, audience=doc.audience,
+                  embedding=list(map(float, v)), n_terms=sum(term_counts(t).values()), version=p.version, page=d.page, scope=p.scope)
+            for d, v, t in zip(p.drafts, p.vectors, texts)
+        ]
+    )
+    Term.objects.bulk_create(
+        [Term(chunk=c, term=t, tf=n, n_terms=c.n_terms) for c, text in zip(chunks, texts) for t, n in term_counts(text).items()],
+        batch_size=5000,
+    )
+    grams = []
+    for c, text in zip(chunks, texts):
+        counts = gram_counts(text)
+        total = sum(counts.values())
+        grams += [Gram(chunk=c, term=g, tf=n, n_terms=total) for g, n in counts.items()]
+    Gram.objects.bulk_create(grams, batch_size=5000)
+    rows = [Sentence(chunk=c, kind=Sentence.Kind.SENTENCE, text=text, audience=doc.audience, scope=p.scope, embedding=list(map(float, v)))
+            for c, pairs in zip(chunks, p.sentences) for text, v in pairs]
+    first_chunk = {}
+    for c in chunks:
+        first_chunk.setdefault(c.section_path, c)
+    rewritten = (SectionAlias.Source.CORPUS, SectionAlias.Source.GENERATED)
+    SectionAlias.objects.filter(document_path=p.path, source__in=rewritten, active=True).delete()
+    SectionAlias.objects.bulk_create(
+        [SectionAlias(document_path=p.path, section_path=section, question=q[:200], source=src)
+         for section, items in p.aliases.items() for q, src, _ in items if src in rewritten],
+        ignore_conflicts=True,
+    )
+    for section, items in p.aliases.items():
+        chunk = first_chunk.get(section)
+        if chunk is None:
+            continue  # an orphan admin alias: its section is gone (listed in the admin)
+        rows += [Sentence(chunk=chunk, kind=Sentence.Kind.ALIAS, text=q, audience=doc.audience, scope=p.scope,
+                          embedding=list(map(float, v)), generated=src == SectionAlias.Source.GENERATED)
+                 for q, src, v in items]
+    Sentence.objects.bulk_create(rows, batch_size=2000)
+    return len(chunks)
+
+
+
+def _scope_from_meta(meta: dict) -> tuple[list[str], list[int]]:
+    """A corpus document's scope from its front matter (`cities: [深圳]`, `stores: [SZ-FT]`)."""
+    from ops.models import Store
+
+    cities = [str(c) for c in (meta.get("cities") or [])]
+    wanted = [str(x) for x in (meta.get("stores") or [])]
+    stores = list(Store.objects.filter(code__in=wanted).values_list("pk", flat=True)) if wanted else []
+    return cities, stores
+
+
+
+def _set_scope(doc: Document, cities: list[str], store_ids: list[int]) -> list[str]:
+    from ..documents import scope_tokens
+
+    doc.scope_cities = list(cities)
+    doc.scope = scope_tokens(cities, store_ids)
+    doc.save(update_fields=["scope_cities", "scope"])
+    doc.scope_stores.set(store_ids)
+    return doc.scope
+
+
+
+def _record_version(doc: Document, *, kind: str, name: str, raw: bytes | None, digest: str, title: str, sections: list[dict],
+                    warnings: list[str], meta: dict, actor, chunks: int) -> DocumentVersion:
+    """A corpus file's new content as the published version n+1 (the one before becomes history)."""
+    previous = doc.current_version
+    number = (doc.versions.order_by("-number").values_list("number", flat=True).first() or 0) + 1
+    version = DocumentVersion.objects.create(
+        document=doc, number=number, status=DocumentVersion.Status.PUBLISHED, kind=kind, original_name=name[:255],
+        size=len(raw or b""), content_hash=digest, title=title[:128], sections=sections, warnings=warnings, meta=meta,
+        diff=_sections_diff(previous.sections if previous else [], sections), chunks=chunks, created_by=actor,
+        published_by=actor, published_at=timezone.now(), progress=100)
+    if raw is not None:
+        DocumentFile.objects.create(version=version, data=raw)
+    if previous is not None:
+        DocumentVersion.objects.filter(pk=previous.pk).update(status=DocumentVersion.Status.SUPERSEDED)
+    doc.current_version = version
+    doc.save(update_fields=["current_version"])
+    return version
+
+
+
+def _sections_diff(old: list[dict], new: list[dict]) -> dict:
+    from ..documents import _diff
+
+    return _diff(old, new)
+
+
+
+def refresh_index_stats(meta: IndexMeta) -> None:
+    """Corpus statistics BM25 needs (N, average length, df per term, average idf), kept with the index."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT COUNT(*), COALESCE(AVG(n_terms), 0) FROM knowledge_chunk")
+        n, avg_terms = cur.fetchone()
+        cur.execute("DELETE FROM knowledge_termstat")
+        cur.execute("INSERT INTO knowledge_termstat (term, df) SELECT term, COUNT(*) FROM knowledge_term GROUP BY term")
+        # rank_bm25's BM25Okapi floors negative idf at epsilon × the mean idf over the vocabulary.
+        cur.execute("SELECT COALESCE(AVG(LN((%s - df + 0.5) / (df + 0.5))), 0) FROM knowledge_termstat", [n])
+        avg_idf = cur.fetchone()[0]
+        cur.execute("ANALYZE knowledge_termstat")
+        # The same statistics for the character-bigram channel.
+        cur.execute("SELECT COALESCE(AVG(n), 0) FROM (SELECT MAX(n_terms) AS n FROM knowledge_gram GROUP BY chunk_id) g")
+        avg_grams = cur.fetchone()[0]
+        cur.execute("DELETE FROM knowledge_gramstat")
+        cur.execute("INSERT INTO knowledge_gramstat (term, df) SELECT term, COUNT(*) FROM knowledge_gram GROUP BY term")
+        cur.execute("SELECT COALESCE(AVG(LN((%s - df + 0.5) / (df + 0.5))), 0) FROM knowledge_gramstat", [n])
+        avg_gram_idf = cur.fetchone()[0]
+        cur.execute("ANALYZE knowledge_gramstat")
+    meta.n_chunks, meta.avg_terms, meta.avg_idf = n, float(avg_terms), float(avg_idf)
+    meta.avg_grams, meta.avg_gram_idf = float(avg_grams), float(avg_gram_idf)
+    meta.save()
+
+
+
+def bm25_idf(n: int, df: int, avg_idf: float, epsilon: float = 0.25) -> float:
+    """Okapi BM25 idf as rank_bm25.BM25Okapi computes it (negative idf floored)."""
+    idf = math.log((n - df + 0.5) / (df + 0.5))
+    return idf if idf >= 0 else epsilon * avg_idf
+
+
+def sections_markdown(sections) -> str:
+    """A parsed file's sections as one Markdown body (what the admin and the MCP resources show)."""
+    parts = []
+    for s in sections:
+        if s.path:
+            parts.append(f"{'#' * min(6, len(s.path) + 1)} {s.path[-1]}")
+        if s.text:
+            parts.append(s.text)
+    return "\n\n".join(parts)
