@@ -25,7 +25,7 @@ ANSWER_KEYS = {"key_fact_hit", "answer_top1", "near_refusal", "far_refusal", "fa
 @pytest.fixture
 def small_sets(monkeypatch):
     monkeypatch.setattr(evaluation, "load_sets", lambda: {"tune": TUNE, "holdout": HOLDOUT})
-    monkeypatch.setattr("agent.evaluation.load_sets", lambda: {"tune": TUNE, "holdout": HOLDOUT})
+    monkeypatch.setattr("agent.evaluation.runs.load_sets", lambda: {"tune": TUNE, "holdout": HOLDOUT})
 
 
 def test_eval_retrieval_writes_tune_and_holdout(small_sets, tmp_path, capsys):
@@ -71,7 +71,7 @@ def test_eval_agent_leaves_no_pending_proposal_behind(monkeypatch, tmp_path):
     sets = {"tune": [{"id": "d05", "kind": "data", "query": "天河店哪些商品低于安全库存", "expect_intent": "data",
                       "expect_tool": "low_stock", "expect_params": {"store": "广州天河店"}},
                      {"id": "a01", "kind": "data", "query": "给天河店补5箱百威，快卖完了", "expect_intent": "action"}]}
-    monkeypatch.setattr("agent.evaluation.load_sets", lambda: sets)
+    monkeypatch.setattr("agent.evaluation.runs.load_sets", lambda: sets)
     call_command("eval", "agent", "--json", str(tmp_path / "a.json"))
     made = Proposal.objects.filter(proposed_by__username__startswith="eval_")
     assert made.exists(), "the restock request proposed one (else this test shows nothing)"

@@ -92,7 +92,7 @@ def test_eval_calibrate_never_stores_its_collecting_model_in_the_index(monkeypat
     from io import StringIO
     from types import SimpleNamespace
 
-    from agent import evaluation
+    from agent.evaluation import calibrate as evaluation
 
     meta = IndexMeta.objects.get()
     stored = meta.answerability
