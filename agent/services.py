@@ -14,7 +14,7 @@ from core.audit import audit_denial, audit_record
 from core.errors import NotFound
 from core.models import AuditLog
 from core.roles import USE_ASSISTANT, require
-from ops.validation import as_read, text_problem
+from core.validation import as_read, text_problem
 
 from .models import Conversation, Message, UnansweredQuestion, UserPreference
 from .pipeline import AgentResult, answer_question

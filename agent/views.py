@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 
 from core.errors import message_text
 from core.throttling import throttle_web
-from ops.validation import text_problem
+from core.validation import text_problem
 
 from .llm import get_llm
 from .models import Conversation, Message

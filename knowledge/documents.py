@@ -154,7 +154,7 @@ def _diff(old: list[dict], new: list[dict]) -> dict:
 
 
 def _clean_title(title: str) -> str:
-    from ops.validation import reject_bad_text
+    from core.validation import reject_bad_text
 
     title = " ".join((title or "").split())
     reject_bad_text({"title": title})
@@ -238,7 +238,7 @@ def version_edit(*, version: DocumentVersion, user, **changes) -> DocumentVersio
 @transaction.atomic
 def _edit_section(sections: list[dict], section: int, *, heading, text, enabled, before: dict, after: dict) -> None:
     """One section's heading, text or switch, in place; before/after record what changed."""
-    from ops.validation import reject_bad_text
+    from core.validation import reject_bad_text
 
     if not 0 <= section < len(sections):
         raise ValidationError({"section": [f"没有第 {section} 节（共 {len(sections)} 节，从 0 数起）。"]})

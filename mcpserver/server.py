@@ -38,7 +38,7 @@ def dispatch(user, name: str, args: dict) -> types.CallToolResult:
     """Run one validated tool call for `user` (synchronously, in the caller's connection).
     Both transports end here; tests call it directly for the whole permission matrix."""
     from core.throttling import throttle_person
-    from ops.validation import find_bad_text
+    from core.validation import find_bad_text
 
     tool = TOOLS_BY_NAME[name]
     if bad := find_bad_text(args):  # the same check as every REST body and form field

@@ -75,7 +75,7 @@ class InventoryAdminForm(forms.ModelForm):
     larger than one adjustment may be, is a message on the field (it was a 500 from save_model)."""
 
     def clean_on_hand(self):
-        from .validation import MAX_QTY
+        from core.validation import MAX_QTY
 
         value = self.cleaned_data["on_hand"]
         if value is not None and value < 0:

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.signals import got_request_exception
 from django.http import HttpResponse
 
-from ops.validation import text_problem
+from core.validation import text_problem
 
 from . import embedded_db
 from .api import DATABASE_DOWN, is_database_outage, json_error_response, service_unavailable

@@ -78,7 +78,7 @@ def _close_request_schemas(schemas: dict) -> None:
 
 
 # drf-spectacular's pattern for max_digits=11, decimal_places=2 admits "", "-", "." and 999,999,999;
-# ops.validation.money_problem wants a number of at most 10^8 with at most two decimals.
+# core.validation.money_problem wants a number of at most 10^8 with at most two decimals.
 SPECTACULAR_MONEY = r"^-?\d{0,9}(?:\.\d{0,2})?$"
 MONEY_PATTERN = r"^-?(?:\d{1,8}(?:\.\d{0,2})?|\.\d{1,2}|100000000(?:\.0{0,2})?)$"
 # A line's unit price is never negative (min_value=0, which a string's pattern must say itself), nor,
@@ -86,14 +86,14 @@ MONEY_PATTERN = r"^-?(?:\d{1,8}(?:\.\d{0,2})?|\.\d{1,2}|100000000(?:\.0{0,2})?)$
 MONEY_PATTERN_NOT_NEGATIVE = MONEY_PATTERN.replace("^-?", "^", 1)
 
 
-# Text may not hold NUL (ops.validation.find_bad_text; lone surrogates cannot be encoded in JSON
+# Text may not hold NUL (core.validation.find_bad_text; lone surrogates cannot be encoded in JSON
 # or a URL as UTF-8 anyway).
 NO_NUL = r"^[^\x00]*$"
 
 
 def _state_what_the_server_enforces(result: dict, components: dict) -> None:
     """Constraints the services enforce that the serializers cannot say: every query filter is
-    refused empty (ops.validation.known_query), a batch holds 1 to SM_POS_MAX_BATCH orders, and a
+    refused empty (core.validation.known_query), a batch holds 1 to SM_POS_MAX_BATCH orders, and a
     proposal's payload has the shape of its kind (workflow.services)."""
     from django.conf import settings
 
@@ -114,7 +114,7 @@ def _state_what_the_server_enforces(result: dict, components: dict) -> None:
                 if param.get("in") == "query" and schema.get("type") == "string" and "enum" not in schema:
                     schema.setdefault("minLength", 1)
                     schema.setdefault("pattern", NO_NUL)
-    for schema in components.values():  # every free text of a request body (ops.validation.find_bad_text)
+    for schema in components.values():  # every free text of a request body (core.validation.find_bad_text)
         for prop in (schema.get("properties") or {}).values():
             if prop.get("type") == "string" and not ({"enum", "pattern", "format"} & set(prop)):
                 prop["pattern"] = NO_NUL
@@ -127,13 +127,13 @@ def _state_what_the_server_enforces(result: dict, components: dict) -> None:
         low, high = delta.pop("minimum"), delta.pop("maximum")
         delta["anyOf"] = [{"minimum": low, "maximum": -1}, {"minimum": 1, "maximum": high}]
     from agent.services import THREAD_ID
+    from core.validation import EXTERNAL_ID
     from ops.services import MAX_LINES_PER_ORDER
-    from ops.validation import EXTERNAL_ID
 
     order_lines = components.get("OrderInRequest", {}).get("properties", {}).get("lines")
     if order_lines is not None:  # drf-spectacular drops min_length/max_length of a many=True serializer
         order_lines.update(minItems=1, maxItems=MAX_LINES_PER_ORDER)
-    for name in ("OrderInRequest", "AdjustmentInRequest"):  # ops.validation.key_problem
+    for name in ("OrderInRequest", "AdjustmentInRequest"):  # core.validation.key_problem
         external_id = components.get(name, {}).get("properties", {}).get("external_id")
         if external_id is not None:
             external_id.update(pattern=EXTERNAL_ID.pattern, minLength=1, maxLength=64)

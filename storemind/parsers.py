@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from ops.validation import find_bad_text, text_problem
+from core.validation import find_bad_text, text_problem
 
 MAX_DEPTH = 32  # the deepest request body (a POS batch: orders → lines → fields) is 4
 

@@ -26,9 +26,9 @@ from core.errors import Conflict, NotFound
 from core.models import AuditLog
 from core.roles import require
 from core.scoping import store_ids_for
+from core.validation import reject_bad_text, reject_unknown, text_problem
 from ops.models import Member, Order, Product, Store
 from ops.selectors import UnknownProduct, UnknownStore, resolve_product, resolve_store_for
-from ops.validation import reject_bad_text, reject_unknown, text_problem
 
 from .models import CONFIRM_PERMS, Proposal, RestockLine, RestockRequest, Ticket
 

@@ -8,7 +8,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ops.validation import reject_unknown
+from core.validation import reject_unknown
 
 from ..services import THREAD_ID_MAX, answer_for, assistant_require, chat_ask, validate_query, validate_thread_id
 from ..tasks import QueueUnavailable, submit_ask, task_state

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import Conflict, NotFound
-from ops.validation import as_read, known_query, reject_unknown, strict_positive_int
+from core.validation import as_read, known_query, reject_unknown, strict_positive_int
 
 from ..documents import document_publish, document_upload, may_manage
 from ..models import Document, DocumentVersion

@@ -5,10 +5,11 @@ tests); these input serializers only document the payload.
 """
 from rest_framework import serializers
 
+from core.validation import MAX_MONEY, MAX_QTY
+
 from ..models import Inventory, InventoryAdjustment, Order, OrderLine, Product, Store
 from ..services import MAX_LINES_PER_ORDER, MAX_PRICE_FACTOR
 from ..tools import COLUMNS
-from ..validation import MAX_MONEY, MAX_QTY
 
 
 class StoreSerializer(serializers.ModelSerializer):

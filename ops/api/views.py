@@ -7,9 +7,10 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.validation import known_query, reject_unknown
+
 from .. import selectors, services, tools
 from ..models import Order, Store
-from ..validation import known_query, reject_unknown
 from .serializers import (
     AdjustmentInSerializer,
     AdjustmentResultSerializer,

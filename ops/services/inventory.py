@@ -11,10 +11,10 @@ from core.audit import audit_denial, audit_record
 from core.errors import Conflict
 from core.models import AuditLog
 from core.roles import require
+from core.validation import find_bad_text, key_problem, qty_problem, unknown_fields
 
 from ..models import ApiToken, Inventory, InventoryAdjustment, Product, Store
 from ..selectors import store_by_exact_name
-from ..validation import find_bad_text, key_problem, qty_problem, unknown_fields
 from .orders import STORE_EMPTY
 from .stores import writable_stores
 

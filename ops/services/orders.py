@@ -18,9 +18,9 @@ from django.utils import timezone
 from core.audit import audit_denial
 from core.errors import Conflict, NotFound
 from core.roles import require
+from core.validation import MAX_MONEY, find_bad_text, key_problem, money_problem, parse_timestamp, qty_problem, unknown_fields
 
 from ..models import ApiToken, Inventory, Member, Order, OrderLine, Product, Store
-from ..validation import MAX_MONEY, find_bad_text, key_problem, money_problem, parse_timestamp, qty_problem, unknown_fields
 from .stores import writable_stores
 
 CENT = Decimal("0.01")

@@ -24,8 +24,8 @@ import httpx
 import pytest
 from django.conf import settings
 
+from core.validation import MAX_MONEY
 from ops.services import MAX_PRICE_FACTOR
-from ops.validation import MAX_MONEY
 
 BASE = Path(settings.BASE_DIR)
 SCHEMATHESIS = shutil.which("schemathesis", path=str(Path(sys.executable).parent)) or shutil.which("schemathesis")

@@ -9,8 +9,8 @@ from core.localtime import local_time
 from core.models import AuditLog
 from core.roles import require
 from core.selectors import AUDIT_READERS_ONLY, audit_entries
+from core.validation import known_query, limit_param, reject_unknown
 from ops.selectors import resolve_store_for
-from ops.validation import known_query, limit_param, reject_unknown
 
 from ..chat import proposal_dict
 from ..models import Proposal
