@@ -24,6 +24,7 @@ from core.roles import require
 from ops.models import Product, Store
 from ops.periods import cn_number
 from ops.selectors import UnknownStore, find_store_in_text, known_products_text, resolve_store_for
+from workflow.models import Ticket
 
 from . import vocabulary as vocab
 
@@ -369,21 +370,21 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
 
 _TICKET_CATEGORIES = (  # first match wins: a guest made ill is food safety whatever else is said; waiting and rudeness
     # are service even when a drink is named (「等了40分钟酒还没上」)
-    ("食品安全", r"拉肚子|肚子疼|肚子不舒服|腹痛|吃坏|喝坏|食物中毒|变质|不新鲜|馊|没熟|夹生|异物|头发|虫子?|苍蝇|过敏"),
-    ("服务态度", r"态度|服务员|服务差|太慢|慢死|等了|等太久|催|没人理|不理|上菜慢|上酒慢|骂"),
-    ("环境卫生", r"脏|卫生|厕所|洗手间|蟑螂|老鼠|桌子|地面|臭"),
-    ("酒水品质", r"酒|啤|饮料|饮品|异味|怪味|味道|口感|变味|酸|太淡|淡了|苦|没气"),
-    ("收银结账", r"结账|收银|多收|收错|扣错|找零|小票|发票|退款"),
-    ("会员储值", r"会员|储值|积分|余额"),
+    (Ticket.Category.FOOD_SAFETY, r"拉肚子|肚子疼|肚子不舒服|腹痛|吃坏|喝坏|食物中毒|变质|不新鲜|馊|没熟|夹生|异物|头发|虫子?|苍蝇|过敏"),
+    (Ticket.Category.SERVICE, r"态度|服务员|服务差|太慢|慢死|等了|等太久|催|没人理|不理|上菜慢|上酒慢|骂"),
+    (Ticket.Category.HYGIENE, r"脏|卫生|厕所|洗手间|蟑螂|老鼠|桌子|地面|臭"),
+    (Ticket.Category.DRINKS, r"酒|啤|饮料|饮品|异味|怪味|味道|口感|变味|酸|太淡|淡了|苦|没气"),
+    (Ticket.Category.CHECKOUT, r"结账|收银|多收|收错|扣错|找零|小票|发票|退款"),
+    (Ticket.Category.MEMBERSHIP, r"会员|储值|积分|余额"),
     # Made ill by what they ate or drank (「喝了精酿后不舒服」 was 其他); a cold room (「空调太冷坐着不舒服」)
     # or a drunk guest being sick (「喝醉了吐了一地」) is not food safety.
-    ("食品安全", r"(吃|喝)(?![^，。！？]{0,6}醉)[^，。！？]{0,10}(不舒服|身体不适|呕吐|吐了|头晕|头疼|头痛|恶心|难受)"),
+    (Ticket.Category.FOOD_SAFETY, r"(吃|喝)(?![^，。！？]{0,6}醉)[^，。！？]{0,10}(不舒服|身体不适|呕吐|吐了|头晕|头疼|头痛|恶心|难受)"),
 )
 
 
 def ticket_category(text: str) -> str:
     """From the complaint's words (the request's own 「投诉工单」 names no category)."""
-    return next((name for name, pattern in _TICKET_CATEGORIES if re.search(pattern, text)), "其他")
+    return next((name for name, pattern in _TICKET_CATEGORIES if re.search(pattern, text)), Ticket.Category.OTHER)
 
 
 def ticket_severity(text: str) -> str:

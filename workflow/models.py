@@ -107,6 +107,15 @@ class RestockLine(models.Model):
 
 
 class Ticket(models.Model):
+    class Category(models.TextChoices):
+        DRINKS = "酒水品质", "酒水品质"
+        FOOD_SAFETY = "食品安全", "食品安全"
+        SERVICE = "服务态度", "服务态度"
+        CHECKOUT = "收银结账", "收银结账"
+        HYGIENE = "环境卫生", "环境卫生"
+        MEMBERSHIP = "会员储值", "会员储值"
+        OTHER = "其他", "其他"
+
     class Severity(models.TextChoices):
         LOW = "一般", "一般"
         MEDIUM = "较重", "较重"
@@ -118,7 +127,7 @@ class Ticket(models.Model):
 
     proposal = models.OneToOneField(Proposal, on_delete=models.PROTECT, related_name="ticket", verbose_name="提案")
     store = models.ForeignKey(Store, on_delete=models.PROTECT, verbose_name="门店")
-    category = models.CharField("类别", max_length=32)
+    category = models.CharField("类别", max_length=32, choices=Category.choices)
     severity = models.CharField("严重程度", max_length=8, choices=Severity.choices)
     description = models.TextField("描述")
     order = models.ForeignKey(Order, on_delete=models.SET_NULL, null=True, blank=True, verbose_name="关联订单")

@@ -35,7 +35,7 @@ from .models import CONFIRM_PERMS, Proposal, RestockLine, RestockRequest, Ticket
 MAX_RESTOCK_LINES = 50
 MAX_RESTOCK_QTY = 10000
 TICKET_SEVERITIES = [s for s, _ in Ticket.Severity.choices]
-TICKET_CATEGORIES = ["酒水品质", "食品安全", "服务态度", "收银结账", "环境卫生", "会员储值", "其他"]
+TICKET_CATEGORIES = Ticket.Category.values  # the order REST, MCP and the chat offer them in
 RESTOCK_FIELDS = frozenset({"lines"})
 MAX_REASON = 200
 # A ticket's description, counted once the spaces around it are removed: REST, MCP and chat read these.
