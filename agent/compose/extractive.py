@@ -100,29 +100,19 @@ def _lead(units: list[SectionUnit], terms: set[str], quantity: tuple[float, str]
     return max(enumerate(units), key=key)[1]
 
 
-def section_lines(units: list[SectionUnit], terms: list[str], *, budget: int = MAX_LINES,
-                  quantity: tuple[float, str] | None = None) -> list[str]:
-    """Lead with the unit that answers the question, then the rest of the section that is
-    relevant, in the document's order. A numbered or bulleted procedure and a table stay
-    whole; a short section is given whole. `quantity`: the amount or duration the question
-    states (question_quantity), which picks among a rule's thresholds."""
-    if not units:
-        return []
-    term_set = set(terms)
-    lead = _lead(units, term_set, quantity)
-    # Chosen among alternative thresholds: it stands on its own, not after the others.
-    lead_fits = quantity is not None and condition_fit(lead.text, quantity) > 0 \
-        and any(condition_fit(u.text, quantity) < 0 for u in units)
+def _add_block(units: list[SectionUnit], lines: list[SectionUnit], block: int) -> None:
+    """A numbered or bulleted run whole, with the sentence that introduces it (「…如下：」)."""
+    intro = [u for u in units if u.block == block - 1 and u.kind == "sentence" and u.text.rstrip().endswith(("：", ":"))]
+    for u in intro[-1:] + [u for u in units if u.block == block]:
+        if u not in lines:
+            lines.append(u)
+
+
+def _relevant(units: list[SectionUnit], lead: SectionUnit, term_set: set[str], budget: int) -> list[SectionUnit]:
+    """The lead, then the section's units that are relevant (all of a short section), a run kept whole."""
     lines: list[SectionUnit] = []
-
-    def add_block(block: int):
-        intro = [u for u in units if u.block == block - 1 and u.kind == "sentence" and u.text.rstrip().endswith(("：", ":"))]
-        for u in intro[-1:] + [u for u in units if u.block == block]:
-            if u not in lines:
-                lines.append(u)
-
     if lead.kind == "item":
-        add_block(lead.block)
+        _add_block(units, lines, lead.block)
     else:
         lines.append(lead)
     if len(units) <= budget:
@@ -136,19 +126,39 @@ def section_lines(units: list[SectionUnit], terms: list[str], *, budget: int = M
         if u.kind == "item":
             if len(lines) + sum(1 for x in units if x.block == u.block) > budget and len(units) > budget:
                 continue
-            add_block(u.block)
+            _add_block(units, lines, u.block)
         elif len(lines) < budget or len(units) <= budget:
             lines.append(u)
+    return lines
+
+
+def _head(units: list[SectionUnit], first: SectionUnit, lead_fits: bool, quantity, budget: int) -> list[SectionUnit]:
+    """What the answer opens with: the lead, after what it points back to or the opening of its run."""
     # A one-line extract (a second section's lead) keeps its lead: the opening of its run would
     # push out the very clause that answers («一个月内迟到 3 次扣除当月全勤奖» lost to «迟到 10 分钟以内…»).
-    before = _what_it_points_back_to(units, lines[0]) if budget > 1 else []
+    before = _what_it_points_back_to(units, first) if budget > 1 else []
     if before:
-        head = [*before, lines[0]]
-    elif lead_fits and condition_fit(lines[0].text, quantity) > 0:  # 「超过 10 元的…」 stands on its own in its 「；」 run
-        head = [lines[0]]
-    else:
-        first = _start_of_enumeration(units, lines[0]) if budget > 1 else lines[0]
-        head = [first]
+        return [*before, first]
+    if lead_fits and condition_fit(first.text, quantity) > 0:  # 「超过 10 元的…」 stands on its own in its 「；」 run
+        return [first]
+    return [_start_of_enumeration(units, first) if budget > 1 else first]
+
+
+def section_lines(units: list[SectionUnit], terms: list[str], *, budget: int = MAX_LINES,
+                  quantity: tuple[float, str] | None = None) -> list[str]:
+    """Lead with the unit that answers the question, then the rest of the section that is
+    relevant, in the document's order. A numbered or bulleted procedure and a table stay
+    whole; a short section is given whole. `quantity`: the amount or duration the question
+    states (question_quantity), which picks among a rule's thresholds."""
+    if not units:
+        return []
+    term_set = set(terms)
+    lead = _lead(units, term_set, quantity)
+    # Chosen among alternative thresholds: it stands on its own, not after the others.
+    lead_fits = quantity is not None and condition_fit(lead.text, quantity) > 0 \
+        and any(condition_fit(u.text, quantity) < 0 for u in units)
+    lines = _relevant(units, lead, term_set, budget)
+    head = _head(units, lines[0], lead_fits, quantity, budget)
     for u in head:
         if u not in lines:
             lines.append(u)
