@@ -62,6 +62,27 @@ def pending_restock_for(store: Store, skus: list[str], *, any_of: bool = False) 
     return None
 
 
+def _pending_restocks_by_sku(store: Store) -> dict[str, Proposal]:
+    """The store's pending restock proposals, read once (newest first), by the products on them."""
+    by_sku: dict[str, Proposal] = {}
+    for p in Proposal.objects.filter(kind=Proposal.Kind.RESTOCK, store=store, status=Proposal.Status.PENDING) \
+            .select_related("store", "proposed_by").order_by("-created_at")[:20]:
+        for line in p.payload.get("lines", []):
+            by_sku.setdefault(line.get("sku"), p)
+    return by_sku
+
+
+def _already_asked(covered: set, waiting: dict) -> list[str]:
+    """What is not offered again: restocks confirmed and on their way, proposals waiting for the manager."""
+    notes = []
+    if covered:
+        notes.append(f"已有确认过、还没到货的补货（提案 {'、'.join(f'#{n}' for n in sorted(covered))}），到货前不再重复申请。")
+    if waiting:
+        notes.append("已有待确认的补货提案 " + "、".join(f"#{p.pk}（{p.proposed_by.username} 提交）" for p in waiting.values())
+                     + "，没有重复生成。")
+    return notes
+
+
 def restock_offer(*, user, rows: list[dict]):
     """After a stock answer for one store (its low stock, or one product below its safety level):
     an offer of a restock proposal with the suggested quantities (safety stock + 7 days of sales −
@@ -80,12 +101,7 @@ def restock_offer(*, user, rows: list[dict]):
     # after a manager confirmed one, the next 「什么快没货了」 proposed the same lines anew.
     coming = open_restock_quantities(store, [r["sku"] for r in wanted])
     lines, covered, waiting = [], set(), {}
-    # The store's pending restock proposals, read once (newest first), by the products on them.
-    pending_by_sku: dict[str, Proposal] = {}
-    for p in Proposal.objects.filter(kind=Proposal.Kind.RESTOCK, store=store, status=Proposal.Status.PENDING) \
-            .select_related("store", "proposed_by").order_by("-created_at")[:20]:
-        for line in p.payload.get("lines", []):
-            pending_by_sku.setdefault(line.get("sku"), p)
+    pending_by_sku = _pending_restocks_by_sku(store)
     for r in wanted:
         on_way, requests = coming.get(r["sku"], (0, []))
         qty = r["suggested_qty"] - on_way
@@ -100,12 +116,7 @@ def restock_offer(*, user, rows: list[dict]):
         reason = f"在库 {r['on_hand']} < 安全库存 {r['safety_stock']}，近7天日均 {r['velocity_per_day']}"
         lines.append({"sku": r["sku"], "quantity": qty, "unit": r["unit"],
                       "reason": reason + (f"，已扣除在途 {on_way}{r['unit']}" if on_way else "")})
-    notes = []
-    if covered:
-        notes.append(f"已有确认过、还没到货的补货（提案 {'、'.join(f'#{n}' for n in sorted(covered))}），到货前不再重复申请。")
-    if waiting:
-        notes.append("已有待确认的补货提案 " + "、".join(f"#{p.pk}（{p.proposed_by.username} 提交）" for p in waiting.values())
-                     + "，没有重复生成。")
+    notes = _already_asked(covered, waiting)
     if not lines:
         first = next(iter(waiting.values()), None)
         return (proposal_dict(first, user) if first else None), ("这些商品" + "；".join(notes) if notes else ""), None
