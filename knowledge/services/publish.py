@@ -28,6 +28,35 @@ def _prepare_version(version: DocumentVersion, embedder: Embedder) -> _Prepared:
 
 
 
+def _switch_in(version: DocumentVersion, p, actor) -> int:
+    """One version's chunks replace its document's; the version in use before becomes history.
+    Returns the chunks written (0 when it was discarded or published meanwhile)."""
+    version = DocumentVersion.objects.select_for_update().select_related("document").get(pk=version.pk)
+    if version.status != DocumentVersion.Status.INDEXING:
+        return 0  # discarded or published meanwhile: nothing to switch
+    doc = Document.objects.select_for_update().get(pk=version.document_id)
+    scope = (version.meta or {}).get("scope") or {}
+    doc.title, doc.audience = version.title, scope.get("audience", doc.audience)
+    doc.content_hash, doc.body, doc.meta = version.content_hash, p.body, {k: v for k, v in p.meta.items() if k != "scope"}
+    doc.archived_at = None
+    doc.save(update_fields=["title", "audience", "content_hash", "body", "meta", "archived_at"])
+    p.scope = _set_scope(doc, scope.get("cities", doc.scope_cities or []),
+                         scope.get("stores", list(doc.scope_stores.values_list("pk", flat=True))))
+    n = _write_document(p, doc)
+    previous = doc.current_version_id
+    if previous and previous != version.pk:
+        DocumentVersion.objects.filter(pk=previous).update(status=DocumentVersion.Status.SUPERSEDED)
+    version.status, version.progress, version.error, version.chunks = DocumentVersion.Status.PUBLISHED, 100, "", n
+    version.published_by, version.published_at = actor, timezone.now()
+    version.save(update_fields=["status", "progress", "error", "chunks", "published_by", "published_at"])
+    doc.current_version = version
+    doc.save(update_fields=["current_version"])
+    audit_record(actor=actor, action=AuditLog.Action.DOCUMENT_PUBLISHED, target=version, after={
+        "document": doc.pk, "title": doc.title, "version": version.number, "chunks": n, "previous": previous,
+        "audience": doc.audience, "scope": p.scope})
+    return n
+
+
 def publish_versions(versions: list[DocumentVersion], *, actor=None, embedder: Embedder | None = None, progress=None) -> int:
     """Index each version (status `indexing`) and switch it in: its chunks replace its document's
     in one transaction with every other version of the batch, the index statistics are brought
@@ -53,30 +82,7 @@ def publish_versions(versions: list[DocumentVersion], *, actor=None, embedder: E
         elif any(_column_dimension(table) is None for table in VECTOR_TABLES):
             retype_embedding(embedder.dimension)
         for version, p in prepared:
-            version = DocumentVersion.objects.select_for_update().select_related("document").get(pk=version.pk)
-            if version.status != DocumentVersion.Status.INDEXING:
-                continue  # discarded or published meanwhile: nothing to switch
-            doc = Document.objects.select_for_update().get(pk=version.document_id)
-            scope = (version.meta or {}).get("scope") or {}
-            doc.title, doc.audience = version.title, scope.get("audience", doc.audience)
-            doc.content_hash, doc.body, doc.meta = version.content_hash, p.body, {k: v for k, v in p.meta.items() if k != "scope"}
-            doc.archived_at = None
-            doc.save(update_fields=["title", "audience", "content_hash", "body", "meta", "archived_at"])
-            p.scope = _set_scope(doc, scope.get("cities", doc.scope_cities or []),
-                                 scope.get("stores", list(doc.scope_stores.values_list("pk", flat=True))))
-            n = _write_document(p, doc)
-            written += n
-            previous = doc.current_version_id
-            if previous and previous != version.pk:
-                DocumentVersion.objects.filter(pk=previous).update(status=DocumentVersion.Status.SUPERSEDED)
-            version.status, version.progress, version.error, version.chunks = DocumentVersion.Status.PUBLISHED, 100, "", n
-            version.published_by, version.published_at = actor, timezone.now()
-            version.save(update_fields=["status", "progress", "error", "chunks", "published_by", "published_at"])
-            doc.current_version = version
-            doc.save(update_fields=["current_version"])
-            audit_record(actor=actor, action=AuditLog.Action.DOCUMENT_PUBLISHED, target=version, after={
-                "document": doc.pk, "title": doc.title, "version": version.number, "chunks": n, "previous": previous,
-                "audience": doc.audience, "scope": p.scope})
+            written += _switch_in(version, p, actor)
         if meta is None:
             meta = IndexMeta(signature=embedder.signature, backend=embedder.backend, model=embedder.model, dimension=embedder.dimension,
                              forms_version=FORMS_VERSION)
