@@ -91,22 +91,8 @@ MONEY_PATTERN_NOT_NEGATIVE = MONEY_PATTERN.replace("^-?", "^", 1)
 NO_NUL = r"^[^\x00]*$"
 
 
-def _state_what_the_server_enforces(result: dict, components: dict) -> None:
-    """Constraints the services enforce that the serializers cannot say: every query filter is
-    refused empty (core.validation.known_query), a batch holds 1 to SM_POS_MAX_BATCH orders, and a
-    proposal's payload has the shape of its kind (workflow.services)."""
-    from django.conf import settings
-
-    from workflow.services import (
-        DESCRIPTION_MAX,
-        DESCRIPTION_MIN,
-        MAX_REASON,
-        MAX_RESTOCK_LINES,
-        MAX_RESTOCK_QTY,
-        TICKET_CATEGORIES,
-        TICKET_SEVERITIES,
-    )
-
+def _query_strings_not_empty(result: dict, components: dict) -> None:
+    """Every query filter is refused empty (core.validation.known_query) and without NUL."""
     for item in result.get("paths", {}).values():
         for operation in item.values():
             for param in operation.get("parameters", []) if isinstance(operation, dict) else []:
@@ -114,7 +100,12 @@ def _state_what_the_server_enforces(result: dict, components: dict) -> None:
                 if param.get("in") == "query" and schema.get("type") == "string" and "enum" not in schema:
                     schema.setdefault("minLength", 1)
                     schema.setdefault("pattern", NO_NUL)
-    for schema in components.values():  # every free text of a request body (core.validation.find_bad_text)
+
+
+def _texts_and_money(result: dict, components: dict) -> None:
+    """Every free text of a request body has no NUL (core.validation.find_bad_text); money is the
+    server's pattern; an adjustment's delta is never 0 (±1 to ±MAX_QTY)."""
+    for schema in components.values():
         for prop in (schema.get("properties") or {}).values():
             if prop.get("type") == "string" and not ({"enum", "pattern", "format"} & set(prop)):
                 prop["pattern"] = NO_NUL
@@ -123,9 +114,15 @@ def _state_what_the_server_enforces(result: dict, components: dict) -> None:
             if prop.get("format") == "decimal" and prop.get("pattern") == SPECTACULAR_MONEY:
                 prop["pattern"] = MONEY_PATTERN
     delta = components.get("AdjustmentInRequest", {}).get("properties", {}).get("delta")
-    if delta is not None and "minimum" in delta:  # never 0: ±1 to ±MAX_QTY
+    if delta is not None and "minimum" in delta:
         low, high = delta.pop("minimum"), delta.pop("maximum")
         delta["anyOf"] = [{"minimum": low, "maximum": -1}, {"minimum": 1, "maximum": high}]
+
+
+def _pos_and_chat_limits(result: dict, components: dict) -> None:
+    """Order lines and batches, external ids, line money and the chat's thread id, as the services check them."""
+    from django.conf import settings
+
     from agent.services import THREAD_ID
     from core.validation import EXTERNAL_ID
     from ops.services import MAX_LINES_PER_ORDER
@@ -147,42 +144,69 @@ def _state_what_the_server_enforces(result: dict, components: dict) -> None:
     batch = components.get("OrderBatchInRequest", {}).get("properties", {}).get("orders")
     if batch is not None:
         batch.update(minItems=1, maxItems=settings.SM_POS_MAX_BATCH)
+
+
+def _payload_shapes() -> tuple[dict, dict]:
+    """A restock's and a ticket's payload, as workflow.services checks them."""
+    from workflow.services import (
+        DESCRIPTION_MAX,
+        DESCRIPTION_MIN,
+        MAX_REASON,
+        MAX_RESTOCK_LINES,
+        MAX_RESTOCK_QTY,
+        TICKET_CATEGORIES,
+        TICKET_SEVERITIES,
+    )
+
+    restock_line = {"type": "object", "additionalProperties": False, "required": ["quantity"],
+                    "anyOf": [{"required": ["sku"]}, {"required": ["product"]}], "properties": {
+        "sku": {"type": "string", "minLength": 1, "maxLength": 64, "description": "SKU、商品名或别名"},
+        # What the server returns in each line (the product's name) is accepted back as it is:
+        # a client amends a proposal by sending its lines again (make fuzz, stateful phase).
+        "product": {"type": "string", "minLength": 1, "maxLength": 64, "description": "商品名或别名；与 sku 同时给出时必须是同一个商品"},
+        "quantity": {"type": "integer", "minimum": 1, "maximum": MAX_RESTOCK_QTY},
+        "unit": {"type": "string", "description": "商品的单位或 箱；省略时为商品的单位"},
+        # null is read as no reason (many POS serializers write an unset field so)
+        "reason": {"type": "string", "nullable": True, "maxLength": MAX_REASON, "pattern": NO_NUL}}}
+    restock = {"type": "object", "additionalProperties": False, "required": ["lines"], "properties": {
+        "lines": {"type": "array", "minItems": 1, "maxItems": MAX_RESTOCK_LINES, "items": restock_line}}}
+    ticket = {"type": "object", "additionalProperties": False, "required": ["category", "severity", "description"], "properties": {
+        "category": {"type": "string", "enum": TICKET_CATEGORIES},
+        "severity": {"type": "string", "enum": TICKET_SEVERITIES},
+        # DESCRIPTION_MIN to DESCRIPTION_MAX characters once the spaces around it are removed.
+        "description": {"type": "string", "minLength": DESCRIPTION_MIN, "maxLength": DESCRIPTION_MAX,
+                        "pattern": rf"^\s*[^\s\x00][^\x00]{{{DESCRIPTION_MIN - 2},}}[^\s\x00]\s*$"},
+        "order": {"type": "string", "minLength": 1, "pattern": NO_NUL, "description": "相关的 POS 单号（可选）"},
+        "member": {"type": "string", "minLength": 1, "pattern": NO_NUL, "description": "相关的会员号或完整手机号（可选）"}}}
+    return restock, ticket
+
+
+def _proposal_payloads(result: dict, components: dict) -> None:
+    """A proposal's payload has the shape of its kind: one schema per kind, for creating and amending."""
     create = components.get("ProposalCreateRequest")
-    if create is not None:
-        restock_line = {"type": "object", "additionalProperties": False, "required": ["quantity"],
-                        "anyOf": [{"required": ["sku"]}, {"required": ["product"]}], "properties": {
-            "sku": {"type": "string", "minLength": 1, "maxLength": 64, "description": "SKU、商品名或别名"},
-            # What the server returns in each line (the product's name) is accepted back as it is:
-            # a client amends a proposal by sending its lines again (make fuzz, stateful phase).
-            "product": {"type": "string", "minLength": 1, "maxLength": 64, "description": "商品名或别名；与 sku 同时给出时必须是同一个商品"},
-            "quantity": {"type": "integer", "minimum": 1, "maximum": MAX_RESTOCK_QTY},
-            "unit": {"type": "string", "description": "商品的单位或 箱；省略时为商品的单位"},
-            # null is read as no reason (many POS serializers write an unset field so)
-            "reason": {"type": "string", "nullable": True, "maxLength": MAX_REASON, "pattern": NO_NUL}}}
-        restock = {"type": "object", "additionalProperties": False, "required": ["lines"], "properties": {
-            "lines": {"type": "array", "minItems": 1, "maxItems": MAX_RESTOCK_LINES, "items": restock_line}}}
-        ticket = {"type": "object", "additionalProperties": False, "required": ["category", "severity", "description"], "properties": {
-            "category": {"type": "string", "enum": TICKET_CATEGORIES},
-            "severity": {"type": "string", "enum": TICKET_SEVERITIES},
-            # DESCRIPTION_MIN to DESCRIPTION_MAX characters once the spaces around it are removed.
-            "description": {"type": "string", "minLength": DESCRIPTION_MIN, "maxLength": DESCRIPTION_MAX,
-                            "pattern": rf"^\s*[^\s\x00][^\x00]{{{DESCRIPTION_MIN - 2},}}[^\s\x00]\s*$"},
-            "order": {"type": "string", "minLength": 1, "pattern": NO_NUL, "description": "相关的 POS 单号（可选）"},
-            "member": {"type": "string", "minLength": 1, "pattern": NO_NUL, "description": "相关的会员号或完整手机号（可选）"}}}
-        amend = components.get("PatchedProposalAmendRequest")
-        if amend is not None:  # PATCH bodies are partial by default; this one must say what the proposal becomes
-            amend["required"] = ["payload"]
-            amend.setdefault("properties", {})["payload"] = {
-                "anyOf": [restock, ticket], "description": "整份新内容，形状与提案的类型一致：补货写 lines，工单写 category、severity、description"}
-        base = {k: v for k, v in create.items() if k != "properties"}
-        props = create.get("properties", {})
-        components["ProposalCreateRequest"] = {
-            "oneOf": [
-                {**base, "properties": {**props, "kind": {"type": "string", "enum": ["restock"]}, "payload": restock}},
-                {**base, "properties": {**props, "kind": {"type": "string", "enum": ["ticket"]}, "payload": ticket}},
-            ],
-            "description": create.get("description", "提案：补货（restock）或客诉工单（ticket），payload 按类型。"),
-        }
+    if create is None:
+        return
+    restock, ticket = _payload_shapes()
+    amend = components.get("PatchedProposalAmendRequest")
+    if amend is not None:  # PATCH bodies are partial by default; this one must say what the proposal becomes
+        amend["required"] = ["payload"]
+        amend.setdefault("properties", {})["payload"] = {
+            "anyOf": [restock, ticket], "description": "整份新内容，形状与提案的类型一致：补货写 lines，工单写 category、severity、description"}
+    base = {k: v for k, v in create.items() if k != "properties"}
+    props = create.get("properties", {})
+    components["ProposalCreateRequest"] = {
+        "oneOf": [
+            {**base, "properties": {**props, "kind": {"type": "string", "enum": ["restock"]}, "payload": restock}},
+            {**base, "properties": {**props, "kind": {"type": "string", "enum": ["ticket"]}, "payload": ticket}},
+        ],
+        "description": create.get("description", "提案：补货（restock）或客诉工单（ticket），payload 按类型。"),
+    }
+
+
+def _state_what_the_server_enforces(result: dict, components: dict) -> None:
+    """Constraints the services enforce that the serializers cannot say, each step in its order."""
+    for step in (_query_strings_not_empty, _texts_and_money, _pos_and_chat_limits, _proposal_payloads):
+        step(result, components)
 
 
 # Everyday time phrases offered as the enum of `period` and `baseline` (the server reads many more
