@@ -235,7 +235,6 @@ def version_edit(*, version: DocumentVersion, user, **changes) -> DocumentVersio
     return _edit(version=version, user=user, **changes)
 
 
-@transaction.atomic
 def _edit_section(sections: list[dict], section: int, *, heading, text, enabled, before: dict, after: dict) -> None:
     """One section's heading, text or switch, in place; before/after record what changed."""
     from core.validation import reject_bad_text
@@ -263,6 +262,7 @@ def _edit_section(sections: list[dict], section: int, *, heading, text, enabled,
     before["section"] = after["section"] = section
 
 
+@transaction.atomic
 def _edit(*, version: DocumentVersion, user, section: int | None = None, heading: str | None = None, text: str | None = None,
           enabled: bool | None = None, title: str | None = None, audience=None, cities=None, stores=None) -> DocumentVersion:
     version = DocumentVersion.objects.select_for_update().get(pk=version.pk)

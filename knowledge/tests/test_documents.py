@@ -200,3 +200,4 @@ def test_a_deleted_document_leaves_the_index_and_the_list_audited(people):
     assert AuditLog.objects.get(action="document_deleted", actor=people["hq"]).before["title"] == "冰块与果汁规范"
     version.refresh_from_db()
     assert version.sections  # still readable
+
