@@ -143,27 +143,33 @@ def chat_ask(*, user, query, thread_id: str | None = None, on_step=None, channel
                 proposal=result.proposal, trace=result.trace, context=result.context,
             ),
         ])
-        top = result.score
-        if result.refused and result.refusal_layer:  # router or answerability; not a system error
-            # An off-topic one (「hi」「帮我写一首诗」) is no SOP gap: filed apart, so it does not bury the real ones.
-            source = (UnansweredQuestion.Source.OFF_TOPIC if result.intent == OUT_OF_SCOPE else
-                      UnansweredQuestion.Source.UNCOVERED if result.refusal_layer == "uncovered" else UnansweredQuestion.Source.REFUSAL)
-            unanswered_record(
-                question=query, user=user, message=reply, source=source,
-                reason=f"{REFUSAL_LAYERS.get(result.refusal_layer, result.refusal_layer)}（{result.refusal_reason}）"[:255],
-                top_score=top,
-            )
-        elif result.uncovered_reason:
-            # Figures given, and the rules half of the question sent to whoever answers it.
-            unanswered_record(question=query, user=user, message=reply, source=UnansweredQuestion.Source.UNCOVERED,
-                              reason=f"{REFUSAL_LAYERS['uncovered']}（{result.uncovered_reason}）"[:255], top_score=top)
-        elif result.hedged:
-            # 「客人想带狗进来坐行不行」: answered with the closest rule, and told so; the manager still
-            # sees it as a question the SOPs may not cover.
-            closest = result.citations[0]["document"] if result.citations else ""
-            unanswered_record(question=query, user=user, message=reply, source=UnansweredQuestion.Source.CLOSEST,
-                              reason=f"只找到相近的规定《{closest}》，已作答并提示仅供参考"[:255], top_score=top)
+        _file_if_unanswered(result, query=query, user=user, reply=reply)
     return result, conv, reply
+
+
+def _file_if_unanswered(result: AgentResult, *, query: str, user, reply) -> None:
+    """A refused question, a question whose rules half the SOPs leave to someone else, or one answered
+    only with the closest rule lands on the managers' unanswered list (off-topic ones apart)."""
+    top = result.score
+    if result.refused and result.refusal_layer:  # router or answerability; not a system error
+        # An off-topic one (「hi」「帮我写一首诗」) is no SOP gap: filed apart, so it does not bury the real ones.
+        source = (UnansweredQuestion.Source.OFF_TOPIC if result.intent == OUT_OF_SCOPE else
+                  UnansweredQuestion.Source.UNCOVERED if result.refusal_layer == "uncovered" else UnansweredQuestion.Source.REFUSAL)
+        unanswered_record(
+            question=query, user=user, message=reply, source=source,
+            reason=f"{REFUSAL_LAYERS.get(result.refusal_layer, result.refusal_layer)}（{result.refusal_reason}）"[:255],
+            top_score=top,
+        )
+    elif result.uncovered_reason:
+        # Figures given, and the rules half of the question sent to whoever answers it.
+        unanswered_record(question=query, user=user, message=reply, source=UnansweredQuestion.Source.UNCOVERED,
+                          reason=f"{REFUSAL_LAYERS['uncovered']}（{result.uncovered_reason}）"[:255], top_score=top)
+    elif result.hedged:
+        # 「客人想带狗进来坐行不行」: answered with the closest rule, and told so; the manager still
+        # sees it as a question the SOPs may not cover.
+        closest = result.citations[0]["document"] if result.citations else ""
+        unanswered_record(question=query, user=user, message=reply, source=UnansweredQuestion.Source.CLOSEST,
+                          reason=f"只找到相近的规定《{closest}》，已作答并提示仅供参考"[:255], top_score=top)
 
 
 def unanswered_record(*, question: str, user, message, source: str, reason: str = "", top_score=None) -> UnansweredQuestion:
