@@ -310,7 +310,7 @@ def document_publish(*, version: DocumentVersion, user, run_now: bool = False) -
         rollback = version.status == DocumentVersion.Status.SUPERSEDED
         version.status, version.progress, version.error = DocumentVersion.Status.INDEXING, 0, ""
         version.save(update_fields=["status", "progress", "error"])
-        audit_record(actor=user, action=AuditLog.Action.DOCUMENT_ROLLBACK_REQUESTED if rollback else "document_publish_requested", target=version,
+        audit_record(actor=user, action=AuditLog.Action.DOCUMENT_ROLLBACK_REQUESTED if rollback else AuditLog.Action.DOCUMENT_PUBLISH_REQUESTED, target=version,
                      after={"document": version.document_id, "version": version.number})
         if not run_now:
             from .tasks import publish_version_task

@@ -17,7 +17,7 @@ def bench_ops(cmd, opts) -> dict:
 
     from ops.models import Order, Product, Store
     from ops.services import orders_ingest
-    from ops.tools import _paid_orders, local_today, run_tool
+    from ops.tools import local_today, paid_orders, run_tool
 
     db = use_bench_database("ops")
     cmd.stdout.write(f"bench ops: database {db}")
@@ -57,7 +57,7 @@ def bench_ops(cmd, opts) -> dict:
     plan = rollup.values("store_id").annotate(revenue=Sum("revenue")).order_by().explain(analyze=True)
     index_used = "storedaysales_day_store_uniq" in plan
     # The rollup must equal the orders it summarises (kept by triggers through seed COPY and ingest).
-    direct = _paid_orders(period, None).aggregate(revenue=Sum("total"))["revenue"]
+    direct = paid_orders(period, None).aggregate(revenue=Sum("total"))["revenue"]
     rollup_exact = direct == rollup.aggregate(revenue=Sum("revenue"))["revenue"]
 
     # POS batch ingest through the same service the API calls: 20 batches × 500 orders.

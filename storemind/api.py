@@ -18,6 +18,8 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from core.errors import DATABASE_DOWN, RETRY_AFTER_SECONDS, Conflict, NotFound, is_database_outage
 
+from . import embedded_db
+
 log = logging.getLogger("storemind.api")
 
 
@@ -49,8 +51,6 @@ def exception_handler(exc, context):
     if isinstance(exc, NotFound):
         return Response({"detail": exc.message}, status=status.HTTP_404_NOT_FOUND)
     if is_database_outage(exc):
-        from . import embedded_db
-
         log.warning("database unavailable: %s", exc)
         embedded_db.restart_embedded_database()
         return Response({"detail": DATABASE_DOWN}, status=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})

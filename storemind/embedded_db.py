@@ -142,17 +142,6 @@ def stop(base_dir: Path, timeout: float = 30.0, name: str | None = None) -> bool
     raise TimeoutError(f"the embedded PostgreSQL (pid {info.pid}) did not stop within {timeout:.0f} s")
 
 
-if __name__ == "__main__":  # python -m storemind.embedded_db stop
-    import sys
-
-    if sys.argv[1:] != ["stop"]:
-        sys.exit("usage: python -m storemind.embedded_db stop")
-    base = Path(__file__).resolve().parent.parent
-    for name in CLUSTERS:
-        label = "the tests' embedded PostgreSQL" if name.endswith("-test") else "the embedded PostgreSQL"
-        print(f"stopped {label}" if stop(base, name=name) else f"{label} was not running")
-
-
 log = logging.getLogger("storemind.errors")
 _restart_lock = threading.Lock()
 _last_restart = [0.0]
@@ -178,3 +167,14 @@ def restart_embedded_database() -> bool:
         return False
     finally:
         _restart_lock.release()
+
+
+if __name__ == "__main__":  # python -m storemind.embedded_db stop
+    import sys
+
+    if sys.argv[1:] != ["stop"]:
+        sys.exit("usage: python -m storemind.embedded_db stop")
+    base = Path(__file__).resolve().parent.parent
+    for name in CLUSTERS:
+        label = "the tests' embedded PostgreSQL" if name.endswith("-test") else "the embedded PostgreSQL"
+        print(f"stopped {label}" if stop(base, name=name) else f"{label} was not running")

@@ -12,6 +12,8 @@ from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 
+from . import embedded_db
+
 
 def health(request):
     return JsonResponse({"status": "ok"})
@@ -57,8 +59,6 @@ def ready(request):
 
     checks = {"database": _timed(_database)}
     if checks["database"]["status"] != "ok":
-        from . import embedded_db
-
         embedded_db.restart_embedded_database()
     if settings.REDIS_URL:
         checks["redis"] = _timed(_redis)

@@ -82,7 +82,7 @@ class AgentState:
     pending_action: dict | None = None  # an action still waiting for slots (agent/slots.py)
     decided_on: str | None = None  # the proposal a 「确认提案…」 turn was about
     clarify: bool = False
-    audiences: Any = None  # who is reading (knowledge.selectors.Visibility): resolved once, in __post_init__
+    audiences: Any = None  # who is reading (knowledge.selectors.Visibility): resolved once, in start()
     first: SearchResult | None = None  # the question's own retrieval: what every round is judged against
     verdict: Any = None  # the chosen round's answerability verdict
     refusal_reason: str = ""  # why, as the refuse step recorded it

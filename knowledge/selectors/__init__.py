@@ -15,7 +15,6 @@ from .channels import (
     Hit,
     SearchResult,
     best_sentence_of,
-    bm25_scores,
     document_frequencies,
     lexical_channel,
     nearest_sentence_channel,
@@ -27,7 +26,6 @@ from .documents import (
     document_file_for,
     document_summary,
     documents_for,
-    documents_visible,
     neighbour_sections,
     status_of,
 )
@@ -103,7 +101,6 @@ __all__ = [
     "ROWS_PER_CHUNK",
     "SearchResult",
     "best_sentence_of",
-    "bm25_scores",
     "document_frequencies",
     "lexical_channel",
     "nearest_sentence_channel",
@@ -140,7 +137,6 @@ __all__ = [
     "document_file_for",
     "document_summary",
     "documents_for",
-    "documents_visible",
     "neighbour_sections",
     "status_of",
 ]

@@ -275,11 +275,6 @@ SELECT s.chunk_id, s.score, NULL::text FROM scored s ORDER BY s.score DESC, s.ch
 """
 
 
-def bm25_scores(terms: list[str], meta: IndexMeta, audiences, limit: int) -> list[tuple[int, float]]:
-    """(chunk_id, Okapi BM25 score) over the whole corpus's statistics, best first."""
-    return [(h.chunk_id, h.lexical_score) for h in lexical_channel(terms, meta, audiences, limit)]
-
-
 _LEXICAL_TABLES = {"lexical": ("knowledge_term", "knowledge_termstat"), "gram": ("knowledge_gram", "knowledge_gramstat")}
 
 

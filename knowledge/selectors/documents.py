@@ -6,10 +6,6 @@ from ..models import Document
 from .index import index_cached
 
 
-def documents_visible(user) -> list[Document]:
-    return list(Document.objects.visible_to(user).order_by("path"))
-
-
 def aliases_with_status(*, include_corpus: bool = False) -> list[dict]:
     """Question aliases with whether their section still exists (an orphan otherwise), for
     the admin and `export_aliases`. Ordered by document, section, question."""

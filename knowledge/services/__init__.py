@@ -39,7 +39,6 @@ from .vectors import (
 from .writing import (
     VALID_AUDIENCES,
     VALID_DOC_TYPES,
-    bm25_idf,
     current_meta,
     lexical_text,
     refresh_index_stats,
@@ -67,7 +66,6 @@ __all__ = [
     "VALID_AUDIENCES",
     "VALID_DOC_TYPES",
     "apply_document_scope",
-    "bm25_idf",
     "corpus_files",
     "corpus_ingest",
     "current_meta",

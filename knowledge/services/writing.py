@@ -2,7 +2,6 @@
 _write_document), its version record and scope, and the index statistics BM25 reads."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from django.db import connection
@@ -18,9 +17,7 @@ from .vectors import embed_cached
 VALID_DOC_TYPES = set(Document.DocType.values)
 
 
-
 VALID_AUDIENCES = set(Document.Audience.values)
-
 
 
 @dataclass
@@ -40,10 +37,8 @@ class _Prepared:
     page_of: dict = field(default_factory=dict)
 
 
-
 def current_meta() -> IndexMeta | None:
     return IndexMeta.objects.order_by("pk").first()
-
 
 
 def _doc_fields(rel: str, meta: dict, title: str) -> dict:
@@ -63,12 +58,10 @@ def _doc_fields(rel: str, meta: dict, title: str) -> dict:
     }
 
 
-
 def lexical_text(draft) -> str:
     """What the lexical channels index for a chunk: heading path, text, and its section's
     question aliases (staff wording the SOP itself does not use)."""
     return draft.embed_text + ("\n" + "\n".join(draft.aliases) if draft.aliases else "")
-
 
 
 def _prepare(rel: str, digest: str, title: str, meta: dict, body: str, drafts: list, embedder: Embedder) -> _Prepared:
@@ -95,7 +88,6 @@ def _prepare(rel: str, digest: str, title: str, meta: dict, body: str, drafts: l
         aliases.setdefault(section, []).append((q, src, v))
     meta = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in meta.items()}
     return _Prepared(rel, digest, title, meta, body, drafts, vectors, sentences, aliases)
-
 
 
 def _write_document(p: _Prepared, doc: Document) -> int:
@@ -143,7 +135,6 @@ def _write_document(p: _Prepared, doc: Document) -> int:
     return len(chunks)
 
 
-
 def _scope_from_meta(meta: dict) -> tuple[list[str], list[int]]:
     """A corpus document's scope from its front matter (`cities: [深圳]`, `stores: [SZ-FT]`)."""
     from ops.models import Store
@@ -154,7 +145,6 @@ def _scope_from_meta(meta: dict) -> tuple[list[str], list[int]]:
     return cities, stores
 
 
-
 def _set_scope(doc: Document, cities: list[str], store_ids: list[int]) -> list[str]:
     from ..documents import scope_tokens
 
@@ -163,7 +153,6 @@ def _set_scope(doc: Document, cities: list[str], store_ids: list[int]) -> list[s
     doc.save(update_fields=["scope_cities", "scope"])
     doc.scope_stores.set(store_ids)
     return doc.scope
-
 
 
 def _record_version(doc: Document, *, kind: str, name: str, raw: bytes | None, digest: str, title: str, sections: list[dict],
@@ -185,12 +174,10 @@ def _record_version(doc: Document, *, kind: str, name: str, raw: bytes | None, d
     return version
 
 
-
 def _sections_diff(old: list[dict], new: list[dict]) -> dict:
     from ..documents import _diff
 
     return _diff(old, new)
-
 
 
 def refresh_index_stats(meta: IndexMeta) -> None:
@@ -215,13 +202,6 @@ def refresh_index_stats(meta: IndexMeta) -> None:
     meta.n_chunks, meta.avg_terms, meta.avg_idf = n, float(avg_terms), float(avg_idf)
     meta.avg_grams, meta.avg_gram_idf = float(avg_grams), float(avg_gram_idf)
     meta.save()
-
-
-
-def bm25_idf(n: int, df: int, avg_idf: float, epsilon: float = 0.25) -> float:
-    """Okapi BM25 idf as rank_bm25.BM25Okapi computes it (negative idf floored)."""
-    idf = math.log((n - df + 0.5) / (df + 0.5))
-    return idf if idf >= 0 else epsilon * avg_idf
 
 
 def sections_markdown(sections) -> str:

@@ -13,7 +13,6 @@ def test_a_draft_is_edited_in_a_transaction_of_its_own(django_db_setup, django_d
     """The admin's views are not atomic: an edit locks its version (select_for_update) inside its own
     transaction. The decorator slipped onto a helper once and every admin edit raised
     TransactionManagementError while tests, each inside a transaction, passed."""
-    from django.contrib.auth import get_user_model
     from django.db import connection
 
     with django_db_blocker.unblock():

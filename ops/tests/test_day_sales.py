@@ -11,7 +11,7 @@ from ops.models import Order, Store, StoreDaySales
 from ops.periods import Period
 from ops.services import orders_ingest
 from ops.tests.factories import make_user, order_payload
-from ops.tools import _paid_orders, local_today
+from ops.tools import local_today, paid_orders
 from ops.tools.compare_stores import compare_stores
 from ops.tools.store_sales import store_sales
 
@@ -22,7 +22,7 @@ def direct(period: Period, store: Store | None = None) -> dict:
     """The same figures aggregated from every order, as store_sales did before the rollup."""
     return {
         r["store_id"]: (r["revenue"], r["orders"])
-        for r in _paid_orders(period, store).values("store_id").annotate(revenue=Sum("total"), orders=Count("*")).order_by()
+        for r in paid_orders(period, store).values("store_id").annotate(revenue=Sum("total"), orders=Count("*")).order_by()
     }
 
 

@@ -37,8 +37,7 @@ from . import (
     store_sales,
     top_products,
 )
-from .base import COLUMNS, Chart, Column, Tool, ToolResult, ToolSpec, column, format_cell, paid_sales  # noqa: F401
-from .base import paid_orders as _paid_orders  # noqa: F401 (the bench and the rollup tests compare against it)
+from .base import COLUMNS, Chart, Column, Tool, ToolResult, column, format_cell, paid_orders, paid_sales  # noqa: F401
 from .compare_stores import MAX_COMPARED  # noqa: F401
 from .daily_trend import MAX_TREND_DAYS  # noqa: F401
 from .params import resolve

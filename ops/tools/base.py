@@ -137,8 +137,6 @@ class Tool:
         return [{"key": k, **column(k).as_dict()} for k in self.columns]
 
 
-ToolSpec = Tool  # the name callers knew it by
-
 
 def bounds(period: Period) -> tuple[datetime, datetime]:
     """The period's trading days as instants: from 06:00 of its first day to 06:00 after its last."""
@@ -170,9 +168,6 @@ def paid_orders(period: Period, store: Store | None, scope: list[Store] | None =
     if store:
         return qs.filter(store=store)
     return qs if scope is None else qs.filter(store__in=scope)
-
-
-# --- tools ---------------------------------------------------------------------------------
 
 
 def paid_sales(period: Period, store: Store | None, scope: list[Store] | None = None) -> list[tuple[Store, Decimal | None, int | None]]:
