@@ -239,10 +239,9 @@ class Turn:
         return self.pending.missing()
 
 
-def _one_store_means_it(t: Turn) -> Step | None:
+def _one_store_means_it(t: Turn) -> None:
     if t.pending.store is None and not t.pending.offer_store and len(t.mine) == 1:
         t.pending.store = t.mine[0].name  # a person working at one store means that store
-    return None
 
 
 def _may_propose_here(t: Turn) -> Step | None:
@@ -271,12 +270,10 @@ def _ask_store(t: Turn) -> Step | None:
     return Step(f"要为哪家门店{_what(t.pending.kind)}？" + (f"你所在的门店：{own}。" if own else ""), t.pending)
 
 
-def _ticket(t: Turn) -> Step | None:
-    if t.pending.kind != TICKET:
+def _ask_description(t: Turn) -> Step | None:
+    if "description" not in t.missing:
         return None
-    if "description" in t.missing:
-        return Step("请说一下客人投诉的情况：发生了什么、哪张单或哪位会员（如有），我再生成客诉工单提案。", t.pending)
-    return _create_ticket(t.pending, user=t.user, today=t.today)
+    return Step("请说一下客人投诉的情况：发生了什么、哪张单或哪位会员（如有），我再生成客诉工单提案。", t.pending)
 
 
 def _ask_product(t: Turn) -> Step | None:
@@ -305,19 +302,20 @@ def _already_waiting(t: Turn) -> Step | None:
                 detail={"proposal_id": waiting.pk, "created": False, "duplicate_of": waiting.pk})
 
 
-def _suggested_quantity(t: Turn) -> Step | None:
+def _suggested_quantity(t: Turn) -> None:
     """No quantity said, and every product has the same low-stock suggestion: that one."""
     if "qty" not in t.missing or t.suggest is None:
-        return None
+        return
     figures = t.suggest(t.pending.store)
     known = {sku: figures[sku] for sku in t.pending.skus if figures.get(sku)}
     if len(known) == len(t.pending.skus) and len(set(known.values())) == 1:
         t.pending.qty, t.pending.unit = next(iter(known.values())), None  # the low-stock suggestion
         t.suggested = True
-    return None
 
 
 def _ask_quantity(t: Turn) -> Step | None:
+    """Asked only when no quantity was said and no single suggestion fills it."""
+    _suggested_quantity(t)
     if "qty" not in t.missing:
         return None
     names = "、".join(t.products[s].name for s in t.pending.skus)
@@ -342,30 +340,41 @@ def _create_restock(t: Turn) -> Step:
                 None, proposal, detail={"proposal_id": proposal.pk, "created": created, "suggested_qty": t.suggested})
 
 
-def _read_products(t: Turn) -> Step | None:
-    t.products = {p.sku: p for p in Product.objects.filter(sku__in=t.pending.skus)}
+# The gates of an action's turn: checks, each asking for what is missing or refusing; the first that
+# answers ends the turn, and its name is in the step's detail (the trace). What advance() prepares
+# between them (the asker's one store, the products) is no gate.
+Gate = tuple[str, Callable[[Turn], Step | None]]
+STORE_GATES: tuple[Gate, ...] = (("may_propose_here", _may_propose_here), ("ask_store", _ask_store))
+TICKET_GATES: tuple[Gate, ...] = (("ask_description", _ask_description),)
+PRODUCT_GATES: tuple[Gate, ...] = (("ask_product", _ask_product),)
+RESTOCK_GATES: tuple[Gate, ...] = (("already_waiting", _already_waiting), ("ask_quantity", _ask_quantity))
+GATES = STORE_GATES + TICKET_GATES + PRODUCT_GATES + RESTOCK_GATES
+
+
+def _through(turn: Turn, gates: tuple[Gate, ...]) -> Step | None:
+    for name, gate in gates:
+        if (step := gate(turn)) is not None:
+            return _named(step, name)
     return None
 
 
-# The gates of an action's turn, in order: the first that has something to say ends the turn (a
-# question for the next slot, a refusal, a proposal already waiting); past them all, the proposal.
-GATES: tuple[tuple[str, Callable[[Turn], Step | None]], ...] = (
-    ("one_store_means_it", _one_store_means_it), ("may_propose_here", _may_propose_here), ("ask_store", _ask_store),
-    ("ticket", _ticket), ("ask_product", _ask_product), ("read_products", _read_products), ("already_waiting", _already_waiting),
-    ("suggested_quantity", _suggested_quantity), ("ask_quantity", _ask_quantity),
-)
+def _named(step: Step, name: str) -> Step:
+    step.detail.setdefault("gate", name)  # which gate (or final step) answered, in the trace
+    return step
 
 
 def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
-    """Check permission, ask for the next missing slot, or create the proposal (GATES, in order)."""
+    """Check permission, ask for the next missing slot, or create the proposal."""
     turn = Turn(pending, user, today, suggest, mine=list(Store.objects.for_user(user, PROPOSE)))
-    for name, gate in GATES:
-        if (step := gate(turn)) is not None:
-            step.detail.setdefault("gate", name)  # which gate answered, in the trace
-            return step
-    step = _create_restock(turn)
-    step.detail.setdefault("gate", "create_restock")
-    return step
+    _one_store_means_it(turn)
+    if (step := _through(turn, STORE_GATES)) is not None:
+        return step
+    if pending.kind == TICKET:
+        return _through(turn, TICKET_GATES) or _named(_create_ticket(pending, user=user, today=today), "create_ticket")
+    if (step := _through(turn, PRODUCT_GATES)) is not None:
+        return step
+    turn.products = {p.sku: p for p in Product.objects.filter(sku__in=pending.skus)}
+    return _through(turn, RESTOCK_GATES) or _named(_create_restock(turn), "create_restock")
 
 
 _TICKET_CATEGORIES = (  # first match wins: a guest made ill is food safety whatever else is said; waiting and rudeness

@@ -16,7 +16,7 @@ def _gate(pending, user, **kw) -> str:
     return advance(pending, user=user, today=TODAY, **kw).detail["gate"]
 
 
-def test_one_store_means_it_then_asks_for_the_product():
+def test_the_askers_one_store_is_meant_then_ask_product():
     staff = make_user("gate_one", role="staff", stores=["GZ-TH"])
     pending = PendingAction(kind=RESTOCK)
     assert _gate(pending, staff) == "ask_product" and pending.store == "广州天河店"
@@ -32,9 +32,16 @@ def test_ask_store():
     assert _gate(PendingAction(kind=RESTOCK), staff) == "ask_store"
 
 
-def test_ticket():
+def test_ask_description():
     staff = make_user("gate_ticket", role="staff", stores=["GZ-TH"])
-    assert _gate(PendingAction(kind=TICKET, store="广州天河店"), staff) == "ticket"
+    assert _gate(PendingAction(kind=TICKET, store="广州天河店"), staff) == "ask_description"
+
+
+def test_create_ticket():
+    staff = make_user("gate_ticket_made", role="staff", stores=["GZ-TH"])
+    step = advance(PendingAction(kind=TICKET, store="广州天河店", description="客人说啤酒有怪味，要求换一杯", started_with="登记投诉"),
+                   user=staff, today=TODAY)
+    assert step.detail["gate"] == "create_ticket" and isinstance(step.proposal, Proposal)
 
 
 def test_ask_product():
@@ -42,13 +49,13 @@ def test_ask_product():
     assert _gate(PendingAction(kind=RESTOCK, store="广州天河店", not_a_product="喜力"), staff) == "ask_product"
 
 
-def test_read_products_then_ask_quantity():
+def test_ask_quantity():
     staff = make_user("gate_qty", role="staff", stores=["GZ-TH"])
     step = advance(PendingAction(kind=RESTOCK, store="广州天河店", skus=["B001"]), user=staff, today=TODAY)
     assert step.detail["gate"] == "ask_quantity" and "要补多少" in step.message
 
 
-def test_suggested_quantity_then_create_restock():
+def test_a_suggested_quantity_fills_it_and_then_create_restock():
     staff = make_user("gate_suggest", role="staff", stores=["GZ-TH"])
     step = advance(PendingAction(kind=RESTOCK, store="广州天河店", skus=["B001"], started_with="补青岛"), user=staff, today=TODAY,
                    suggest=lambda store: {"B001": 24})
@@ -65,5 +72,5 @@ def test_already_waiting():
 
 def test_every_gate_has_a_case():
     cases = [name for name in globals() if name.startswith("test_") and name != "test_every_gate_has_a_case"]
-    gates = [gate for gate, _ in GATES] + ["create_restock"]
+    gates = [gate for gate, _ in GATES] + ["create_ticket", "create_restock"]
     assert [gate for gate in gates if not any(gate in case for case in cases)] == []
