@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from functools import cached_property
 
 from ops.models import Product
 from ops.periods import (
@@ -171,6 +172,16 @@ class Draft:
     def prev_params(self) -> dict:
         return self.previous.get("params") or {}
 
+    @cached_property
+    def named_product(self) -> tuple[str, str] | None:
+        """The product the question names (as said, its name), read once per plan."""
+        return find_product_in_text(self.question)
+
+    def state(self) -> tuple:
+        """What a rule may change: a rule is listed in the trace when it changed it or ended the plan."""
+        return (self.tool, self.reason, self.inherited, self.carried, self.other_store, self.compared_with, self.product,
+                repr(self.params), self.store_words, repr(self.compared), self.defaulted, self.note)
+
     def switch(self, tool: str, why: str) -> None:
         """Another tool; the reason leads with why (`why` ends in its own 「+ 」)."""
         self.tool, self.reason = tool, f"{tool}：{why}{self.reason}"
@@ -210,7 +221,7 @@ def _keeps_period_and_store(d: Draft):
 
 
 def _only_a_product_named(d: Draft):
-    said, product = find_product_in_text(d.question)
+    said, product = d.named_product
     return DataPlan(None, clarify=f"想查{product}的哪一项？可以问「{said}还剩多少」（库存）、「{said}上周卖了多少」（销量）；"
                                   "问制度或酒水知识，请把情况说完整一些。", reason=f"只说了商品名「{said}」", rules=d.fired)
 
@@ -227,14 +238,14 @@ def _product_on_a_store_tool(d: Draft):
     # 「几点最忙」 → 「那科罗娜呢」: the tool counts orders per store, not per product. Say so.
     from ops.tools import TOOLS
 
-    said = find_product_in_text(d.question)[0]
+    said = d.named_product[0]
     return d.plan(d.tool, clarify=f"{TOOLS[d.tool].title}只按门店统计，不能按商品拆分。可以问「{said}卖了多少」看这个商品的销量。")
 
 
 def _the_product(d: Draft):
     # A sales question that names a product asks how much of *it* sold (「科罗娜卖了几瓶」), and a
     # follow-up naming another product (「那百威呢」) asks the same of that one.
-    d.product = find_product_in_text(d.question)
+    d.product = d.named_product
 
 
 def _store_ranking_of_a_product(d: Draft):
@@ -483,7 +494,7 @@ class Rule:
 
 RULES: tuple[Rule, ...] = (
     Rule("stock_left_of_a_product", lambda d: d.tool is None and bool(vocab.STOCK_LEFT.search(d.question))
-         and bool(find_product_in_text(d.question)), _stock_left_of_a_product),
+         and bool(d.named_product), _stock_left_of_a_product),
     Rule("two_periods_of_revenue", lambda d: d.tool is None and bool(vocab.FIGURE_COMPARE.search(d.question))
          and names_two_periods(d.question, d.today), _two_periods_of_revenue),
     Rule("against_another_store", lambda d: d.tool is None and bool(d.previous.get("tool")) and compared_store(d.question) is not None,
@@ -491,11 +502,11 @@ RULES: tuple[Rule, ...] = (
     Rule("keeps_the_last_tool", lambda d: d.tool is None and bool(d.previous.get("tool")), _keeps_the_last_tool),
     Rule("keeps_period_and_store", lambda d: d.inherited or (bool(d.previous.get("tool")) and len(d.question.strip()) <= SHORT_FOLLOW_UP
                                                                and not _names_a_period(d.question, d.today)), _keeps_period_and_store),
-    Rule("only_a_product_named", lambda d: d.tool is None and bool(find_product_in_text(d.question)), _only_a_product_named),
+    Rule("only_a_product_named", lambda d: d.tool is None and bool(d.named_product), _only_a_product_named),
     Rule("no_tool", lambda d: d.tool is None, _no_tool),
     Rule("product_on_a_store_tool", lambda d: d.inherited and d.tool not in _COUNTS_PRODUCTS
-         and bool(find_product_in_text(d.question)), _product_on_a_store_tool),
-    Rule("the_product", lambda d: d.tool in (*_COUNTS_PRODUCTS, COMPARE_STORES) and bool(find_product_in_text(d.question)),
+         and bool(d.named_product), _product_on_a_store_tool),
+    Rule("the_product", lambda d: d.tool in (*_COUNTS_PRODUCTS, COMPARE_STORES) and bool(d.named_product),
          _the_product),
     Rule("store_ranking_of_a_product", lambda d: d.tool == COMPARE_STORES and bool(d.product)
          and not vocab.CHANNEL_WORDS.search(d.question), _store_ranking_of_a_product),
@@ -532,8 +543,11 @@ def plan_data(question: str, *, today: date, previous: dict | None = None) -> Da
     for rule in RULES:
         if not rule.when(d):
             continue
-        d.fired.append(rule.name)
-        if (plan := rule.then(d)) is not None:
+        before = d.state()
+        plan = rule.then(d)
+        if plan is not None or d.state() != before:
+            d.fired.append(rule.name)  # the plan's own list: a plan ended here lists this rule too
+        if plan is not None:
             return plan
     return DataPlan(d.tool, d.params, reason=d.reason + ("（追问）" if d.inherited else ""), store_words=d.store_words,
                     note=d.note or d.defaulted, rules=d.fired)
