@@ -35,6 +35,7 @@ from ops.selectors import (
     known_products_text,
     products_named_in_text,
 )
+from ops.tools import MAX_TOP_N, TOOLS
 
 from . import vocabulary as vocab
 from .vocabulary import (
@@ -49,8 +50,7 @@ from .vocabulary import (
     TOP_PRODUCTS,
 )
 
-PERIOD_TOOLS = {"store_sales", "top_products", "compare_stores", "hourly_peak", "daily_trend", "product_sales", "channel_sales",
-                "period_compare"}
+PERIOD_TOOLS = {name for name, tool in TOOLS.items() if "period" in tool.schema["properties"]}  # the tools a period is asked for
 HOURLY_PEAK = "hourly_peak"
 # 「一般几点最忙」 with no period: the usual day over the last four whole weeks.
 PEAK_DEFAULT_DAYS = 28
@@ -108,7 +108,7 @@ def top_n(question: str) -> int:
         m = pattern.search(question)
         if m:
             raw = next(g for g in m.groups() if g)
-            return max(1, min(50, cn_number(raw)))
+            return max(1, min(MAX_TOP_N, cn_number(raw)))
     return 1 if _FIRST.search(question) else 5
 
 
@@ -116,8 +116,6 @@ SHORT_FOLLOW_UP = 12  # characters: a question this short right after a data ans
 
 
 def _cannot_compare(tool: str, what: str, shown: str, before: str, now: str) -> str:
-    from ops.tools import TOOLS
-
     return (f"{TOOLS[tool].title}不能把{what}放在一起比：上面是{shown}的，{before}的在上一条回答里。"
             f"营业额和订单数可以直接比，比如「{before}跟{now}比」。")
 
@@ -236,8 +234,6 @@ _COUNTS_PRODUCTS = (STORE_SALES, PRODUCT_SALES, LOW_STOCK, PRODUCT_STOCK)
 
 def _product_on_a_store_tool(d: Draft):
     # 「几点最忙」 → 「那科罗娜呢」: the tool counts orders per store, not per product. Say so.
-    from ops.tools import TOOLS
-
     said = d.named_product[0]
     return d.plan(d.tool, clarify=f"{TOOLS[d.tool].title}只按门店统计，不能按商品拆分。可以问「{said}卖了多少」看这个商品的销量。")
 

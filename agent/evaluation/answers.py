@@ -18,7 +18,6 @@ from ..pipeline import answer_question
 _REF = re.compile(r"\[(D?\d+)\]")
 
 
-
 def eval_users() -> dict[str, object]:
     """Two evaluation identities (no password): a staff and a manager at every store."""
     User = get_user_model()
@@ -35,14 +34,12 @@ def eval_users() -> dict[str, object]:
     return users
 
 
-
 def expected_params(params: dict, today: date) -> dict:
     out = dict(params)
     if "period" in out:
         p = parse_period(out["period"], today)
         out["period"] = {"start": p.start.isoformat(), "end": p.end.isoformat()}
     return out
-
 
 
 def actual_params(plan_params: dict) -> dict:
@@ -54,22 +51,18 @@ def actual_params(plan_params: dict) -> dict:
     return out
 
 
-
 def _turns(item: dict) -> list[dict]:
     return item["turns"] if item["kind"] == "conversation" else [item]
-
 
 
 def _section_of(result) -> str | None:
     return result.citations[0]["section_path"] if result.citations else None
 
 
-
 def _fabricated(result) -> int:
     refs = set(_REF.findall(result.answer))
     known = {c["ref"] for c in result.citations} | {d["ref"] for d in result.data}
     return len(refs - known)
-
 
 
 def _run_item(item, users, today, max_attempts):
@@ -86,15 +79,12 @@ def _run_item(item, users, today, max_attempts):
         history = history + [(turn["query"], result.answer)]
 
 
-
 def _top1(result, turn) -> bool:
     c = result.citations[0] if result.citations else None
     return bool(c) and c["document"] == turn["expect_doc"] and same_heading(c["section_path"].split(" > ")[-1], turn["expect_section"])
 
 
-
 ANSWER_KEYS = ("key_fact_hit", "answer_top1", "near_refusal", "far_refusal", "false_refusals")
-
 
 
 class AnswerTally:
@@ -142,20 +132,16 @@ class AnswerTally:
         }
 
 
-
 def _ratio(pair) -> float | None:
     return round(pair[0] / pair[1], 4) if pair[1] else None
-
 
 
 def _answer_items(items: list[dict]) -> list[dict]:
     return [i for i in items if i["kind"] == "refuse" or (i["kind"] == "policy" and i.get("expect_section"))]
 
 
-
 def _fmt(value) -> str:
     return "-" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
-
 
 
 def _write_misses(w, report: dict) -> None:
@@ -168,7 +154,6 @@ def _write_misses(w, report: dict) -> None:
           f"(vector #{m['vector_rank'] or '>10'}, lexical #{m['lexical_rank'] or '>10'}) · got {m['got']}")
     for m in hold.get("answer_misses", []):
         w(f"  holdout answer miss {m['id']} 「{m['query']}」 {m['what']}: expected {m.get('expected', '')} got {m.get('got', '')}")
-
 
 
 def clean_up_after(users: dict) -> None:

@@ -32,7 +32,6 @@ def _best_split(positives: list[float], negatives: list[float]) -> tuple[float, 
     return best[1], best[2], best[3]
 
 
-
 def _answerability_rows(items: list[dict], users) -> tuple[list[dict], list[list[dict]], list[int], list[dict]]:
     """Per answerable / near / far question: the judge's signals for every round the agent
     loop would run (called under a never-enough model, answerability.scoring_with, so every
@@ -46,13 +45,11 @@ def _answerability_rows(items: list[dict], users) -> tuple[list[dict], list[list
     return rows, rounds, labels, kept
 
 
-
 def _label(item: dict) -> int | None:
     """1 for an answerable rule question, 0 for one that must be refused, None otherwise."""
     if item["kind"] == "policy" and item.get("expect_section"):
         return 1
     return 0 if item["kind"] == "refuse" else None
-
 
 
 def _judged_rounds(items, users):
@@ -76,7 +73,6 @@ def _judged_rounds(items, users):
             yield item, judged
 
 
-
 def eval_signals(cmd, opts) -> dict:
     """The judge's signals of every round for each labelled question of both sets, under a model
     that never says "enough" (every rewrite round runs): what `eval fit` fits across corpora."""
@@ -97,7 +93,6 @@ def eval_signals(cmd, opts) -> dict:
         clean_up_after(users)
     cmd.stdout.write(f"signals · corpus {settings.SM_EVAL_CORPUS} · {len(out)} questions")
     return {"corpus": settings.SM_EVAL_CORPUS, "rows": out}
-
 
 
 def eval_calibrate(cmd, opts) -> dict:

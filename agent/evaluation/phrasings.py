@@ -12,15 +12,12 @@ from knowledge.evaluation import load_golden
 PHRASINGS = Path(settings.BASE_DIR) / "eval" / "phrasings.jsonl"
 
 
-
 # The table's expected date ranges are written for this day (a Wednesday), so they are exact.
 PHRASINGS_TODAY = date(2026, 11, 18)
 
 
-
 def load_phrasings(path=None) -> list[dict]:
     return load_golden(path or PHRASINGS)
-
 
 
 def plan_params(params: dict) -> dict:
@@ -30,7 +27,6 @@ def plan_params(params: dict) -> dict:
         if isinstance(out.get(key), dict):
             out[key] = [out[key]["start"], out[key]["end"]]
     return out
-
 
 
 def check_phrasing(item: dict, today: date = PHRASINGS_TODAY) -> dict | None:
@@ -47,7 +43,6 @@ def check_phrasing(item: dict, today: date = PHRASINGS_TODAY) -> dict | None:
     if ok and item["intent"] == DATA:
         ok = got["tool"] == item["tool"] and got["params"] == item["params"] and not got["clarify"]
     return None if ok else got
-
 
 
 def eval_data_phrasings(cmd=None) -> dict:

@@ -61,7 +61,6 @@ def eval_retrieval(cmd, opts) -> dict:
     return report
 
 
-
 def eval_agent(cmd, opts) -> dict:
     users = eval_users()
     today = local_today()
@@ -95,7 +94,6 @@ def eval_agent(cmd, opts) -> dict:
     for m in (hold or {}).get("misses", []):
         w(f"  holdout miss {m['id']} 「{m['query']}」 {m['what']}: expected {m.get('expected', '')} got {m.get('got', '')}")
     return report
-
 
 
 def _agent_figures(cmd, name, items, users, today, attempts_on) -> dict:
@@ -176,7 +174,6 @@ def _agent_figures(cmd, name, items, users, today, attempts_on) -> dict:
     }
 
 
-
 def _comparable(result: dict) -> tuple:
     sections = set()
     for step in result["trace"]:
@@ -185,7 +182,6 @@ def _comparable(result: dict) -> tuple:
             sections.add(hit["section_path"])
     top = result["citations"][0]["section_path"] if result["citations"] else None
     return result["intent"], top, frozenset(sections)
-
 
 
 def eval_equivalence(cmd, opts) -> dict:

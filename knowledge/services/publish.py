@@ -27,7 +27,6 @@ def _prepare_version(version: DocumentVersion, embedder: Embedder) -> _Prepared:
     return p
 
 
-
 def _switch_in(version: DocumentVersion, p, actor) -> int:
     """One version's chunks replace its document's; the version in use before becomes history.
     Returns the chunks written (0 when it was discarded or published meanwhile)."""
@@ -91,7 +90,6 @@ def publish_versions(versions: list[DocumentVersion], *, actor=None, embedder: E
     return written
 
 
-
 def apply_document_scope(document: Document, scope) -> None:
     """A published document reaches whom `scope` says, at once: its chunks and sentences carry
     the new audience and scope tokens (no embedding)."""
@@ -103,7 +101,6 @@ def apply_document_scope(document: Document, scope) -> None:
     meta = current_meta()
     if meta is not None:
         meta.save(update_fields=["updated_at"])  # every process's caches of the index start over
-
 
 
 def remove_documents(documents) -> None:

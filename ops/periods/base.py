@@ -10,18 +10,14 @@ from datetime import date, timedelta
 CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 
 
-
 WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6, "1": 0, "2": 1, "3": 2, "4": 3, "5": 4, "6": 5, "7": 6}
-
 
 
 NUM = r"(?:\d{1,3}|[零〇一二两三四五六七八九十]{1,4})"
 
 
-
 class PeriodError(ValueError):
     """The expression is ambiguous, unparseable or in the future."""
-
 
 
 @dataclass(frozen=True)
@@ -53,7 +49,6 @@ class Period:
         return {"label": self.label, "start": self.start.isoformat(), "end": self.end.isoformat()}
 
 
-
 def _trading_day_now() -> tuple[date, int, str]:
     """(the trading day under way, the hour it opened, the local time now as HH:MM)."""
     from django.utils import timezone
@@ -63,9 +58,7 @@ def _trading_day_now() -> tuple[date, int, str]:
     return local_today(), DAY_STARTS_AT, timezone.localtime(timezone.now(), TZ).strftime("%H:%M")
 
 
-
 _CN_UNITS = {"十": 10, "百": 100, "千": 1000}
-
 
 
 def cn_number(text: str) -> int:
@@ -109,21 +102,17 @@ def cn_number(text: str) -> int:
     return total + section
 
 
-
 def _week_start(d: date) -> date:
     return d - timedelta(days=d.weekday())
-
 
 
 def _month_range(year: int, month: int) -> tuple[date, date]:
     return date(year, month, 1), date(year, month, calendar.monthrange(year, month)[1])
 
 
-
 def _shift_month(year: int, month: int, delta: int) -> tuple[int, int]:
     index = year * 12 + (month - 1) + delta
     return index // 12, index % 12 + 1
-
 
 
 def _safe_date(year: int, month: int, day: int, original: str) -> date:
@@ -133,13 +122,11 @@ def _safe_date(year: int, month: int, day: int, original: str) -> date:
         raise PeriodError(f"「{original}」不是有效日期。") from None
 
 
-
 def _year_for_month(month: int, today: date, explicit_year: int | None) -> int:
     # A bare month means the most recent one: in November, 「12月」 is last December.
     if explicit_year:
         return explicit_year
     return today.year if month <= today.month else today.year - 1
-
 
 
 def _finish(start: date, end: date, label: str, today: date, original: str) -> Period:
@@ -150,26 +137,20 @@ def _finish(start: date, end: date, label: str, today: date, original: str) -> P
     return Period(start=start, end=min(end, today), label=label)
 
 
-
 # Order matters: longer, more specific patterns first.
 _RELATIVE_DAYS = {"今天": 0, "今日": 0, "今儿": 0, "昨天": 1, "昨日": 1, "昨儿": 1, "昨晚": 1, "前天": 2, "前儿": 2, "大前天": 3}
-
 
 
 _FUTURE = ("明天", "后天", "下周", "下个月", "下月", "明年", "下星期")
 
 
-
 _VAGUE = ("最近", "近期", "前几天", "这几天", "前阵子", "之前", "以前", "过去")
-
 
 
 _RE_ISO_RANGE = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\s*(?:到|至|~|～|-|—)\s*(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
 
 
-
 _RE_ISO_DAY = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
-
 
 
 _RE_MD_RANGE = re.compile(
@@ -177,18 +158,14 @@ _RE_MD_RANGE = re.compile(
 )
 
 
-
 # 「10.1-11.15」「10/1到11/15」: only as a range (a lone 「10.5」 is more likely a price).
 _RE_DOT_RANGE = re.compile(r"(?<![\d.])(\d{1,2})[./](\d{1,2})\s*(?:到|至|~|～|-|—)\s*(\d{1,2})[./](\d{1,2})(?![\d.])")
-
 
 
 _RE_THESE_DAYS = re.compile(r"这([两二三])天")
 
 
-
 _RE_TOO_MANY_SHANG = re.compile(r"上{3,}")
-
 
 
 # Fixed-date holidays: (words, (month, day) first, (month, day) last, label). Lunar ones are asked about.
@@ -203,25 +180,19 @@ _HOLIDAYS = (
 )
 
 
-
 _LUNAR = ("春节", "过年", "除夕", "中秋", "端午", "元宵", "七夕", "清明")
-
 
 
 _SO_FAR = ("到目前为止", "截至今天", "截止今天", "截至目前", "截止目前", "截至现在", "到现在为止", "至今", "到今天为止")
 
 
-
 _HOURS_OF_DAY = re.compile(r"早上|上午|中午|下午|傍晚|晚上|夜里|半夜|凌晨")
-
 
 
 MAX_RANGE_DAYS = 366
 
 
-
 _RE_MD_DAY = re.compile(rf"(?:(\d{{4}})年)?({NUM})月({NUM})[日号]")
-
 
 
 # A year standing alone (「2025年卖了多少」「2025年的营业额」); a year with a part named after it
@@ -230,31 +201,24 @@ _RE_YEAR = re.compile(r"(?<!\d)(\d{4})年(?:的?(?:全年|整年|一整年))?"
                       r"(?!的?(?:第|上半|下半|前|后|头|初|底|末|中|季|Q|[\d零〇一二两三四五六七八九十]|到|至|-|~|～|—))")
 
 
-
 _RE_MONTH = re.compile(rf"(?:(\d{{4}}|今|去)年)?({NUM})月份?")
-
 
 
 # 「本月前10天」「上个月头五天」「11月前十天」: the first days of a month, not the last days before today.
 _RE_MONTH_FIRST_N = re.compile(rf"(?:(上上个?月|上个?月|本月|这个?月|当月)|({NUM})月份?)的?(?:前|头)({NUM})(?:天|日)")
 
 
-
 _RE_YEAR_FIRST_N = re.compile(rf"(今年|本年|去年)的?(?:前|头)({NUM})(?:天|日)")
-
 
 
 # 「11月上半月」「上个月下半月」「本月上半月」: the 1st–15th or the 16th–last of a month.
 _RE_HALF_MONTH = re.compile(rf"(?:(上上个?月|上个?月|本月|这个?月|当月)|({NUM})月份?)?的?([上下])半月")
 
 
-
 _RE_LAST_N = re.compile(rf"(?:最近|近|过去|前)({NUM})(天|日|周|个星期|星期|个月|月)")
 
 
-
 _RE_LAST_ONE = re.compile(r"(?:最近|近|过去)(一周|一个星期|一星期|一个月|半个月|半月)")
-
 
 
 # 「周天」 is left out on purpose: 「上周天河店」 is last week at 天河店, not last Sunday.
@@ -262,7 +226,6 @@ _RE_LAST_ONE = re.compile(r"(?:最近|近|过去)(一周|一个星期|一星期|
 # 「上周四家店排名」 is last week's four stores: a number word before 家/个/间/店/位 counts things.
 _RE_WEEKDAY = re.compile(r"(上上|上|本|这)?(?:周([一二三四五六日])|(?:星期|礼拜)([一二三四五六日天]))(?![共起直样般些定致切下点])"
                          r"(?!(家|个|间)(店|门店|分店))")
-
 
 
 def _explicit_range(start: date, end: date, today: date, original: str) -> Period:
@@ -282,12 +245,10 @@ def _explicit_range(start: date, end: date, today: date, original: str) -> Perio
     return Period(start, end, label)
 
 
-
 def _last_days(days: int, today: date, label: str) -> Period:
     # "Last N days" means N whole days ending yesterday: today's sales are still coming in.
     end = today - timedelta(days=1)
     return Period(end - timedelta(days=days - 1), end, label)
-
 
 
 def _weekend(saturday: date, today: date, label: str, original: str) -> Period:

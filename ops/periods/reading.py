@@ -29,17 +29,13 @@ _PERIOD_CHARS = re.compile(r"[\d零〇一二两三四五六七八九十百年月
                            r"至到为止截目现在以来双元旦国庆劳动节平安夜圣诞黄金假长间儿晚头份的\s~～\-—./]")
 
 
-
 MAX_PERIOD_TEXT = 40
-
 
 
 _RANGE_JOIN = re.compile(r"到|至|~|～|—")
 
 
-
 _UP_TO = re.compile(r"截至|截止|为止")
-
 
 
 def parse_period(text: str, today: date) -> Period:
@@ -72,7 +68,6 @@ def parse_period(text: str, today: date) -> Period:
     return period
 
 
-
 def find_period(text: str, today: date) -> Period | None:
     """Find a period inside a whole question; None when the question names none.
 
@@ -101,10 +96,8 @@ def find_period(text: str, today: date) -> Period | None:
     return None
 
 
-
 # Between two periods being compared: 「上周跟上上周比」「11月1号到7号和8号到14号」.
 _COMPARE_JOIN = re.compile(r"跟|和|与|同(?!期|比)|对比|相比|比起|环比|(?<!同)比|vs|VS|还是|[，,。；;？?！!]")
-
 
 
 def find_periods(text: str, today: date) -> list[Period]:
@@ -130,14 +123,11 @@ def find_periods(text: str, today: date) -> list[Period]:
     return found
 
 
-
 SO_FAR_LABELS = ("本周", "这周", "本月", "这个月", "这月")  # a period that runs up to today
-
 
 
 def is_so_far(period: Period) -> bool:
     return period.label.startswith(SO_FAR_LABELS)
-
 
 
 def previous_period(period: Period) -> Period:
@@ -159,16 +149,13 @@ def previous_period(period: Period) -> Period:
     return Period(start - timedelta(days=days), start - timedelta(days=1), label)
 
 
-
 SAME_TIME_BEFORE = re.compile(r"(上周|上个?月|去年)同期")
-
 
 
 def names_two_periods(text: str, today: date) -> bool:
     """Two periods set side by side (「上周跟上上周」), or one and its 「上周同期」/「去年同期」."""
     periods = find_periods(text, today)
     return len(periods) >= 2 or (len(periods) == 1 and bool(SAME_TIME_BEFORE.search(text or "")))
-
 
 
 def same_time_before(period: Period, unit: str) -> Period:
@@ -185,14 +172,12 @@ def same_time_before(period: Period, unit: str) -> Period:
     return Period(back(period.start), back(period.end), label)
 
 
-
 def _both_dates_read(t: str, period: Period, original: str) -> None:
     """Two dates and one day read (「2025年12月1日到2026-10-01」 mixes two formats no range
     pattern joins): the rest of the range would be dropped without a word."""
     dates = _RE_ISO_DAY.findall(t) + _RE_MD_DAY.findall(t)
     if len(dates) >= 2 and period.start == period.end and not any(rx.search(t) for rx in (_RE_ISO_RANGE, _RE_MD_RANGE, _RE_DOT_RANGE)):
         raise PeriodError(f"「{original}」里有两个日期：日期范围请用同一种写法并用「到」连接，比如 2026-11-01到2026-11-07。")
-
 
 
 def _one_period_only(t: str, today: date) -> None:
@@ -208,7 +193,6 @@ def _one_period_only(t: str, today: date) -> None:
             found.append(p)
     if len(found) > 1:
         raise PeriodError(f"这句话里有两段时间：{'、'.join(p.label for p in found)}；一次只能查一段，请分开问。")
-
 
 
 def bound_to_data(period: Period, data_since: date | None) -> Period:

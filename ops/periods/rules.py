@@ -50,14 +50,12 @@ def _too_many_shang(t: str, today: date, original: str) -> Period | None:
     return None
 
 
-
 def _iso_range(t: str, today: date, original: str) -> Period | None:
     if not (m := _RE_ISO_RANGE.search(t)):
         return None
     y1, m1, d1, y2, m2, d2 = (int(x) for x in m.groups())
     start, end = _safe_date(y1, m1, d1, m.group(0)), _safe_date(y2, m2, d2, m.group(0))
     return _explicit_range(start, end, today, m.group(0))
-
 
 
 def _month_day_range(t: str, today: date, original: str) -> Period | None:
@@ -76,7 +74,6 @@ def _month_day_range(t: str, today: date, original: str) -> Period | None:
     return _explicit_range(start, end, today, m.group(0))
 
 
-
 def _dot_range(t: str, today: date, original: str) -> Period | None:
     if not (m := _RE_DOT_RANGE.search(t)):
         return None
@@ -89,13 +86,11 @@ def _dot_range(t: str, today: date, original: str) -> Period | None:
     return _explicit_range(start, end, today, m.group(0))
 
 
-
 def _lunar_holiday(t: str, today: date, original: str) -> Period | None:
     for word in _LUNAR:
         if word in t:
             raise PeriodError(f"「{word}」每年的日期不一样，请给出具体日期，比如 2月16日到2月22日。")
     return None
-
 
 
 def _holiday(t: str, today: date, original: str) -> Period | None:
@@ -106,7 +101,6 @@ def _holiday(t: str, today: date, original: str) -> Period | None:
     return None
 
 
-
 def _same_time_last_month(t: str, today: date, original: str) -> Period | None:
     if not any(w in t for w in ("上个月同期", "上月同期")):
         return None
@@ -115,12 +109,10 @@ def _same_time_last_month(t: str, today: date, original: str) -> Period | None:
     return _finish(first, min(last, first.replace(day=min(today.day, last.day))), "上月同期", today, original)
 
 
-
 def _month_so_far(t: str, today: date, original: str) -> Period | None:
     if not any(w in t for w in ("月初到现在", "月初至今", "月初到今天", "这个月初到现在", "本月初至今")):
         return None
     return _finish(date(today.year, today.month, 1), today, "月初至今", today, original)
-
 
 
 def _these_days(t: str, today: date, original: str) -> Period | None:
@@ -130,13 +122,11 @@ def _these_days(t: str, today: date, original: str) -> Period | None:
     return Period(today - timedelta(days=n - 1), today, m.group(0))
 
 
-
 def _iso_day(t: str, today: date, original: str) -> Period | None:
     if not (m := _RE_ISO_DAY.search(t)):
         return None
     day = _safe_date(*(int(x) for x in m.groups()), original)
     return _finish(day, day, day.isoformat(), today, original)
-
 
 
 def _month_day(t: str, today: date, original: str) -> Period | None:
@@ -153,14 +143,12 @@ def _month_day(t: str, today: date, original: str) -> Period | None:
     return _finish(day, day, f"{month}月{day.day}日", today, original)
 
 
-
 def _relative_day(t: str, today: date, original: str) -> Period | None:
     for word in sorted(_RELATIVE_DAYS, key=len, reverse=True):
         if word in t:
             day = today - timedelta(days=_RELATIVE_DAYS[word])
             return Period(day, day, word)
     return None
-
 
 
 def _first_days_of_year(t: str, today: date, original: str) -> Period | None:
@@ -172,7 +160,6 @@ def _first_days_of_year(t: str, today: date, original: str) -> Period | None:
         raise PeriodError(f"「{m.group(0)}」的天数不合理。")
     first = date(year, 1, 1)
     return _finish(first, min(first + timedelta(days=n - 1), date(year, 12, 31)), m.group(0), today, original)
-
 
 
 def _half_month(t: str, today: date, original: str) -> Period | None:
@@ -190,7 +177,6 @@ def _half_month(t: str, today: date, original: str) -> Period | None:
     first, last = _month_range(y, mo)
     start, end = (first, first.replace(day=15)) if half == "上" else (first.replace(day=16), last)
     return _finish(start, end, f"{y}年{mo}月{half}半月", today, original)
-
 
 
 def _first_days_of_month(t: str, today: date, original: str) -> Period | None:
@@ -212,13 +198,11 @@ def _first_days_of_month(t: str, today: date, original: str) -> Period | None:
     return _finish(first, first + timedelta(days=n - 1), m.group(0), today, original)
 
 
-
 def _same_time_of_what(t: str, today: date, original: str) -> Period | None:
     if "同期" in t:
         # 「去年同期」「上周同期」: the same days of which period? Asked, never guessed.
         raise PeriodError("「同期」是和哪段时间对比？请直接说日期，比如 2025年11月1日到11月30日。")
     return None
-
 
 
 def _last_n(t: str, today: date, original: str) -> Period | None:
@@ -231,14 +215,12 @@ def _last_n(t: str, today: date, original: str) -> Period | None:
     return _last_days(days, today, m.group(0))
 
 
-
 def _last_one(t: str, today: date, original: str) -> Period | None:
     if not (m := _RE_LAST_ONE.search(t)):
         return None
     word = m.group(1)
     days = 7 if ("周" in word or "星期" in word) else 15 if "半" in word else 30
     return _last_days(days, today, m.group(0))
-
 
 
 def _named_weekend(t: str, today: date, original: str) -> Period | None:
@@ -249,7 +231,6 @@ def _named_weekend(t: str, today: date, original: str) -> Period | None:
     if any(w in t for w in ("本周末", "这周末", "这个周末")):
         return _weekend(_week_start(today) + timedelta(days=5), today, "本周末", original)
     return None
-
 
 
 def _weekday(t: str, today: date, original: str) -> Period | None:
@@ -266,7 +247,6 @@ def _weekday(t: str, today: date, original: str) -> Period | None:
     return _finish(day, day, label, today, original)
 
 
-
 def _weekend_bare(t: str, today: date, original: str) -> Period | None:
     if "周末" not in t:
         return None
@@ -275,7 +255,6 @@ def _weekend_bare(t: str, today: date, original: str) -> Period | None:
     if today < saturday:
         saturday -= timedelta(days=7)
     return _weekend(saturday, today, "周末", original)
-
 
 
 def _week(t: str, today: date, original: str) -> Period | None:
@@ -288,7 +267,6 @@ def _week(t: str, today: date, original: str) -> Period | None:
             start = _week_start(today) - timedelta(days=7 * weeks_back)
             return _finish(start, start + timedelta(days=6), label, today, original)
     return None
-
 
 
 def _relative_month(t: str, today: date, original: str) -> Period | None:
@@ -304,7 +282,6 @@ def _relative_month(t: str, today: date, original: str) -> Period | None:
     return None
 
 
-
 def _quarter(t: str, today: date, original: str) -> Period | None:
     for words, quarters_back, label in ((("上季度", "上个季度"), 1, "上季度"), (("本季度", "这个季度", "这季度"), 0, "本季度")):
         if any(w in t for w in words):
@@ -314,7 +291,6 @@ def _quarter(t: str, today: date, original: str) -> Period | None:
             ey, emo = _shift_month(y, mo, 2)
             return _finish(start, _month_range(ey, emo)[1], label, today, original)
     return None
-
 
 
 def _named_month(t: str, today: date, original: str) -> Period | None:
@@ -331,19 +307,16 @@ def _named_month(t: str, today: date, original: str) -> Period | None:
     return _finish(start, end, label, today, original)
 
 
-
 def _this_year(t: str, today: date, original: str) -> Period | None:
     if any(w in t for w in ("今年", "本年", "年初至今", "年初到现在")):
         return _finish(date(today.year, 1, 1), today, "今年", today, original)
     return None
 
 
-
 def _last_year(t: str, today: date, original: str) -> Period | None:
     if "去年" in t:
         return _finish(date(today.year - 1, 1, 1), date(today.year - 1, 12, 31), "去年", today, original)
     return None
-
 
 
 def _named_year(t: str, today: date, original: str) -> Period | None:
@@ -353,7 +326,6 @@ def _named_year(t: str, today: date, original: str) -> Period | None:
             raise PeriodError(f"「{m.group(0)}」不是能查的年份。")
         return _finish(date(year, 1, 1), date(year, 12, 31), f"{year}年", today, original)
     return None
-
 
 
 PERIOD_RULES: tuple[tuple[str, Callable[[str, date, str], Period | None]], ...] = (
@@ -369,14 +341,12 @@ PERIOD_RULES: tuple[tuple[str, Callable[[str, date, str], Period | None]], ...] 
 )
 
 
-
 def matching_rule(t: str, today: date, original: str) -> tuple[str, Period] | None:
     """The first rule that reads a period in `t`, and that period (PeriodError: one that cannot be answered)."""
     for name, rule in PERIOD_RULES:
         if (period := rule(t, today, original)) is not None:
             return name, period
     return None
-
 
 
 def _match(t: str, today: date, original: str) -> Period | None:

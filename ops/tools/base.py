@@ -137,7 +137,6 @@ class Tool:
         return [{"key": k, **column(k).as_dict()} for k in self.columns]
 
 
-
 def bounds(period: Period) -> tuple[datetime, datetime]:
     """The period's trading days as instants: from 06:00 of its first day to 06:00 after its last."""
     opens = time(DAY_STARTS_AT)
