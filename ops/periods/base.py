@@ -102,34 +102,34 @@ def cn_number(text: str) -> int:
     return total + section
 
 
-def _week_start(d: date) -> date:
+def week_start(d: date) -> date:
     return d - timedelta(days=d.weekday())
 
 
-def _month_range(year: int, month: int) -> tuple[date, date]:
+def month_range(year: int, month: int) -> tuple[date, date]:
     return date(year, month, 1), date(year, month, calendar.monthrange(year, month)[1])
 
 
-def _shift_month(year: int, month: int, delta: int) -> tuple[int, int]:
+def shift_month(year: int, month: int, delta: int) -> tuple[int, int]:
     index = year * 12 + (month - 1) + delta
     return index // 12, index % 12 + 1
 
 
-def _safe_date(year: int, month: int, day: int, original: str) -> date:
+def safe_date(year: int, month: int, day: int, original: str) -> date:
     try:
         return date(year, month, day)
     except ValueError:
         raise PeriodError(f"「{original}」不是有效日期。") from None
 
 
-def _year_for_month(month: int, today: date, explicit_year: int | None) -> int:
+def year_for_month(month: int, today: date, explicit_year: int | None) -> int:
     # A bare month means the most recent one: in November, 「12月」 is last December.
     if explicit_year:
         return explicit_year
     return today.year if month <= today.month else today.year - 1
 
 
-def _finish(start: date, end: date, label: str, today: date, original: str) -> Period:
+def finish(start: date, end: date, label: str, today: date, original: str) -> Period:
     if start > end:
         raise PeriodError(f"「{original}」的开始日期晚于结束日期。")
     if start > today:
@@ -138,38 +138,38 @@ def _finish(start: date, end: date, label: str, today: date, original: str) -> P
 
 
 # Order matters: longer, more specific patterns first.
-_RELATIVE_DAYS = {"今天": 0, "今日": 0, "今儿": 0, "昨天": 1, "昨日": 1, "昨儿": 1, "昨晚": 1, "前天": 2, "前儿": 2, "大前天": 3}
+RELATIVE_DAYS = {"今天": 0, "今日": 0, "今儿": 0, "昨天": 1, "昨日": 1, "昨儿": 1, "昨晚": 1, "前天": 2, "前儿": 2, "大前天": 3}
 
 
-_FUTURE = ("明天", "后天", "下周", "下个月", "下月", "明年", "下星期")
+FUTURE = ("明天", "后天", "下周", "下个月", "下月", "明年", "下星期")
 
 
-_VAGUE = ("最近", "近期", "前几天", "这几天", "前阵子", "之前", "以前", "过去")
+VAGUE = ("最近", "近期", "前几天", "这几天", "前阵子", "之前", "以前", "过去")
 
 
-_RE_ISO_RANGE = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\s*(?:到|至|~|～|-|—)\s*(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
+RE_ISO_RANGE = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\s*(?:到|至|~|～|-|—)\s*(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
 
 
-_RE_ISO_DAY = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
+RE_ISO_DAY = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
 
 
-_RE_MD_RANGE = re.compile(
+RE_MD_RANGE = re.compile(
     rf"(?:(\d{{4}})年)?({NUM})月({NUM})[日号]?\s*(?:到|至|~|～|-|—)\s*(?:(\d{{4}})年)?(?:({NUM})月)?({NUM})[日号]"
 )
 
 
 # 「10.1-11.15」「10/1到11/15」: only as a range (a lone 「10.5」 is more likely a price).
-_RE_DOT_RANGE = re.compile(r"(?<![\d.])(\d{1,2})[./](\d{1,2})\s*(?:到|至|~|～|-|—)\s*(\d{1,2})[./](\d{1,2})(?![\d.])")
+RE_DOT_RANGE = re.compile(r"(?<![\d.])(\d{1,2})[./](\d{1,2})\s*(?:到|至|~|～|-|—)\s*(\d{1,2})[./](\d{1,2})(?![\d.])")
 
 
-_RE_THESE_DAYS = re.compile(r"这([两二三])天")
+RE_THESE_DAYS = re.compile(r"这([两二三])天")
 
 
-_RE_TOO_MANY_SHANG = re.compile(r"上{3,}")
+RE_TOO_MANY_SHANG = re.compile(r"上{3,}")
 
 
 # Fixed-date holidays: (words, (month, day) first, (month, day) last, label). Lunar ones are asked about.
-_HOLIDAYS = (
+HOLIDAYS = (
     (("国庆", "十一黄金周", "十一假期", "十一长假", "十一期间"), (10, 1), (10, 7), "国庆"),
     (("五一", "劳动节"), (5, 1), (5, 5), "五一"),
     (("元旦",), (1, 1), (1, 1), "元旦"),
@@ -180,55 +180,55 @@ _HOLIDAYS = (
 )
 
 
-_LUNAR = ("春节", "过年", "除夕", "中秋", "端午", "元宵", "七夕", "清明")
+LUNAR = ("春节", "过年", "除夕", "中秋", "端午", "元宵", "七夕", "清明")
 
 
-_SO_FAR = ("到目前为止", "截至今天", "截止今天", "截至目前", "截止目前", "截至现在", "到现在为止", "至今", "到今天为止")
+SO_FAR = ("到目前为止", "截至今天", "截止今天", "截至目前", "截止目前", "截至现在", "到现在为止", "至今", "到今天为止")
 
 
-_HOURS_OF_DAY = re.compile(r"早上|上午|中午|下午|傍晚|晚上|夜里|半夜|凌晨")
+HOURS_OF_DAY = re.compile(r"早上|上午|中午|下午|傍晚|晚上|夜里|半夜|凌晨")
 
 
 MAX_RANGE_DAYS = 366
 
 
-_RE_MD_DAY = re.compile(rf"(?:(\d{{4}})年)?({NUM})月({NUM})[日号]")
+RE_MD_DAY = re.compile(rf"(?:(\d{{4}})年)?({NUM})月({NUM})[日号]")
 
 
 # A year standing alone (「2025年卖了多少」「2025年的营业额」); a year with a part named after it
 # (第一季度、上半年、第三周、到2026年) is not the whole year: it is asked about, never widened.
-_RE_YEAR = re.compile(r"(?<!\d)(\d{4})年(?:的?(?:全年|整年|一整年))?"
+RE_YEAR = re.compile(r"(?<!\d)(\d{4})年(?:的?(?:全年|整年|一整年))?"
                       r"(?!的?(?:第|上半|下半|前|后|头|初|底|末|中|季|Q|[\d零〇一二两三四五六七八九十]|到|至|-|~|～|—))")
 
 
-_RE_MONTH = re.compile(rf"(?:(\d{{4}}|今|去)年)?({NUM})月份?")
+RE_MONTH = re.compile(rf"(?:(\d{{4}}|今|去)年)?({NUM})月份?")
 
 
 # 「本月前10天」「上个月头五天」「11月前十天」: the first days of a month, not the last days before today.
-_RE_MONTH_FIRST_N = re.compile(rf"(?:(上上个?月|上个?月|本月|这个?月|当月)|({NUM})月份?)的?(?:前|头)({NUM})(?:天|日)")
+RE_MONTH_FIRST_N = re.compile(rf"(?:(上上个?月|上个?月|本月|这个?月|当月)|({NUM})月份?)的?(?:前|头)({NUM})(?:天|日)")
 
 
-_RE_YEAR_FIRST_N = re.compile(rf"(今年|本年|去年)的?(?:前|头)({NUM})(?:天|日)")
+RE_YEAR_FIRST_N = re.compile(rf"(今年|本年|去年)的?(?:前|头)({NUM})(?:天|日)")
 
 
 # 「11月上半月」「上个月下半月」「本月上半月」: the 1st–15th or the 16th–last of a month.
-_RE_HALF_MONTH = re.compile(rf"(?:(上上个?月|上个?月|本月|这个?月|当月)|({NUM})月份?)?的?([上下])半月")
+RE_HALF_MONTH = re.compile(rf"(?:(上上个?月|上个?月|本月|这个?月|当月)|({NUM})月份?)?的?([上下])半月")
 
 
-_RE_LAST_N = re.compile(rf"(?:最近|近|过去|前)({NUM})(天|日|周|个星期|星期|个月|月)")
+RE_LAST_N = re.compile(rf"(?:最近|近|过去|前)({NUM})(天|日|周|个星期|星期|个月|月)")
 
 
-_RE_LAST_ONE = re.compile(r"(?:最近|近|过去)(一周|一个星期|一星期|一个月|半个月|半月)")
+RE_LAST_ONE = re.compile(r"(?:最近|近|过去)(一周|一个星期|一星期|一个月|半个月|半月)")
 
 
 # 「周天」 is left out on purpose: 「上周天河店」 is last week at 天河店, not last Sunday.
 # 「一共」「一起」「一样」 after 周 are words of their own: 「上周一共卖了多少」 is last week.
 # 「上周四家店排名」 is last week's four stores: a number word before 家/个/间/店/位 counts things.
-_RE_WEEKDAY = re.compile(r"(上上|上|本|这)?(?:周([一二三四五六日])|(?:星期|礼拜)([一二三四五六日天]))(?![共起直样般些定致切下点])"
+RE_WEEKDAY = re.compile(r"(上上|上|本|这)?(?:周([一二三四五六日])|(?:星期|礼拜)([一二三四五六日天]))(?![共起直样般些定致切下点])"
                          r"(?!(家|个|间)(店|门店|分店))")
 
 
-def _explicit_range(start: date, end: date, today: date, original: str) -> Period:
+def explicit_range(start: date, end: date, today: date, original: str) -> Period:
     """A range the user typed out: longer than a year is questioned; a part after today is
     cut off and the label says so (never silently)."""
     if start > end:
@@ -245,11 +245,11 @@ def _explicit_range(start: date, end: date, today: date, original: str) -> Perio
     return Period(start, end, label)
 
 
-def _last_days(days: int, today: date, label: str) -> Period:
+def last_days(days: int, today: date, label: str) -> Period:
     # "Last N days" means N whole days ending yesterday: today's sales are still coming in.
     end = today - timedelta(days=1)
     return Period(end - timedelta(days=days - 1), end, label)
 
 
-def _weekend(saturday: date, today: date, label: str, original: str) -> Period:
-    return _finish(saturday, saturday + timedelta(days=1), label, today, original)
+def weekend(saturday: date, today: date, label: str, original: str) -> Period:
+    return finish(saturday, saturday + timedelta(days=1), label, today, original)

@@ -7,21 +7,21 @@ import re
 from datetime import date, timedelta
 
 from .base import (
-    _FUTURE,
-    _HOURS_OF_DAY,
-    _RE_DOT_RANGE,
-    _RE_ISO_DAY,
-    _RE_ISO_RANGE,
-    _RE_MD_DAY,
-    _RE_MD_RANGE,
-    _SO_FAR,
-    _VAGUE,
+    FUTURE,
+    HOURS_OF_DAY,
+    RE_DOT_RANGE,
+    RE_ISO_DAY,
+    RE_ISO_RANGE,
+    RE_MD_DAY,
+    RE_MD_RANGE,
+    SO_FAR,
+    VAGUE,
     Period,
     PeriodError,
-    _month_range,
-    _shift_month,
+    month_range,
+    shift_month,
 )
-from .rules import _match
+from .rules import read_period
 
 # What a period parameter may be made of: digits and numerals, date and calendar words, range
 # separators. Anything else (「昨天abc」) means the parameter says more than the parser read.
@@ -49,20 +49,20 @@ def parse_period(text: str, today: date) -> Period:
         raise PeriodError("没有给出时间范围。可以说：昨天、上周、本月、最近7天、11月1日到7日。")
     if len(t) > MAX_PERIOD_TEXT:
         raise PeriodError(f"时间范围最多 {MAX_PERIOD_TEXT} 个字。可以说：昨天、上周、本月、最近7天、11月1日到7日。")
-    if (future := next((w for w in _FUTURE if w in t), None)) and _match(t.replace(future, ""), today, original) is None:
+    if (future := next((w for w in FUTURE if w in t), None)) and read_period(t.replace(future, ""), today, original) is None:
         raise PeriodError(f"「{original}」是未来的时间，还没有数据。")
     extra = _PERIOD_CHARS.sub("", t)
     if extra:
         raise PeriodError(f"时间「{original}」里的「{extra[:10]}」看不懂。可以说：昨天、上周、本月、最近7天、2026-11-01到2026-11-07。")
-    period = _match(t, today, original)
+    period = read_period(t, today, original)
     if period is not None:
         _both_dates_read(t, period, original)
     if period is not None and _UP_TO.search(t) and not _RANGE_JOIN.search(t.replace("截至", "").replace("截止", "")) \
-            and not any(w in t for w in _SO_FAR) and period.start == period.end:
+            and not any(w in t for w in SO_FAR) and period.start == period.end:
         # 「截至11月7日」 names where a range ends, not where it starts: one day would be a guess.
         raise PeriodError(f"「{original}」是从哪天算起？请说完整，比如 11月1日到11月7日、本月到目前为止。")
     if period is None:
-        if any(word in t for word in _FUTURE):
+        if any(word in t for word in FUTURE):
             raise PeriodError(f"「{original}」是未来的时间，还没有数据。")
         raise PeriodError(f"看不懂时间「{original}」。可以说：昨天、上周、本月、最近7天、11月1日到7日。")
     return period
@@ -76,21 +76,21 @@ def find_period(text: str, today: date) -> Period | None:
     """
     t = (text or "").replace(" ", "")
     # 「这个月截至今天」 is this month: the so-far words only say the range runs up to today.
-    so_far = next((w for w in _SO_FAR if w in t), None)
-    period = _match(t.replace(so_far, "，") if so_far else t, today, text)
+    so_far = next((w for w in SO_FAR if w in t), None)
+    period = read_period(t.replace(so_far, "，") if so_far else t, today, text)
     if period is not None:
         _one_period_only(t, today)
         _both_dates_read(t, period, text)
-        if period.start == period.end and (hours := _HOURS_OF_DAY.search(t)):
+        if period.start == period.end and (hours := HOURS_OF_DAY.search(t)):
             # The tools count whole days: say so rather than pass a day off as an evening.
             period = Period(period.start, period.end, f"{period.label}（{hours.group(0)}按全天统计）")
         return period
     if so_far:
         raise PeriodError(f"「{so_far}」是从哪天算起？请说完整，比如 这个月到目前为止、月初到现在、今年以来。")
-    for word in _FUTURE:
+    for word in FUTURE:
         if word in t:
             raise PeriodError(f"「{word}」是未来的时间，还没有数据。")
-    for word in _VAGUE:
+    for word in VAGUE:
         if word in t:
             raise PeriodError(f"「{word}」指的是哪段时间？请说具体一些，比如 最近7天、上周、本月。")
     return None
@@ -111,9 +111,9 @@ def find_periods(text: str, today: date) -> list[Period]:
         if not part:
             continue
         try:
-            p = _match(part, today, part)
+            p = read_period(part, today, part)
             if month and re.match(r"\d{1,2}[日号]|[上下]半月", part):  # 「…和8号到14号」「10月上半月和下半月」
-                p = _match(month + part, today, part)
+                p = read_period(month + part, today, part)
         except PeriodError:
             p = None
         if (m := re.search(r"(\d{4}年)?\d{1,2}月", part)) is not None:
@@ -137,8 +137,8 @@ def previous_period(period: Period) -> Period:
     11月1日到7日) → as many days right before it."""
     start, end = period.start, period.end
     if start.day == 1 and start.month == end.month and ((end + timedelta(days=1)).day == 1 or period.label.startswith(("本月", "这个月", "这月"))):
-        y, m = _shift_month(start.year, start.month, -1)
-        first, last = _month_range(y, m)
+        y, m = shift_month(start.year, start.month, -1)
+        first, last = month_range(y, m)
         if (end + timedelta(days=1)).day == 1:
             return Period(first, last, f"{y}年{m}月")
         return Period(first, first.replace(day=min(end.day, last.day)), "上月同期")  # 3月30日 → 2月28日, not an error
@@ -165,7 +165,7 @@ def same_time_before(period: Period, unit: str) -> Period:
     def back(d: date) -> date:
         if unit == "上周":
             return d - timedelta(days=7)
-        y, m = _shift_month(d.year, d.month, -12 if unit == "去年" else -1)
+        y, m = shift_month(d.year, d.month, -12 if unit == "去年" else -1)
         return date(y, m, min(d.day, calendar.monthrange(y, m)[1]))
 
     label = {"上周": "上周同期", "去年": "去年同期"}.get(unit, "上月同期")
@@ -175,8 +175,8 @@ def same_time_before(period: Period, unit: str) -> Period:
 def _both_dates_read(t: str, period: Period, original: str) -> None:
     """Two dates and one day read (「2025年12月1日到2026-10-01」 mixes two formats no range
     pattern joins): the rest of the range would be dropped without a word."""
-    dates = _RE_ISO_DAY.findall(t) + _RE_MD_DAY.findall(t)
-    if len(dates) >= 2 and period.start == period.end and not any(rx.search(t) for rx in (_RE_ISO_RANGE, _RE_MD_RANGE, _RE_DOT_RANGE)):
+    dates = RE_ISO_DAY.findall(t) + RE_MD_DAY.findall(t)
+    if len(dates) >= 2 and period.start == period.end and not any(rx.search(t) for rx in (RE_ISO_RANGE, RE_MD_RANGE, RE_DOT_RANGE)):
         raise PeriodError(f"「{original}」里有两个日期：日期范围请用同一种写法并用「到」连接，比如 2026-11-01到2026-11-07。")
 
 
@@ -186,7 +186,7 @@ def _one_period_only(t: str, today: date) -> None:
     found = []
     for clause in re.split(r"[，,。；;？?！!]+", t):
         try:
-            p = _match(clause, today, clause) if clause else None
+            p = read_period(clause, today, clause) if clause else None
         except PeriodError:
             p = None
         if p is not None and all((p.start, p.end) != (q.start, q.end) for q in found):
