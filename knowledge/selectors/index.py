@@ -160,3 +160,22 @@ def index_cached(key, build):
         if _SNAPSHOT_VERSION[0] == version:
             _SNAPSHOTS[key] = value
     return value
+
+
+def index_cache_read(keys: list) -> tuple[object, dict]:
+    """(the index version now, what this process keeps of `keys` for that version): for a batch
+    that reads what it can from the cache and builds the rest at once (section_words)."""
+    version = _index_version()
+    with _SNAPSHOT_LOCK:
+        if _SNAPSHOT_VERSION[0] != version:
+            return version, {}
+        return version, {k: _SNAPSHOTS[k] for k in keys if k in _SNAPSHOTS}
+
+
+def index_cache_keep(version, values: dict) -> None:
+    """Keep `values`, built under index `version`, until the next ingest (as index_cached does)."""
+    with _SNAPSHOT_LOCK:
+        if _SNAPSHOT_VERSION[0] != version:
+            _SNAPSHOTS.clear()
+            _SNAPSHOT_VERSION[0] = version
+        _SNAPSHOTS.update(values)

@@ -11,7 +11,7 @@ from django.db import connection
 
 from ..models import Document
 from .channels import Hit, _fetch_prepared
-from .index import _SNAPSHOT_LOCK, _SNAPSHOT_VERSION, _SNAPSHOTS, _index_version, as_visibility, index_cached
+from .index import as_visibility, index_cache_keep, index_cache_read, index_cached
 
 
 @dataclass
@@ -168,18 +168,15 @@ def section_words(sections: list[tuple[int, str]]) -> dict[tuple[int, str], Sect
 
     keys = list(dict.fromkeys(sections))
     out, missing = {}, []
-    version = _index_version()
-    with _SNAPSHOT_LOCK:
-        current = _SNAPSHOT_VERSION[0] == version
-        for key in keys:
-            held = _SNAPSHOTS.get(("section_words", *key)) if current else None
-            snap = _SNAPSHOTS.get(("section", *key)) if current else None
-            if held is not None:
-                out[key] = held
-            elif snap is not None:
-                out[key] = SectionWords("\n".join(u[1] for u in snap.units), snap.terms)
-            else:
-                missing.append(key)
+    version, held = index_cache_read([(kind, *key) for key in keys for kind in ("section_words", "section")])
+    for key in keys:
+        words, snap = held.get(("section_words", *key)), held.get(("section", *key))
+        if words is not None:
+            out[key] = words
+        elif snap is not None:
+            out[key] = SectionWords("\n".join(u[1] for u in snap.units), snap.terms)
+        else:
+            missing.append(key)
     if missing:
         chunks: dict[tuple[int, str], list[tuple]] = defaultdict(list)
         terms: dict[tuple[int, str], set[str]] = defaultdict(set)
@@ -189,11 +186,7 @@ def section_words(sections: list[tuple[int, str]]) -> dict[tuple[int, str], Sect
         built = {key: SectionWords("\n".join(u[1] for u in _snapshot_of(found, {}, frozenset()).units), frozenset(terms[key]))
                  for key, found in chunks.items()}
         out.update(built)
-        with _SNAPSHOT_LOCK:  # kept until the next ingest, as index_cached() keeps what it builds
-            if _SNAPSHOT_VERSION[0] != version:
-                _SNAPSHOTS.clear()
-                _SNAPSHOT_VERSION[0] = version
-            _SNAPSHOTS.update({("section_words", *key): words for key, words in built.items()})
+        index_cache_keep(version, {("section_words", *key): words for key, words in built.items()})
     for key in keys:
         out.setdefault(key, SectionWords("", frozenset()))
     return out
