@@ -28,6 +28,7 @@ from core.scoping import ALL, store_ids_for
 
 from .models import Document, DocumentFile, DocumentVersion
 from .parsing import FileRejected, Section, parse_file  # noqa: F401  (Section: sections_of)
+from .services import apply_document_scope, publish_versions, remove_documents, scope_tokens, sections_diff
 
 log = logging.getLogger(__name__)
 MANAGE = "knowledge.manage_document"
@@ -131,26 +132,11 @@ def clean_scope(user, *, audience=None, cities=None, stores=None, default: Scope
     return Scope(audience, tuple(dict.fromkeys(city_list)), tuple(dict.fromkeys(store_ids)))
 
 
-def scope_tokens(cities, store_ids) -> list[str]:
-    """What retrieval matches a document's chunks against: 'city:深圳', 'store:3'. Empty: everyone."""
-    return [f"city:{c}" for c in cities] + [f"store:{i}" for i in store_ids]
-
-
 def document_scope(document: Document) -> Scope:
     return Scope(document.audience, tuple(document.scope_cities or ()), tuple(document.scope_stores.values_list("pk", flat=True)))
 
 
 # --- upload ---------------------------------------------------------------------------------------
-
-
-def _diff(old: list[dict], new: list[dict]) -> dict:
-    """Sections added, changed and removed, by heading path (disabled ones count as removed)."""
-    def index(sections):
-        return {" > ".join(s["path"]) or "（开头）": s.get("text", "") for s in sections if s.get("enabled", True)}
-
-    before, after = index(old), index(new)
-    return {"added": [p for p in after if p not in before], "removed": [p for p in before if p not in after],
-            "changed": [p for p in after if p in before and after[p] != before[p]]}
 
 
 def _clean_title(title: str) -> str:
@@ -210,7 +196,7 @@ def _upload(*, user, name: str, data: bytes, parsed, title: str, scope: Scope, d
     version = DocumentVersion.objects.create(
         document=document, number=number, kind=parsed.kind, original_name=name[:255], size=len(data), content_hash=digest,
         title=title, sections=sections, warnings=parsed.warnings, meta={**parsed.meta, "scope": scope.as_dict()},
-        diff=_diff(current.sections if current else [], sections), created_by=user)
+        diff=sections_diff(current.sections if current else [], sections), created_by=user)
     DocumentFile.objects.create(version=version, data=data)
     audit_record(actor=user, action=AuditLog.Action.DOCUMENT_UPLOADED, target=version, after={
         "document": document.pk, "title": title, "version": number, "file": name[:255], "kind": parsed.kind, "bytes": len(data),
@@ -285,7 +271,7 @@ def _edit(*, version: DocumentVersion, user, section: int | None = None, heading
         return version
     version.sections = sections
     current = version.document.current_version
-    version.diff = _diff(current.sections if current and current.pk != version.pk else [], sections)
+    version.diff = sections_diff(current.sections if current and current.pk != version.pk else [], sections)
     version.save(update_fields=["sections", "title", "meta", "diff"])
     audit_record(actor=user, action=AuditLog.Action.DOCUMENT_EDITED, target=version, before=before, after=after)
     return version
@@ -326,8 +312,6 @@ def document_publish_many(*, versions: list[DocumentVersion], user, run_now: boo
     """Publish many drafts (a ZIP, a bulk upload) as one job: each marked `indexing` (audited), then
     indexed in batches of `batch` (one transaction and one statistics refresh per batch, not per
     document). Returns how many were asked for."""
-    from .services import publish_versions
-
     asked = []
     for version in versions:
         _require_manage(user, version.document, "document_publish")
@@ -372,8 +356,6 @@ def version_index(version_id: int, user_id: int | None, progress=None) -> Docume
     failure leaves the version in use as it was and says why on the version (retry: publish again)."""
     from django.contrib.auth import get_user_model
 
-    from .services import publish_versions
-
     version = DocumentVersion.objects.select_related("document").filter(pk=version_id).first()
     if version is None or version.status != DocumentVersion.Status.INDEXING:
         return version
@@ -410,12 +392,10 @@ def document_scope_set(*, document: Document, user, audience=None, cities=None, 
     """Change who a published document reaches, at once (its chunks carry the scope): audited."""
     _require_manage(user, document, "document_scope")
     with transaction.atomic():
-        return _set_scope(document, user, audience, cities, stores)
+        return _change_scope(document, user, audience, cities, stores)
 
 
-def _set_scope(document: Document, user, audience, cities, stores) -> Document:
-    from .services import apply_document_scope
-
+def _change_scope(document: Document, user, audience, cities, stores) -> Document:
     document = Document.objects.select_for_update().get(pk=document.pk)
     old = document_scope(document)
     new = clean_scope(user, audience=audience, cities=cities, stores=stores, default=old)
@@ -434,8 +414,6 @@ def document_delete(*, document: Document, user) -> None:
 
 
 def _delete(document: Document, user) -> None:
-    from .services import remove_documents
-
     before = {"title": document.title, "path": document.path, "version": document.current_version.number if document.current_version else None}
     remove_documents([document])
     audit_record(actor=user, action=AuditLog.Action.DOCUMENT_DELETED, target=None, before=before)

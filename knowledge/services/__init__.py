@@ -42,7 +42,10 @@ from .writing import (
     current_meta,
     lexical_text,
     refresh_index_stats,
+    scope_tokens,
+    sections_diff,
     sections_markdown,
+    write_scope,
 )
 
 __all__ = [
@@ -73,7 +76,10 @@ __all__ = [
     "publish_versions",
     "refresh_index_stats",
     "remove_documents",
+    "scope_tokens",
+    "sections_diff",
     "sections_markdown",
+    "write_scope",
     "generated_alias_delete",
     "section_alias_add",
     "section_alias_require",

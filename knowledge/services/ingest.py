@@ -33,11 +33,11 @@ from .writing import (
     _prepare,
     _record_version,
     _scope_from_meta,
-    _set_scope,
     _write_document,
     current_meta,
     refresh_index_stats,
     sections_markdown,
+    write_scope,
 )
 
 log = logging.getLogger(__name__)
@@ -136,7 +136,7 @@ def _write_corpus_documents(prepared: list, known: dict, rebuild: bool, report: 
         doc, _ = Document.objects.update_or_create(
             path=p.path, defaults={**p.fields, "content_hash": p.digest, "body": p.body, "meta": p.meta, "source": Document.Source.CORPUS,
                                    "archived_at": None})
-        p.scope = _set_scope(doc, *_scope_from_meta(p.meta))
+        p.scope = write_scope(doc, *_scope_from_meta(p.meta))
         current = doc.current_version
         p.version = (current.number + 1 if current else 1) if new_content else current.number
         n = _write_document(p, doc)

@@ -12,7 +12,7 @@ from ..embedders import Embedder, get_embedder
 from ..models import Chunk, Document, DocumentVersion, IndexMeta, Sentence
 from ..questions import FORMS_VERSION
 from .schema import VECTOR_TABLES, _column_dimension, create_hnsw, retype_embedding
-from .writing import _prepare, _Prepared, _set_scope, _write_document, current_meta, refresh_index_stats, sections_markdown
+from .writing import _prepare, _Prepared, _write_document, current_meta, refresh_index_stats, sections_markdown, write_scope
 
 
 def _prepare_version(version: DocumentVersion, embedder: Embedder) -> _Prepared:
@@ -39,7 +39,7 @@ def _switch_in(version: DocumentVersion, p, actor) -> int:
     doc.content_hash, doc.body, doc.meta = version.content_hash, p.body, {k: v for k, v in p.meta.items() if k != "scope"}
     doc.archived_at = None
     doc.save(update_fields=["title", "audience", "content_hash", "body", "meta", "archived_at"])
-    p.scope = _set_scope(doc, scope.get("cities", doc.scope_cities or []),
+    p.scope = write_scope(doc, scope.get("cities", doc.scope_cities or []),
                          scope.get("stores", list(doc.scope_stores.values_list("pk", flat=True))))
     n = _write_document(p, doc)
     previous = doc.current_version_id
@@ -95,7 +95,7 @@ def apply_document_scope(document: Document, scope) -> None:
     the new audience and scope tokens (no embedding)."""
     document.audience = scope.audience
     document.save(update_fields=["audience"])
-    tokens = _set_scope(document, list(scope.cities), list(scope.stores))
+    tokens = write_scope(document, list(scope.cities), list(scope.stores))
     Chunk.objects.filter(document=document).update(audience=scope.audience, scope=tokens)
     Sentence.objects.filter(chunk__document=document).update(audience=scope.audience, scope=tokens)
     meta = current_meta()

@@ -145,9 +145,13 @@ def _scope_from_meta(meta: dict) -> tuple[list[str], list[int]]:
     return cities, stores
 
 
-def _set_scope(doc: Document, cities: list[str], store_ids: list[int]) -> list[str]:
-    from ..documents import scope_tokens
+def scope_tokens(cities, store_ids) -> list[str]:
+    """What retrieval matches a document's chunks against: 'city:深圳', 'store:3'. Empty: everyone."""
+    return [f"city:{c}" for c in cities] + [f"store:{i}" for i in store_ids]
 
+
+def write_scope(doc: Document, cities: list[str], store_ids: list[int]) -> list[str]:
+    """A document's scope columns and the tokens its chunks are matched against."""
     doc.scope_cities = list(cities)
     doc.scope = scope_tokens(cities, store_ids)
     doc.save(update_fields=["scope_cities", "scope"])
@@ -163,7 +167,7 @@ def _record_version(doc: Document, *, kind: str, name: str, raw: bytes | None, d
     version = DocumentVersion.objects.create(
         document=doc, number=number, status=DocumentVersion.Status.PUBLISHED, kind=kind, original_name=name[:255],
         size=len(raw or b""), content_hash=digest, title=title[:128], sections=sections, warnings=warnings, meta=meta,
-        diff=_sections_diff(previous.sections if previous else [], sections), chunks=chunks, created_by=actor,
+        diff=sections_diff(previous.sections if previous else [], sections), chunks=chunks, created_by=actor,
         published_by=actor, published_at=timezone.now(), progress=100)
     if raw is not None:
         DocumentFile.objects.create(version=version, data=raw)
@@ -174,10 +178,14 @@ def _record_version(doc: Document, *, kind: str, name: str, raw: bytes | None, d
     return version
 
 
-def _sections_diff(old: list[dict], new: list[dict]) -> dict:
-    from ..documents import _diff
+def sections_diff(old: list[dict], new: list[dict]) -> dict:
+    """Sections added, changed and removed, by heading path (disabled ones count as removed)."""
+    def index(sections):
+        return {" > ".join(s["path"]) or "（开头）": s.get("text", "") for s in sections if s.get("enabled", True)}
 
-    return _diff(old, new)
+    before, after = index(old), index(new)
+    return {"added": [p for p in after if p not in before], "removed": [p for p in before if p not in after],
+            "changed": [p for p in after if p in before and after[p] != before[p]]}
 
 
 def refresh_index_stats(meta: IndexMeta) -> None:
