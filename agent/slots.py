@@ -23,7 +23,7 @@ from core.errors import NotFound, messages_of
 from core.roles import require
 from ops.models import Product, Store
 from ops.periods import cn_number
-from ops.selectors import UnknownStore, find_store_in_text, known_products_text, resolve_store_for
+from ops.selectors import UnknownStore, find_store_in_text, known_products_text, longest_first_matches, resolve_store_for
 from workflow.models import Ticket
 
 from . import vocabulary as vocab
@@ -101,17 +101,7 @@ def products_in(text: str) -> list[Product]:
     """Products named by name or alias (青岛、科罗娜、生啤); the longest name wins at a spot."""
     names = sorted(((n, p) for p in Product.objects.filter(active=True) for n in [p.name, *p.aliases] if n),
                    key=lambda pair: len(pair[0]), reverse=True)
-    upper, taken, found = text.upper(), [], []
-    for name, product in names:
-        start = upper.find(name.upper())
-        while start >= 0:
-            end = start + len(name)
-            if not any(s < end and start < e for s, e in taken):
-                taken.append((start, end))
-                if product not in found:
-                    found.append(product)
-            start = upper.find(name.upper(), end)
-    return found
+    return list(dict.fromkeys(product for _, _, product in longest_first_matches(text, names)))
 
 
 def parse(text: str) -> Parsed:

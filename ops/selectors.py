@@ -153,20 +153,32 @@ def resolve_store(value: str) -> Store:
     raise UnknownStore(f"没有叫「{value}」的门店。已知门店：{known_stores_text()}。")
 
 
-def find_stores_in_text(text: str) -> list[tuple[str, Store]]:
-    """Every known store a text names, in order of appearance (longest name wins at a spot)."""
-    text, upper = text or "", (text or "").upper()
-    taken: list[tuple[int, int]] = []
-    found: list[tuple[int, str, Store]] = []
-    for name, store in store_candidates():
-        start = upper.find(name.upper())
+def longest_first_matches(text: str, candidates) -> list[tuple[int, str, object]]:
+    """Every occurrence of the candidates' names in `text`, case-insensitive, none overlapping:
+    the candidates come longest name first, so a longer name keeps the characters it covers
+    (「黑牌单杯」 is not also 黑牌, 「深圳福田店」 not also 福田). (start, name, value), in the order taken.
+    The one scanner for stores, products and the slots' products."""
+    upper, taken, found = (text or "").upper(), [], []
+    for name, value in candidates:
+        needle = name.upper()
+        if not needle:
+            continue
+        start = upper.find(needle)
         while start >= 0:
-            end = start + len(name)
+            end = start + len(needle)
             if not any(s < end and start < e for s, e in taken):
                 taken.append((start, end))
-                if all(store != other for _, _, other in found):
-                    found.append((start, name, store))
-            start = upper.find(name.upper(), end)
+                found.append((start, name, value))
+            start = upper.find(needle, end)
+    return found
+
+
+def find_stores_in_text(text: str) -> list[tuple[str, Store]]:
+    """Every known store a text names, in order of appearance (longest name wins at a spot)."""
+    found: list[tuple[int, str, Store]] = []
+    for start, name, store in longest_first_matches(text, store_candidates()):
+        if all(store != other for _, _, other in found):
+            found.append((start, name, store))
     return [(name, store) for _, name, store in sorted(found, key=lambda f: f[0])]
 
 
@@ -302,15 +314,7 @@ def _product_candidates() -> list[tuple[str, str]]:
 def products_named_in_text(text: str) -> list[str]:
     """Every product a question names, in order, each once; longer names win their characters
     (「黑牌单杯」 is not also 黑牌)."""
-    upper, taken, found = (text or "").upper(), [], []
-    for word, name in product_candidates():  # longest first
-        start = upper.find(word)
-        while start >= 0:
-            end = start + len(word)
-            if not any(start < e and s < end for s, e in taken):
-                taken.append((start, end))
-                found.append((start, name))
-            start = upper.find(word, end)
+    found = [(start, name) for start, _, name in longest_first_matches(text, product_candidates())]  # longest first
     return list(dict.fromkeys(name for _, name in sorted(found)))
 
 
