@@ -11,6 +11,8 @@ from django.db.models import Q
 
 from core.scoping import StoreScopedQuerySet
 
+from .trading_day import validate_time_zone
+
 
 class StoreQuerySet(StoreScopedQuerySet):
     def for_user(self, user, action: str = "view"):
@@ -23,7 +25,8 @@ class Store(models.Model):
     name = models.CharField("名称", max_length=64, unique=True)
     city = models.CharField("城市", max_length=32)
     aliases = models.JSONField("别名", default=list, blank=True, help_text="如 天河店、天河")
-    timezone = models.CharField("时区", max_length=64, default="Asia/Shanghai")
+    timezone = models.CharField("时区", max_length=64, default="Asia/Shanghai", validators=[validate_time_zone],
+                                help_text="IANA 时区，如 Asia/Shanghai；营业日按本店时间 06:00 到次日 06:00 计")
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="stores", verbose_name="分配的员工/店长"
     )
@@ -195,10 +198,11 @@ class Order(models.Model):
 
 
 class StoreDaySales(models.Model):
-    """Paid revenue and order count per store and local day (Asia/Shanghai, as ops.trading_day.TZ).
+    """Paid revenue and order count per store and trading day, on the store's own clock (ops.trading_day).
 
     Maintained by PostgreSQL triggers on ops_order (INSERT, UPDATE, DELETE, COPY and
-    TRUNCATE; migration 0003), so every write path, the ORM's, the seeder's COPY and a
+    TRUNCATE; migrations 0003, 0005, 0006) and on ops_store (a store's time zone changed: its
+    days are rebuilt, 0006), so every write path, the ORM's, the seeder's COPY and a
     manual fix in psql, keeps it exact. store_sales and compare_stores read about 30 rows
     per store instead of aggregating every order of the period. Never written by Python.
     """

@@ -214,10 +214,11 @@ def _seed_orders(rng, stores, products, meta, members, start, end, scale, progre
             factor = WEEKDAY_FACTOR[day.weekday()]
             for store in stores:
                 base = next(s[4] for s in STORES if s[0] == store.code)
+                zone = ZoneInfo(store.timezone)  # each store's orders on its own clock
                 mean = base * factor * scale
                 count = max(0, int(rng.gauss(mean, max(1.0, mean ** 0.5)) + 0.5))
                 stamps = sorted(
-                    datetime.combine(day, time(h, rng.randrange(60), rng.randrange(60)), tzinfo=TZ)
+                    datetime.combine(day, time(h, rng.randrange(60), rng.randrange(60)), tzinfo=zone)
                     for h in rng.choices(hours, weights=hour_w, k=count)
                 )
                 for seq, created in enumerate(stamps, start=1):

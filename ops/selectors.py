@@ -10,13 +10,15 @@ import re
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from zoneinfo import ZoneInfo
 
 from django.core.exceptions import ValidationError
 
 from core.audit import audit_scope_refusal
 from core.memo import remembered
 
-from .models import Product, Store
+from .models import Order, Product, Store
+from .trading_day import trading_day_of
 
 ALL_STORES_WORDS = (
     "全部门店", "所有门店", "各门店", "各家门店", "各店", "各家店", "每家店", "每个店", "每家门店", "全部店", "所有店", "全店",
@@ -108,21 +110,27 @@ def _stores_by_city(stores) -> dict[str, list[Store]]:
 
 
 def first_sale_date():
-    """The trading day of the first recorded order (None: no orders yet); read once per question.
-    A period that starts before it is bounded to it and says so (periods.bound_to_data), in
-    chat and API alike: no period before the records is ever reported as zero sales."""
-    from datetime import timedelta
-
-    from django.db.models import Min
-
-    from .models import Order
-    from .trading_day import DAY_STARTS_AT, TZ
-
+    """The trading day of the first recorded order, on its store's clock (None: no orders yet); read
+    once per question. A period that starts before it is bounded to it and says so
+    (periods.bound_to_data), in chat and API alike: no period before the records is ever reported
+    as zero sales."""
     def read():
-        first = Order.objects.aggregate(first=Min("created_at"))["first"]
-        return (first.astimezone(TZ) - timedelta(hours=DAY_STARTS_AT)).date() if first else None
+        first = Order.objects.order_by("created_at").values_list("created_at", "store__timezone").first()
+        return trading_day_of(first[0], ZoneInfo(first[1])) if first else None
 
     return _read_once("first_sale", read)
+
+
+def _all_stores() -> list[Store]:
+    return _read_once("stores", lambda: list(Store.objects.all()))
+
+
+def store_zones() -> dict[str, list[int]]:
+    """Each time zone the stores keep, with the ids of the stores on its clock (read once per question)."""
+    zones: dict[str, list[int]] = {}
+    for store in _all_stores():
+        zones.setdefault(store.timezone, []).append(store.pk)
+    return zones
 
 
 def known_stores_text() -> str:
@@ -135,8 +143,7 @@ def store_by_exact_name(value: str) -> Store | None:
     value = (value or "").strip().upper()
     if not value:
         return None
-    stores = _read_once("stores", lambda: list(Store.objects.all()))
-    return next((s for s in stores if value in {n.upper() for n in (s.code, s.name, *s.aliases) if n}), None)
+    return next((s for s in _all_stores() if value in {n.upper() for n in (s.code, s.name, *s.aliases) if n}), None)
 
 
 def resolve_store(value: str) -> Store:

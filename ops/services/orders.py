@@ -21,6 +21,7 @@ from core.roles import require
 from core.validation import MAX_MONEY, find_bad_text, key_problem, money_problem, parse_timestamp, qty_problem, unknown_fields
 
 from ..models import ApiToken, Inventory, Member, Order, OrderLine, Product, Store
+from ..trading_day import TZ
 from .stores import writable_stores
 
 CENT = Decimal("0.01")
@@ -99,7 +100,7 @@ def _order_created_at(raw: dict, prefix: str, store: Store | None, ctx: dict, er
         errors[prefix + "created_at"] = [problem]
         return None
     if timezone.is_naive(parsed):
-        parsed = parsed.replace(tzinfo=ZoneInfo(store.timezone if store else "Asia/Shanghai"))
+        parsed = parsed.replace(tzinfo=ZoneInfo(store.timezone) if store else TZ)
     if parsed > ctx["now"] + timedelta(minutes=5):
         errors[prefix + "created_at"] = ["下单时间不能在未来。"]
         return None

@@ -2,16 +2,19 @@
 `Tool` object that carries one tool's schema, query, columns, row sentence and permission."""
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, time, timedelta
 from decimal import Decimal
+from functools import reduce
+from zoneinfo import ZoneInfo
 
 from django.db.models import FilteredRelation, Q, Sum
 
 from ..models import Order, Store, StoreDaySales
 from ..periods import Period
-from ..trading_day import DAY_STARTS_AT, TZ
+from ..selectors import store_zones
+from ..trading_day import TZ, day_window
 
 
 @dataclass
@@ -137,12 +140,19 @@ class Tool:
         return [{"key": k, **column(k).as_dict()} for k in self.columns]
 
 
-def bounds(period: Period) -> tuple[datetime, datetime]:
-    """The period's trading days as instants: from 06:00 of its first day to 06:00 after its last."""
-    opens = time(DAY_STARTS_AT)
-    start = datetime.combine(period.start, opens, tzinfo=TZ)
-    end = datetime.combine(period.end + timedelta(days=1), opens, tzinfo=TZ)
-    return start, end
+def placed_in(period: Period, path: str = "") -> Q:
+    """Orders (at `path`, e.g. "order__") placed during the period's trading days, each store's
+    from 06:00 of the first day to 06:00 after the last on its own clock. Stores that share a
+    zone share one range: with one zone for the whole chain, the condition is the time range alone."""
+    zones = store_zones()
+
+    def window(zone: str) -> Q:
+        start, end = day_window(period.start, period.end, ZoneInfo(zone))
+        return Q(**{f"{path}created_at__gte": start, f"{path}created_at__lt": end})
+
+    if len(zones) <= 1:
+        return window(next(iter(zones), str(TZ)))
+    return reduce(operator.or_, (window(zone) & Q(**{f"{path}store_id__in": ids}) for zone, ids in zones.items()))
 
 
 def money(value: Decimal | None) -> float:
@@ -162,8 +172,7 @@ def store_label(store: Store | None, scope: list[Store] | None = None) -> str:
 
 
 def paid_orders(period: Period, store: Store | None, scope: list[Store] | None = None):
-    start, end = bounds(period)
-    qs = Order.objects.filter(status=Order.Status.PAID, created_at__gte=start, created_at__lt=end)
+    qs = Order.objects.filter(placed_in(period), status=Order.Status.PAID)
     if store:
         return qs.filter(store=store)
     return qs if scope is None else qs.filter(store__in=scope)

@@ -5,15 +5,14 @@ from django.db.models import Count, Sum
 
 from ..models import Order, Store
 from ..periods import Period
-from .base import PERIOD_PARAM, STORE_PARAM, Chart, Tool, ToolResult, bounds, money, params_schema, store_label, yuan
+from .base import PERIOD_PARAM, STORE_PARAM, Chart, Tool, ToolResult, money, params_schema, placed_in, store_label, yuan
 
 
 def channel_sales(*, store: Store | None, period: Period, scope: list[Store] | None = None) -> ToolResult:
     """Paid revenue and orders per channel (堂食、外卖、团购) and the refunded orders beside them:
     「上周外卖卖了多少」 and 「昨天退款了几单」 were answered with every channel's paid total.
     Refunds are counted by the order's date (the order carries no refund time), and say so."""
-    start, end = bounds(period)
-    orders = Order.objects.filter(created_at__gte=start, created_at__lt=end)
+    orders = Order.objects.filter(placed_in(period))
     orders = orders.filter(store=store) if store else orders if scope is None else orders.filter(store__in=scope)
     sums = {(a["channel"], a["status"]): (a["amount"], a["n"])
             for a in orders.values("channel", "status").annotate(amount=Sum("total"), n=Count("id")).order_by()}

@@ -1,19 +1,37 @@
 """Orders and revenue per hour of the trading day."""
 from __future__ import annotations
 
-from django.db.models import Count, Sum
+from zoneinfo import ZoneInfo
+
+from django.db.models import Count, Func, IntegerField, Sum
 from django.db.models.functions import ExtractHour
 
 from ..models import Store
 from ..periods import Period
+from ..selectors import store_zones
 from ..trading_day import DAY_STARTS_AT, TZ
 from .base import PERIOD_PARAM, STORE_PARAM, Chart, Tool, ToolResult, money, paid_orders, params_schema, store_label
+
+
+class LocalHour(Func):
+    """The hour on the order's store's own clock (「晚上九点最忙」 is nine in that store)."""
+
+    template = "EXTRACT(HOUR FROM %(expressions)s)::integer"
+    arg_joiner = " AT TIME ZONE "
+    output_field = IntegerField()
+
+
+def _hour():
+    zones = store_zones()
+    if len(zones) <= 1:  # one clock for the chain: the hour in that zone, as before any store had its own
+        return ExtractHour("created_at", tzinfo=ZoneInfo(next(iter(zones), str(TZ))))
+    return LocalHour("created_at", "store__timezone")
 
 
 def hourly_peak(*, store: Store | None, period: Period, scope: list[Store] | None = None) -> ToolResult:
     agg = list(
         paid_orders(period, store, scope)
-        .annotate(hour=ExtractHour("created_at", tzinfo=TZ))
+        .annotate(hour=_hour())
         .values("hour")
         .annotate(orders=Count("*"), revenue=Sum("total"))
         .order_by("hour")

@@ -5,15 +5,13 @@ from django.db.models import Count, Sum
 
 from ..models import Order, OrderLine, Product, Store
 from ..periods import Period
-from .base import PERIOD_PARAM, STORE_PARAM, Chart, Tool, ToolResult, bounds, money, params_schema, store_label, yuan
+from .base import PERIOD_PARAM, STORE_PARAM, Chart, Tool, ToolResult, money, params_schema, placed_in, store_label, yuan
 
 
 def product_sales(*, product: Product, store: Store | None, period: Period, scope: list[Store] | None = None) -> ToolResult:
     """How much of one product sold (paid orders only): one row per store, zeros included,
     so 「科罗娜卖了几瓶」 is answered with bottles, not with the store's whole revenue."""
-    start, end = bounds(period)
-    qs = OrderLine.objects.filter(product=product, order__status=Order.Status.PAID,
-                                  order__created_at__gte=start, order__created_at__lt=end)
+    qs = OrderLine.objects.filter(placed_in(period, "order__"), product=product, order__status=Order.Status.PAID)
     if store:
         stores = [store]
         qs = qs.filter(order__store=store)

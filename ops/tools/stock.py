@@ -8,7 +8,7 @@ from django.db.models import Sum
 
 from ..models import Inventory, Order, OrderLine, Store
 from ..periods import Period
-from .base import bounds
+from .base import placed_in
 
 VELOCITY_DAYS = 7
 STOCK_COLUMNS = ("store", "product", "on_hand", "safety_stock", "sold_7d", "velocity_per_day", "days_of_cover", "suggested_qty")
@@ -24,13 +24,11 @@ def restock_suggestion(on_hand: int, safety_stock: int, sold: int, cover_days: i
 def stock_rows(items: list[Inventory], today: date) -> tuple[list[dict], Period]:
     """Inventory rows with the last week's sales: velocity, days of cover, what to order."""
     window = Period(today - timedelta(days=VELOCITY_DAYS), today - timedelta(days=1), f"近{VELOCITY_DAYS}天")
-    start, end = bounds(window)
     sold = {
         (a["order__store_id"], a["product_id"]): a["qty"]
         for a in OrderLine.objects.filter(
+            placed_in(window, "order__"),
             order__status=Order.Status.PAID,
-            order__created_at__gte=start,
-            order__created_at__lt=end,
             product_id__in={i.product_id for i in items},
             order__store_id__in={i.store_id for i in items},
         )

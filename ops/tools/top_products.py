@@ -5,17 +5,14 @@ from django.db.models import Sum
 
 from ..models import Order, OrderLine, Product, Store
 from ..periods import Period
-from .base import PERIOD_PARAM, STORE_PARAM, Chart, Tool, ToolResult, bounds, money, params_schema, store_label
+from .base import PERIOD_PARAM, STORE_PARAM, Chart, Tool, ToolResult, money, params_schema, placed_in, store_label
 
 MAX_TOP_N = 50
 
 
 def top_products(*, store: Store | None, period: Period, n: int = 5, category: str | None = None,
                  scope: list[Store] | None = None) -> ToolResult:
-    start, end = bounds(period)
-    qs = OrderLine.objects.filter(
-        order__status=Order.Status.PAID, order__created_at__gte=start, order__created_at__lt=end
-    )
+    qs = OrderLine.objects.filter(placed_in(period, "order__"), order__status=Order.Status.PAID)
     if store:
         qs = qs.filter(order__store=store)
     elif scope is not None:

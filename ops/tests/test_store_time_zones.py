@@ -1,0 +1,115 @@
+"""Each store's trading day runs 06:00 to 06:00 on its own clock (Store.timezone), in every
+tool and in the daily rollup: the trading day was Asia/Shanghai for every store, so a store
+in Tokyo had its 06:30 opening orders counted on the day before."""
+from datetime import date, timedelta
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.db.models import Count, Sum
+
+from ops.models import Product, Store, StoreDaySales
+from ops.periods import Period
+from ops.selectors import first_sale_date
+from ops.services import orders_ingest
+from ops.tests.factories import make_user, order_payload
+from ops.tools import paid_orders, run_tool
+from ops.tools.channel_sales import channel_sales
+from ops.tools.daily_trend import daily_trend
+from ops.tools.hourly_peak import hourly_peak
+from ops.tools.product_sales import product_sales
+from ops.tools.store_sales import store_sales
+from ops.tools.top_products import top_products
+
+pytestmark = pytest.mark.django_db
+
+DAY = date(2026, 1, 5)  # no seeded orders on this day or the days around it
+THAT_DAY = Period(DAY, DAY, "那天")
+
+
+@pytest.fixture
+def tokyo():
+    """深圳福田店 moved to Tokyo (UTC+9, an hour ahead of the other stores), with three orders."""
+    store = Store.objects.get(code="SZ-FT")
+    store.timezone = "Asia/Tokyo"
+    store.save()
+    user = make_user("tz_pos", role="pos", stores=["SZ-FT", "GZ-TH"])
+    orders_ingest(user=user, orders=[
+        # 06:30 in Tokyo is 05:30 in Shanghai: the Tokyo store's day has begun, Shanghai's has not
+        order_payload("TZ-1", store="SZ-FT", created_at="2026-01-05T06:30:00+09:00"),
+        # 05:30 on the 6th in Tokyo: still the night of the 5th there
+        order_payload("TZ-2", store="SZ-FT", created_at="2026-01-06T05:30:00+09:00"),
+        # 06:30 on the 6th in Tokyo: the next trading day
+        order_payload("TZ-3", store="SZ-FT", created_at="2026-01-06T06:30:00+09:00"),
+        # the Shanghai store at 06:30 its own time, the 5th
+        order_payload("TZ-4", store="GZ-TH", created_at="2026-01-05T06:30:00+08:00"),
+    ])
+    return store
+
+
+def rollup(store: Store) -> dict:
+    days = StoreDaySales.objects.filter(store=store, day__gte=DAY - timedelta(days=2), day__lte=DAY + timedelta(days=2))
+    return {d.day: (float(d.revenue), d.orders) for d in days if d.orders}
+
+
+def direct(store: Store) -> dict:
+    """Each day of the week around DAY from the orders themselves, through the tools' own bounds."""
+    out = {}
+    for i in range(-2, 3):
+        day = DAY + timedelta(days=i)
+        agg = paid_orders(Period(day, day, "那天"), store).aggregate(revenue=Sum("total"), orders=Count("*"))
+        if agg["orders"]:
+            out[day] = (float(agg["revenue"]), agg["orders"])
+    return out
+
+
+def test_every_tool_counts_a_stores_day_on_its_own_clock(tokyo):
+    shanghai = Store.objects.get(code="GZ-TH")
+    assert store_sales(store=tokyo, period=THAT_DAY).rows[0]["orders"] == 2
+    assert store_sales(store=shanghai, period=THAT_DAY).rows[0]["orders"] == 1
+    assert {r["channel"]: r["orders"] for r in channel_sales(store=tokyo, period=THAT_DAY).rows}["堂食"] == 2
+    beer = Product.objects.get(sku="B001")
+    assert product_sales(product=beer, store=tokyo, period=THAT_DAY).rows[0]["qty"] == 4
+    assert {r["product"]: r["qty"] for r in top_products(store=tokyo, period=THAT_DAY).rows}[beer.name] == 4
+    assert [(r["date"], r["orders"]) for r in daily_trend(store=tokyo, period=THAT_DAY).rows] == [("2026-01-05", 2)]
+    # the hour is the store's: 06:00 and 05:00 in Tokyo, in the order of the night's trade
+    assert [r["hour"] for r in hourly_peak(store=tokyo, period=THAT_DAY).rows] == ["06:00", "05:00"]
+    both = [r["hour"] for r in hourly_peak(store=None, period=THAT_DAY, scope=[tokyo, shanghai]).rows]
+    assert both == ["06:00", "05:00"]  # Shanghai's 06:30 is its own 06:00, not Tokyo's 07:00
+    # the chain's totals add each store's own day
+    chain = store_sales(store=None, period=THAT_DAY, scope=[tokyo, shanghai]).rows
+    assert sum(r["orders"] for r in chain) == 3
+
+
+def test_the_rollup_keeps_each_stores_day_and_is_rebuilt_when_its_zone_changes(tokyo):
+    assert rollup(tokyo) == direct(tokyo) == {DAY: (116.0, 2), DAY + timedelta(days=1): (58.0, 1)}
+    tokyo.timezone = "Asia/Shanghai"  # back on the chain's clock: an hour earlier, each order before 06:00
+    tokyo.save()
+    assert rollup(tokyo) == direct(tokyo) == {DAY - timedelta(days=1): (58.0, 1), DAY: (116.0, 2)}
+    shanghai = Store.objects.get(code="GZ-TH")
+    assert rollup(shanghai) == direct(shanghai) == {DAY: (58.0, 1)}  # the other stores untouched
+
+
+def test_a_question_reads_the_store_on_its_own_clock(tokyo):
+    result = run_tool("store_sales", {"store": "福田店", "period": "2026年1月5日"}, user=None)
+    assert (result.rows[0]["orders"], result.rows[0]["revenue"]) == (2, 116.0)
+
+
+def test_the_first_trading_day_is_read_on_the_first_orders_store_clock():
+    first = first_sale_date()
+    store = Store.objects.get(code="GZ-TH")
+    user = make_user("tz_first_pos", role="pos", stores=["GZ-TH"])
+    store.timezone = "America/Los_Angeles"
+    store.save()
+    # 2020-03-01 23:00 in Los Angeles is 03-02 15:00 in Shanghai: the 1st there, the 2nd here
+    orders_ingest(user=user, orders=[order_payload("TZ-OLD", created_at="2020-03-01T23:00:00-08:00")])
+    assert first > date(2020, 3, 2) and first_sale_date() == date(2020, 3, 1)
+
+
+def test_a_store_zone_must_be_an_iana_name():
+    store = Store.objects.get(code="GZ-TH")
+    store.timezone = "Beijing"
+    with pytest.raises(ValidationError) as err:
+        store.full_clean()
+    assert "IANA" in str(err.value.message_dict["timezone"])
+    store.timezone = "Asia/Urumqi"
+    store.full_clean()
