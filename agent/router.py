@@ -36,10 +36,24 @@ class Route:
     decided: bool = True
     decline: str = ""  # out of scope: the one-line reason given to the user
     rule: str = ""  # the routing rule that decided (ROUTING_RULES), when the rules did
+    # A request the product answers itself (agent.pipeline.requests): the handler's name and what it acts on.
+    handler: str = ""
+    target: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {"intent": self.intent, "reason": self.reason, "scores": self.scores, "layer": self.layer,
-                **({"rule": self.rule} if self.rule else {})}
+                **({"rule": self.rule} if self.rule else {}), **({"handler": self.handler} if self.handler else {})}
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What the request rules read besides the routed text: the message as typed (a follow-up is
+    routed as resolved, a request is read as typed), the proposal this thread is on, whether
+    someone is signed in (a proposal's status is someone's)."""
+
+    said: str
+    proposal_id: str | None = None
+    signed_in: bool = True
 
 
 @dataclass
@@ -159,10 +173,65 @@ class _Asked:
     today: date | None
     r: _Reading
     scores: dict
+    turn: Turn
 
     def why(self, *intents) -> str:
         hits = self.r.hits
         return "；".join(f"{n}：{'、'.join(vocab.labels(hits, n))}（{self.scores[n]} 分）" for n in intents if vocab.labels(hits, n))
+
+
+STATUS_MAX_CHARS = 40  # a question about a proposal's status is short; longer ones ask a rule
+PAGE_REQUEST_MAX_CHARS = 24  # 「查看审计记录」: a request to see a page, not a question
+
+
+def _decides_a_proposal(q: _Asked) -> Route | None:
+    """「确认提案7」: a proposal is confirmed or rejected by a person on its card (the chat page,
+    /proposals/, the admin), never by the assistant; the answer says where, instead of refusing."""
+    said = q.turn.said
+    if vocab.ASKS_WHERE_IT_STANDS.search(said):
+        return None
+    m = vocab.DECIDE_PROPOSAL.search(said)
+    after = None if m else vocab.DECIDE_PROPOSAL_AFTER.search(said)
+    # 「确认提案」 right after the proposal was made in this thread was declined as unrelated to the store.
+    this = None if m or after else (q.turn.proposal_id and vocab.DECIDE_THIS.fullmatch(said))
+    if not (m or after or this):
+        return None
+    pk = str(next(g for g in m.groups()[1:] if g) if m else after.group(1) if after else q.turn.proposal_id)
+    return Route(ACTION, f"确认或驳回提案 #{pk}：在提案卡片上完成，助手不代为决定", handler="decide_in_chat",
+                 target={"proposal": pk})
+
+
+def _asks_for_a_page(q: _Asked) -> Route | None:
+    """「查看审计记录」: a short request to see a page of the product gets its address."""
+    said = q.turn.said.strip()
+    if len(said) > PAGE_REQUEST_MAX_CHARS or not vocab.SHOW_ME.search(said):
+        return None
+    page = next(((name, url, also) for pattern, name, url, also in vocab.PAGES if pattern.search(said)), None)
+    if page is None:
+        return None
+    name, url, also = page
+    return Route(ACTION, f"找页面：{name}（{url}）", handler="point_to_page",
+                 target={"name": name, "url": str(url), "also": str(also)})
+
+
+def _asks_where_proposals_stand(q: _Asked) -> Route | None:
+    """「我提的补货申请批了没」「有哪些待我确认的补货申请」「提案6是什么」: the asker's proposals
+    themselves, not a rule about proposals (「补货申请被拒了怎么办」 asks for the rule)."""
+    said = q.turn.said.strip()
+    if not q.turn.signed_in or len(said) > STATUS_MAX_CHARS or vocab.ASKS_HOW.search(said):
+        return None
+    if number := vocab.PROPOSAL_NUMBER.search(said):
+        pk = int(next(g for g in number.groups() if g))
+        # 「提案6是什么」 was declined as unrelated to the store.
+        return Route(ACTION, f"查提案 #{pk}", handler="proposal_status", target={"proposal": pk})
+    awaiting = bool(vocab.AWAITING_ME.search(said))
+    # 「科罗娜为什么被拒了」: a product named with 被拒 asks about its restock proposal.
+    product_refused = bool(vocab.WHY_REFUSED.search(said)) and _is_a_product_name(said, anywhere=True)
+    if not (awaiting or product_refused or vocab.PROPOSAL_STATUS.search(said)):
+        return None
+    kind = "restock" if "补货" in said or product_refused else "ticket" if re.search(r"工单|客诉|投诉", said) else None
+    return Route(ACTION, "查提案进度：" + ("待我确认的提案" if awaiting else "我提交的提案"), handler="proposal_status",
+                 target={"awaiting_me": awaiting, "kind": kind})
 
 
 def _action_words(q: _Asked) -> Route | None:
@@ -250,7 +319,10 @@ def _a_bare_product_name(q: _Asked) -> Route | None:
 
 # The routing rules, in order: the first that reads the question routes it. Its name is in the
 # trace (Route.rule); a question none of them reads is searched as a rules question, undecided.
+# The first three are requests the product answers itself (Route.handler), not questions.
 ROUTING_RULES: tuple[tuple[str, Callable[[_Asked], Route | None]], ...] = (
+    ("decides_a_proposal", _decides_a_proposal), ("asks_for_a_page", _asks_for_a_page),
+    ("asks_where_proposals_stand", _asks_where_proposals_stand),
     ("action_words", _action_words), ("restock_a_product", _restock_a_product),
     ("stock_left_of_a_product", _stock_left_of_a_product), ("out_of_the_stores_world", _out_of_the_stores_world),
     ("two_periods_compared", _two_periods_compared), ("data_words_about_a_rule", _data_words_about_a_rule),
@@ -260,11 +332,13 @@ ROUTING_RULES: tuple[tuple[str, Callable[[_Asked], Route | None]], ...] = (
 )
 
 
-def route_by_rules(question: str, today: date | None = None) -> Route:
-    """`today`: the store's date the question is asked on (the two-period check reads periods)."""
+def route_by_rules(question: str, today: date | None = None, turn: Turn | None = None) -> Route:
+    """`today`: the store's date the question is asked on (the two-period check reads periods);
+    `turn`: the message as typed and its thread (None: the question alone, asked by someone signed in)."""
     text = question or ""
     r = _read(text)
-    q = _Asked(text, today, r, {intent: vocab.score(r.hits, intent) for intent in (ACTION, DATA, POLICY, OUT_OF_SCOPE)})
+    q = _Asked(text, today, r, {intent: vocab.score(r.hits, intent) for intent in (ACTION, DATA, POLICY, OUT_OF_SCOPE)},
+               turn or Turn(text))
     for name, rule in ROUTING_RULES:
         if (decision := rule(q)) is not None:
             decision.rule = name
@@ -279,9 +353,9 @@ ROUTER_PROMPT = (
 )
 
 
-def route(question: str, llm=None, today: date | None = None) -> Route:
+def route(question: str, llm=None, today: date | None = None, turn: Turn | None = None) -> Route:
     """Rules first; the LLM classifies only what the rules leave undecided, when one is configured."""
-    decision = route_by_rules(question, today)
+    decision = route_by_rules(question, today, turn)
     if decision.decided or llm is None or not llm.available:
         return decision
     try:

@@ -3,8 +3,8 @@
 its step in the trace.
 
     resolve_follow_up                                    follow_up.py
-    decide_in_chat │ point_to_page │ proposal_status → done   shortcuts.py
     route_node                                           routing.py
+    answer_request: decide_in_chat │ point_to_page │ proposal_status → done   requests.py
     pending_action_node → done (a slot filled)           propose.py
     ├ out of scope → refuse → done                       refusals.py
     ├ action → action_node → done                        propose.py
@@ -35,16 +35,16 @@ from .guards import guards_node
 from .loop import agent_loop
 from .propose import action_node, maybe_offer_restock, pending_action_node
 from .refusals import far_from_domain, refuse
+from .requests import answer_request
 from .routing import route_node
-from .shortcuts import decide_in_chat, point_to_page, proposal_status
 from .state import AgentResult, AgentState, start
 
 
 def run(state: AgentState) -> AgentState:
     resolve_follow_up(state)
-    if decide_in_chat(state) or point_to_page(state) or proposal_status(state):
-        return state
     route_node(state)
+    if answer_request(state):  # 「确认提案7」「查看审计记录」「我的补货申请批了吗」
+        return state
     if state.previous.get("pending_action") and pending_action_node(state):
         return state
     if state.route.intent == OUT_OF_SCOPE:

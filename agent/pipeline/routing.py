@@ -6,14 +6,15 @@ from ops.selectors import find_stores_in_text
 
 from .. import vocabulary as vocab
 from ..data_guard import compared_store
-from ..router import BOTH, DATA, POLICY, Route, route
+from ..router import BOTH, DATA, POLICY, Route, Turn, route
 from .follow_up import FOLLOW_UP
 from .state import AgentState
 
 
 def route_node(state: AgentState) -> None:
     with state.trace.step("route") as detail:
-        decision = route(state.resolved_query, state.llm, state.today)
+        turn = Turn(state.question, state.previous.get("proposal_id"), state.user is not None)
+        decision = route(state.resolved_query, state.llm, state.today, turn)
         prev_intent = state.previous.get("intent")
         if not decision.decided and prev_intent in (DATA, BOTH) and (state.resolved_query != state.question or FOLLOW_UP.search(state.question)):
             decision = Route(DATA, f"追问，沿用上一轮的数据意图（{prev_intent}）", decision.scores)

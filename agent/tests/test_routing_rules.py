@@ -4,11 +4,14 @@ from datetime import date
 
 import pytest
 
-from agent.router import ROUTING_RULES, route_by_rules
+from agent.router import ROUTING_RULES, Turn, route_by_rules
 
 pytestmark = pytest.mark.django_db
 
 CASES = {  # rule: (question, intent)
+    "decides_a_proposal": ("确认提案7", "action"),
+    "asks_for_a_page": ("查看审计记录", "action"),
+    "asks_where_proposals_stand": ("我的补货申请批了吗", "action"),
     "action_words": ("帮我补一箱", "action"),
     "restock_a_product": ("补科罗娜", "action"),
     "stock_left_of_a_product": ("科罗娜还有吗", "data"),
@@ -38,3 +41,25 @@ def test_a_question_no_rule_reads_is_searched_as_rules_undecided():
 
 def test_every_rule_has_a_case_and_every_case_a_rule():
     assert [name for name, _ in ROUTING_RULES] == list(CASES)
+
+
+@pytest.mark.parametrize("question,turn,handler,target", [
+    ("确认提案7", Turn("确认提案7"), "decide_in_chat", {"proposal": "7"}),
+    ("批了吧", Turn("批了吧", proposal_id=12), "decide_in_chat", {"proposal": "12"}),
+    ("查看审计记录", Turn("查看审计记录"), "point_to_page", {"name": "审计记录", "url": "/audit/",
+                                                     "also": "「操作提案」页面下方也有最近的记录"}),
+    ("提案6是什么", Turn("提案6是什么"), "proposal_status", {"proposal": 6}),
+    ("有哪些待我确认的补货申请", Turn("有哪些待我确认的补货申请"), "proposal_status", {"awaiting_me": True, "kind": "restock"}),
+])
+def test_a_request_names_its_handler_and_what_it_acts_on(question, turn, handler, target):
+    route = route_by_rules(question, date(2026, 12, 4), turn)
+    assert (route.handler, route.target, route.as_dict()["handler"]) == (handler, target, handler)
+
+
+def test_a_request_is_read_as_typed_and_needs_its_thread():
+    # a follow-up is routed as resolved, a request as the user typed it
+    assert route_by_rules("上周天河店卖了多少", date(2026, 12, 4), Turn("确认提案7")).handler == "decide_in_chat"
+    # 「批了吧」 decides the proposal this thread made, and nothing without one
+    assert route_by_rules("批了吧", date(2026, 12, 4), Turn("批了吧")).rule != "decides_a_proposal"
+    # a proposal's status is someone's: nobody signed in, no status
+    assert route_by_rules("我的补货申请批了吗", date(2026, 12, 4), Turn("我的补货申请批了吗", signed_in=False)).handler == ""

@@ -1,4 +1,5 @@
-"""The shortcuts before the router: a page's address, a proposal decided on its card."""
+"""Requests the router hands to a handler (agent.pipeline.requests): a page's address, a proposal
+decided on its card, where the asker's proposals stand."""
 
 import pytest
 

@@ -1,0 +1,51 @@
+"""The requests the router hands to a handler of their own (Route.handler) instead of a question
+to answer from the rules or the data: 「确认提案7」 (decide_in_chat), 「查看审计记录」
+(point_to_page), 「我的补货申请批了吗」 (proposal_status). The router's rule that read the request
+is in the trace (Route.rule); the handler answers from what that rule found (Route.target)."""
+from __future__ import annotations
+
+from workflow import presenters
+from workflow.selectors import proposal_for_status, proposals_for_status
+
+from .state import AgentState
+
+
+def decide_in_chat(state: AgentState) -> None:
+    """A proposal is decided by a person on its card, never by the assistant: say where."""
+    pk = state.route.target["proposal"]
+    state.decided_on = pk
+    if state.user is not None and pk.isdigit() and proposal_for_status(state.user, int(pk)) is None:
+        # 「确认提案99999」 sent people to /proposals/ to look for a proposal that does not exist.
+        state.answer = presenters.proposal_number_answer(state.user, int(pk), None)
+    else:
+        state.answer = (f"提案 #{pk} 要由有权限的人在提案卡片上点「确认」或「拒绝」：打开顶部菜单的「操作提案」页面（/proposals/）找到 #{pk}；"
+                        "店长也可以在后台的「操作提案」里处理。我不会替任何人确认或拒绝。")
+
+
+def proposal_status(state: AgentState) -> None:
+    """One proposal by its number, or the asker's proposals (those awaiting them, or theirs)."""
+    target = state.route.target
+    if "proposal" in target:
+        pk = target["proposal"]
+        state.answer = presenters.proposal_number_answer(state.user, pk, proposal_for_status(state.user, pk))
+        return
+    items, total = proposals_for_status(state.user, awaiting_me=target["awaiting_me"], kind=target["kind"])
+    state.answer = presenters.proposals_status_answer(state.user, items, total, awaiting_me=target["awaiting_me"])
+
+
+def point_to_page(state: AgentState) -> None:
+    """A page's address (the page itself checks who may open it)."""
+    page = state.route.target
+    state.answer = f"「{page['name']}」在 {page['url']}（{page['also']}）。能看到哪些内容取决于你的角色和门店。"
+
+
+HANDLERS = {"decide_in_chat": decide_in_chat, "proposal_status": proposal_status, "point_to_page": point_to_page}
+
+
+def answer_request(state: AgentState) -> bool:
+    """Answer the request the router read, if it read one (True: the turn is done)."""
+    handler = HANDLERS.get(state.route.handler) if state.route else None
+    if handler is None:
+        return False
+    handler(state)
+    return True
