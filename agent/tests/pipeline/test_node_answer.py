@@ -5,10 +5,9 @@ import pytest
 from agent import compose, pipeline
 from agent.pipeline import answer_question
 from agent.router import Route
+from agent.tests.fakes import openai_chat
+from agent.tests.helpers import _round, _section_hit, coverage_model, state_for
 from knowledge.selectors import Hit
-
-from .fakes import openai_chat
-from .helpers import _round, _section_hit, coverage_model, state_for
 
 pytestmark = pytest.mark.django_db
 

@@ -7,10 +7,9 @@ from agent import vocabulary as vocab
 from agent.llm import get_llm
 from agent.pipeline import answer_question
 from agent.pipeline.loop import agent_loop, rewrite
+from agent.tests.fakes import openai_chat
+from agent.tests.helpers import _round, coverage_model, state_for
 from knowledge.selectors import search
-
-from .fakes import openai_chat
-from .helpers import _round, coverage_model, state_for
 
 pytestmark = pytest.mark.django_db
 

@@ -7,9 +7,8 @@ import pytest
 from django.test import Client, TestCase
 
 from knowledge.models import Chunk, DocumentVersion
+from knowledge.tests.files import SOP, docx
 from ops.tests.factories import make_user
-
-from .test_documents import SOP, docx
 
 pytestmark = pytest.mark.django_db
 

@@ -4,10 +4,9 @@ import pytest
 
 from agent.pipeline import answer_question
 from agent.pipeline.judge import judge
+from agent.tests.fakes import openai_chat
+from agent.tests.helpers import _round, coverage_model, state_for
 from knowledge.selectors import search
-
-from .fakes import openai_chat
-from .helpers import _round, coverage_model, state_for
 
 pytestmark = pytest.mark.django_db
 

@@ -2,8 +2,7 @@
 import pytest
 
 from agent.llm import LLMUnavailable, OllamaLLM, OpenAICompatibleLLM, strip_reasoning, trim_history
-
-from .fakes import ollama_chat, ollama_chat_stream, openai_chat, openai_chat_stream
+from agent.tests.fakes import ollama_chat, ollama_chat_stream, openai_chat, openai_chat_stream
 
 
 def test_ollama_client_payload_and_think_stripping(fake_http):

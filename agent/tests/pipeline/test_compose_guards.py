@@ -4,9 +4,8 @@ import pytest
 
 from agent import compose
 from agent.pipeline import answer_question
-
-from .fakes import openai_chat
-from .helpers import _hit, _sources
+from agent.tests.fakes import openai_chat
+from agent.tests.helpers import _hit, _sources
 
 pytestmark = pytest.mark.django_db
 

@@ -212,10 +212,9 @@ def test_an_answer_given_as_the_closest_rule_lands_on_the_unanswered_list():
     # works through, though it is most likely a gap in the SOPs.
     from agent.models import UnansweredQuestion
     from agent.services import chat_ask
+    from agent.tests.helpers import coverage_model
     from knowledge.models import IndexMeta
     from ops.tests.factories import make_user
-
-    from .helpers import coverage_model
 
     meta = coverage_model(threshold=0.988)  # full coverage scores 0.993: passes by a hair
     assert IndexMeta.objects.get().answerability["threshold"] == 0.988

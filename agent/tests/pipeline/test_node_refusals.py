@@ -7,10 +7,9 @@ from agent import vocabulary as vocab
 from agent.models import UnansweredQuestion
 from agent.pipeline import answer_question
 from agent.services import chat_ask
+from agent.tests.fakes import openai_chat
+from agent.tests.helpers import _answers_everything, coverage_model, state_for
 from ops.tests.factories import make_user
-
-from .fakes import openai_chat
-from .helpers import _answers_everything, coverage_model, state_for
 
 pytestmark = pytest.mark.django_db
 

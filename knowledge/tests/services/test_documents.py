@@ -11,22 +11,10 @@ from core.models import AuditLog
 from knowledge.documents import document_publish, document_rollback, document_scope_set, document_upload, version_edit
 from knowledge.models import Chunk, Document, DocumentVersion
 from knowledge.selectors import search, visibility_for
+from knowledge.tests.files import SOP, docx
 from ops.tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
-
-
-def docx(title: str, sections: dict[str, str]) -> bytes:
-    import docx as python_docx
-
-    d = python_docx.Document()
-    d.core_properties.title = title
-    for heading, text in sections.items():
-        d.add_heading(heading, level=1)
-        d.add_paragraph(text)
-    out = io.BytesIO()
-    d.save(out)
-    return out.getvalue()
 
 
 @pytest.fixture
@@ -35,11 +23,6 @@ def people():
             "hq": make_user("doc_hq", role="hq", stores=[]),
             "staff_th": make_user("doc_staff_th", role="staff", stores=["GZ-TH"]),
             "staff_ft": make_user("doc_staff_ft", role="staff", stores=["SZ-FT"])}
-
-
-# Words no other document of the test index uses, so the hashing embedder's retrieval finds them.
-SOP = {"一、冰块管理": "雪峰制冰机每周二深度清洁一次，冰铲单独存放，雪峰冰桶 4 小时更换。",
-       "二、鲜榨果汁": "蜜橘鲜榨橙汁现点现做，制作后 30 分钟内未售出的报废。"}
 
 
 def publish_now(version, user):

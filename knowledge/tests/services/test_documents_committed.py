@@ -4,9 +4,8 @@ append-only: its rows stay, their actor set to none)."""
 from core.models import AuditLog
 from knowledge.documents import document_upload, version_edit
 from knowledge.models import Document
+from knowledge.tests.files import docx
 from ops.tests.factories import make_user
-
-from .test_documents import docx
 
 
 def test_a_draft_is_edited_in_a_transaction_of_its_own(django_db_setup, django_db_blocker):

@@ -12,9 +12,8 @@ from core.models import AuditLog
 from core.roles import ROLE_PERMISSIONS
 from ops.models import ApiToken, Member, Product, Store
 from ops.services import api_token_issue
+from ops.tests.factories import make_user, pos_token
 from ops.tools import run_tool
-
-from .factories import make_user, pos_token
 
 pytestmark = pytest.mark.django_db
 

@@ -3,8 +3,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from ops.models import ApiToken, Inventory, InventoryAdjustment, Order, OrderLine, Product
-
-from .factories import make_user, order_payload, pos_token
+from ops.tests.factories import make_user, order_payload, pos_token
 
 pytestmark = pytest.mark.django_db
 

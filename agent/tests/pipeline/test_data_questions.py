@@ -7,10 +7,9 @@ from agent import compose
 from agent import vocabulary as vocab
 from agent.models import Message, UnansweredQuestion
 from agent.services import chat_ask
+from agent.tests.fakes import openai_chat
 from ops.tests.factories import make_user
 from ops.tools import local_today, run_tool
-
-from .fakes import openai_chat
 
 pytestmark = pytest.mark.django_db
 

@@ -9,10 +9,9 @@ from agent import compose
 from agent.models import Message
 from agent.pipeline import answer_question
 from agent.services import chat_ask
+from agent.tests.helpers import _section_hit
 from ops.tests.factories import make_user
 from ops.tools import local_today, run_tool
-
-from .helpers import _section_hit
 
 pytestmark = pytest.mark.django_db
 
