@@ -42,13 +42,16 @@ _SPACE_IN_CHINESE = re.compile(r"(?<=[\u4e00-\u9fff])[ \u3000]+(?=[\u4e00-\u9fff
 EXTERNAL_ID = re.compile(r"^[!-~](?:[ -~]{0,62}[!-~])?$")
 
 
+MAX_KEY_LENGTH = 64  # an idempotency key (POS order or adjustment number); the models' fields are as long
+
+
 def key_problem(value) -> str | None:
     """Why `value` cannot be an idempotency key (a POS order or adjustment number), or None.
     The key is compared byte for byte, so what reads the same must be written the same:
     「TRIALB-ZW\u200b1」 and 「ＴＲＩＡＬＢ－１」 were each stored as a second sale next to the
     plain number. Such keys are refused, not rewritten: the POS must learn to send one form."""
-    if not isinstance(value, str) or not value.strip() or len(value) > 64:
-        return "必须是 1 到 64 个字符的字符串。"
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_KEY_LENGTH:
+        return f"必须是 1 到 {MAX_KEY_LENGTH} 个字符的字符串。"
     if value != value.strip():
         return "开头或结尾不能有空格。"
     if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value):

@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models import Q
 
 from core.scoping import StoreScopedQuerySet
+from core.validation import MAX_KEY_LENGTH
 
 from .trading_day import validate_time_zone
 
@@ -169,7 +170,7 @@ class Order(models.Model):
         REFUNDED = "refunded", "已退款"
 
     store = models.ForeignKey(Store, on_delete=models.PROTECT, related_name="orders", verbose_name="门店")
-    external_id = models.CharField("POS 单号", max_length=64)
+    external_id = models.CharField("POS 单号", max_length=MAX_KEY_LENGTH)
     created_at = models.DateTimeField("下单时间")
     channel = models.CharField("渠道", max_length=4, choices=Channel.choices)
     status = models.CharField("状态", max_length=8, choices=Status.choices, default=Status.PAID)
@@ -267,7 +268,7 @@ class InventoryAdjustment(models.Model):
 
     store = models.ForeignKey(Store, on_delete=models.PROTECT, verbose_name="门店")
     product = models.ForeignKey(Product, on_delete=models.PROTECT, verbose_name="商品")
-    external_id = models.CharField("POS 单号", max_length=64)
+    external_id = models.CharField("POS 单号", max_length=MAX_KEY_LENGTH)
     delta = models.IntegerField("变动数量")
     reason = models.CharField("原因", max_length=16, choices=Reason.choices)
     note = models.CharField("备注", max_length=200, blank=True)

@@ -3,9 +3,10 @@
 Input validation of orders lives in ops.services (one code path for API, bench and
 tests); these input serializers only document the payload.
 """
+from django.conf import settings
 from rest_framework import serializers
 
-from core.validation import MAX_MONEY, MAX_QTY
+from core.validation import MAX_KEY_LENGTH, MAX_MONEY, MAX_QTY
 
 from ..models import Inventory, InventoryAdjustment, Order, OrderLine, Product, Store
 from ..services import MAX_LINES_PER_ORDER, MAX_PRICE_FACTOR
@@ -43,7 +44,7 @@ class OrderLineInSerializer(serializers.Serializer):
 class OrderInSerializer(serializers.Serializer):
     # 「"store": null」 is how many POS serializers write an unset field: it is read as omitted.
     store = serializers.CharField(required=False, allow_null=True, help_text="门店编码；POS 令牌绑定门店时可省略或为 null")
-    external_id = serializers.CharField(max_length=64, help_text="POS 单号，同一门店内唯一（幂等键）")
+    external_id = serializers.CharField(max_length=MAX_KEY_LENGTH, help_text="POS 单号，同一门店内唯一（幂等键）")
     created_at = serializers.DateTimeField(help_text="ISO 8601，如 2026-11-20T21:15:00+08:00；年份 2000–2100，时区偏移在 -14:00 到 +14:00 之间；不带时区时按门店所在时区；不能在未来（容许 5 分钟时钟误差）")
     channel = serializers.ChoiceField(choices=Order.Channel.choices, default=Order.Channel.DINE_IN)
     status = serializers.ChoiceField(choices=Order.Status.choices, default="paid")
@@ -54,7 +55,8 @@ class OrderInSerializer(serializers.Serializer):
 
 
 class OrderBatchInSerializer(serializers.Serializer):
-    orders = OrderInSerializer(many=True, min_length=1, max_length=500, help_text="最多 500 单，全部成功或全部不写")
+    orders = OrderInSerializer(many=True, min_length=1, max_length=settings.SM_POS_MAX_BATCH,
+                               help_text=f"最多 {settings.SM_POS_MAX_BATCH} 单，全部成功或全部不写")
 
 
 class OrderLineSerializer(serializers.ModelSerializer):
@@ -99,7 +101,7 @@ class AdjustmentInSerializer(serializers.Serializer):
     sku = serializers.CharField()
     delta = serializers.IntegerField(min_value=-MAX_QTY, max_value=MAX_QTY, help_text="非零：正数入库，负数出库")
     reason = serializers.ChoiceField(choices=InventoryAdjustment.Reason.choices)
-    external_id = serializers.CharField(max_length=64)
+    external_id = serializers.CharField(max_length=MAX_KEY_LENGTH)
     note = serializers.CharField(required=False, allow_blank=True, max_length=200)
 
 

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
@@ -183,28 +184,34 @@ def _order_lines(raw: dict, prefix: str, ctx: dict, errors: dict) -> tuple[list,
     return raw_lines, lines, line_sum
 
 
+def _order_choice(raw: dict, name: str, default: str, choices: list[str], prefix: str, errors: dict) -> str:
+    value = raw.get(name, default)
+    if value not in choices:
+        errors[prefix + name] = [f"只能是：{'、'.join(choices)}。"]
+    return value
+
+
+def _order_external_id(raw: dict, prefix: str, errors: dict) -> str | None:
+    if problem := key_problem(raw.get("external_id")):
+        errors[prefix + "external_id"] = [problem]
+        return None
+    return raw.get("external_id")
+
+
 def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | None:
     """One order of a batch, field by field; every error under its path (「orders[3].lines[0].qty」)."""
     if not isinstance(raw, dict):
         errors[prefix.rstrip(".") or "non_field_errors"] = ["每个订单必须是 JSON 对象。"]
         return None
-    bad = find_bad_text(raw, prefix.rstrip("."))
-    if bad:
+    if bad := find_bad_text(raw, prefix.rstrip(".")):
         errors[bad[0]] = [bad[1]]
         return None
     before = len(errors)
     store = _order_store(raw, prefix, ctx, errors)
-    external_id = raw.get("external_id")
-    if problem := key_problem(external_id):
-        errors[prefix + "external_id"] = [problem]
-        external_id = None
+    external_id = _order_external_id(raw, prefix, errors)
     created_at = _order_created_at(raw, prefix, store, ctx, errors)
-    channel = raw.get("channel", Order.Channel.DINE_IN)
-    if channel not in Order.Channel.values:
-        errors[prefix + "channel"] = [f"只能是：{'、'.join(Order.Channel.values)}。"]
-    status = raw.get("status", Order.Status.PAID)
-    if status not in Order.Status.values:
-        errors[prefix + "status"] = [f"只能是：{'、'.join(Order.Status.values)}。"]
+    channel = _order_choice(raw, "channel", Order.Channel.DINE_IN, Order.Channel.values, prefix, errors)
+    status = _order_choice(raw, "status", Order.Status.PAID, Order.Status.values, prefix, errors)
     member = _order_member(raw, prefix, ctx, errors)
     raw_lines, lines, line_sum = _order_lines(raw, prefix, ctx, errors)
     total = _decimal(raw.get("total"), prefix + "total", errors)
@@ -214,17 +221,24 @@ def _clean_order(raw, prefix: str, ctx: dict, errors: dict) -> _CleanOrder | Non
         errors[prefix + "non_field_errors"] = [f"不认识的字段：{'、'.join(unknown)}。"]
     if len(errors) > before:
         return None
-    payload = {
+    total = total.quantize(CENT)
+    return _CleanOrder(store, external_id, created_at, channel, status, total, member, lines,
+                       _fingerprint(store, external_id, created_at, channel, status, total, member, lines))
+
+
+def _fingerprint(store: Store, external_id: str, created_at: datetime, channel: str, status: str, total: Decimal,
+                 member: Member | None, lines: list) -> str:
+    """The order as the idempotency check compares it: the same order sent twice, the same hash."""
+    return order_fingerprint({
         "store": store.code,
         "external_id": external_id,
         "created_at": created_at.astimezone(ZoneInfo("UTC")).isoformat(),
         "channel": channel,
         "status": status,
-        "total": str(total.quantize(CENT)),
+        "total": str(total),
         "member": member.number if member else "",
         "lines": [[p.sku, q, str(u), str(a)] for p, q, u, a in lines],
-    }
-    return _CleanOrder(store, external_id, created_at, channel, status, total.quantize(CENT), member, lines, order_fingerprint(payload))
+    })
 
 
 def _lookups(orders: list, writable: list[Store], token: ApiToken | None) -> dict:
@@ -256,8 +270,29 @@ def orders_ingest(*, orders: list[dict], user, token: ApiToken | None = None, ba
     Raises ValidationError (field errors keyed like ``orders[3].lines[0].sku``), or
     Conflict when an external_id already holds a different payload.
     """
-    from django.conf import settings
+    _check_batch(orders, batch)
+    require(user, "ops.add_order", attempt="write orders", message="只有 POS 设备令牌可以写入订单。")
+    writable = writable_stores(user=user, perm="ops.add_order", token=token)
+    if not writable:
+        raise PermissionDenied("这个账号没有分配门店，不能写入订单。")
+    ctx = _lookups(orders, writable, token)
+    errors: dict[str, list[str]] = {}
+    clean = _clean_batch(orders, batch, ctx, errors)
+    for store in {s.id: s for s in ctx["denied"]}.values():
+        audit_denial(actor=user, attempt="write orders", reason="store outside the token's scope", store=store)
+    if errors:
+        raise ValidationError({**errors, **ctx["missing"]})
+    if ctx["missing"]:
+        raise NotFound("".join(f"{field}：{messages[0]}" for field, messages in ctx["missing"].items()))
+    try:
+        return _write_orders(clean)
+    except IntegrityError:
+        # A concurrent request inserted one of these ids first; the retry sees it as a replay or a conflict.
+        return _write_orders(clean)
 
+
+def _check_batch(orders, batch: bool) -> None:
+    """The batch as a whole: a non-empty list within the size limit, no NUL byte anywhere."""
     if not isinstance(orders, list) or not orders:
         raise ValidationError({"orders": ["至少要有一个订单。"]})
     if len(orders) > settings.SM_POS_MAX_BATCH:
@@ -266,12 +301,10 @@ def orders_ingest(*, orders: list[dict], user, token: ApiToken | None = None, ba
     bad = find_bad_text(orders, "orders") if batch else find_bad_text(orders[0])
     if bad:
         raise ValidationError({bad[0]: [bad[1]]})
-    require(user, "ops.add_order", attempt="write orders", message="只有 POS 设备令牌可以写入订单。")
-    writable = writable_stores(user=user, perm="ops.add_order", token=token)
-    if not writable:
-        raise PermissionDenied("这个账号没有分配门店，不能写入订单。")
-    ctx = _lookups(orders, writable, token)
-    errors: dict[str, list[str]] = {}
+
+
+def _clean_batch(orders: list, batch: bool, ctx: dict, errors: dict) -> list[_CleanOrder]:
+    """Each order cleaned; one external id twice in a batch is an error on the second."""
     clean: list[_CleanOrder] = []
     seen: dict[tuple[int, str], int] = {}
     for i, raw in enumerate(orders):
@@ -285,17 +318,7 @@ def orders_ingest(*, orders: list[dict], user, token: ApiToken | None = None, ba
             continue
         seen[key] = i
         clean.append(c)
-    for store in {s.id: s for s in ctx["denied"]}.values():
-        audit_denial(actor=user, attempt="write orders", reason="store outside the token's scope", store=store)
-    if errors:
-        raise ValidationError({**errors, **ctx["missing"]})
-    if ctx["missing"]:
-        raise NotFound("".join(f"{field}：{messages[0]}" for field, messages in ctx["missing"].items()))
-    try:
-        return _write_orders(clean)
-    except IntegrityError:
-        # A concurrent request inserted one of these ids first; the retry sees it as a replay or a conflict.
-        return _write_orders(clean)
+    return clean
 
 
 @transaction.atomic
