@@ -187,67 +187,101 @@ def corpus_ingest(
     embedder = embedder or get_embedder()
     report = IngestReport()
     meta = current_meta()
+    scan = _scan_corpus(root)
+    rebuild = _must_rebuild(meta, embedder, report) or rebuild
+    report.rebuilt = rebuild or not scan.known
+    # Question forms written by an older template version: every document is prepared again.
+    rewrite_forms = meta is not None and meta.forms_version != FORMS_VERSION
+    todo = [f for f in scan.files if rebuild or rewrite_forms or scan.changed(f)]
+    prepared = _prepare_corpus_files(root, scan, todo, embedder, progress)
+    # Uploaded documents keep their published version through a rebuild: it is embedded again.
+    uploads = _reembedded_uploads(embedder) if rebuild or rewrite_forms else []
+    meta = _write_corpus(root, scan, todo, prepared, uploads, meta, embedder, rebuild, report, actor)
+    report.chunks = meta.n_chunks
+    report.seconds = time.perf_counter() - started
+    return report
 
+
+@dataclass
+class _CorpusScan:
+    """The corpus folder's files, their bytes and digests, and the corpus documents already indexed."""
+
+    root: Path
+    files: list[Path]
+    known: dict[str, Document]
+    raws: dict[str, bytes]
+    digests: dict[str, str]
+
+    def changed(self, f: Path) -> bool:
+        rel = str(f.relative_to(self.root))
+        return self.known.get(rel) is None or self.known[rel].content_hash != self.digests[rel]
+
+    @property
+    def removed_paths(self) -> list[str]:
+        return [p for p in self.known if p not in self.digests]
+
+
+def _scan_corpus(root: Path) -> _CorpusScan:
     files = corpus_files(root)
     known = {d.path: d for d in Document.objects.filter(source=Document.Source.CORPUS, archived_at__isnull=True)
              .only("id", "path", "content_hash", "current_version")}
     raws = {str(f.relative_to(root)): f.read_bytes() for f in files}
-    digests = {rel: hashlib.sha256(raw).hexdigest() for rel, raw in raws.items()}
-    rebuild = _must_rebuild(meta, embedder, report) or rebuild
-    report.rebuilt = rebuild or not known
-    # Question forms written by an older template version: every document is prepared again.
-    rewrite_forms = meta is not None and meta.forms_version != FORMS_VERSION
+    return _CorpusScan(root, files, known, raws, {rel: hashlib.sha256(raw).hexdigest() for rel, raw in raws.items()})
 
-    todo = [f for f in files if rebuild or rewrite_forms or known.get(str(f.relative_to(root))) is None
-            or known[str(f.relative_to(root))].content_hash != digests[str(f.relative_to(root))]]
-    removed_paths = [p for p in known if p not in digests]
+
+def _prepare_corpus_files(root: Path, scan: _CorpusScan, todo: list[Path], embedder: Embedder, progress) -> list:
+    """Parse, chunk and embed each file to write (outside the transaction); the progress bar
+    steps once per file, the unchanged ones at the end."""
     prepared = []
     for f in todo:
         if progress:
             progress(str(f.relative_to(root)))
         rel = str(f.relative_to(root))
         title, front, parsed, drafts = _parse_corpus_file(root, f)
-        p = _prepare(rel, digests[rel], title, front, sections_markdown(parsed.sections), drafts, embedder)
+        p = _prepare(rel, scan.digests[rel], title, front, sections_markdown(parsed.sections), drafts, embedder)
         p.fields = _doc_fields(rel, front, title)
-        prepared.append((p, parsed, raws[rel]))
+        prepared.append((p, parsed, scan.raws[rel]))
     if progress:
-        for _ in range(len(files) - len(todo)):
+        for _ in range(len(scan.files) - len(todo)):
             progress("")
-    # Uploaded documents keep their published version through a rebuild: it is embedded again.
-    uploads = []
-    if rebuild or rewrite_forms:
-        for doc in Document.objects.filter(source=Document.Source.UPLOAD, archived_at__isnull=True, current_version__isnull=False) \
-                .select_related("current_version"):
-            uploads.append((doc, _prepare_version(doc.current_version, embedder)))
+    return prepared
 
-    with transaction.atomic():
-        # Django's FKs are deferred; pending trigger events would block CREATE INDEX below.
-        with connection.cursor() as cur:
-            cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        # Lock the meta row: two ingests (or an ingest and a publish) never interleave their writes.
-        if meta:
-            meta = IndexMeta.objects.select_for_update().get(pk=meta.pk)
-        _reset_index(rebuild, embedder)
-        _write_corpus_documents(prepared, known, rebuild, report, actor)
-        _version_unversioned(root, files, todo, known, raws, digests, actor)
-        for doc, p in uploads:
-            _write_document(p, doc)
-        if removed_paths:
-            Document.objects.filter(path__in=removed_paths, source=Document.Source.CORPUS).delete()
-            report.removed = 0 if rebuild else len(removed_paths)
-        report.unchanged += len(files) - len(todo)
-        meta = _meta_for(meta, embedder)
-        if prepared or report.removed or rebuild or uploads:
-            refresh_index_stats(meta)
-            create_hnsw()
-        else:
-            meta.save()
-        if actor is not None and (prepared or report.removed):
-            report.chunks = meta.n_chunks
-            _audit_reindex(actor, report)
-    report.chunks = meta.n_chunks
-    report.seconds = time.perf_counter() - started
-    return report
+
+def _reembedded_uploads(embedder: Embedder) -> list:
+    return [(doc, _prepare_version(doc.current_version, embedder))
+            for doc in Document.objects.filter(source=Document.Source.UPLOAD, archived_at__isnull=True,
+                                               current_version__isnull=False).select_related("current_version")]
+
+
+@transaction.atomic
+def _write_corpus(root: Path, scan: _CorpusScan, todo: list[Path], prepared: list, uploads: list, meta: IndexMeta | None,
+                  embedder: Embedder, rebuild: bool, report: IngestReport, actor) -> IndexMeta:
+    """Every write of an ingest, in one transaction; the index metadata as it ends."""
+    # Django's FKs are deferred; pending trigger events would block CREATE INDEX below.
+    with connection.cursor() as cur:
+        cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    # Lock the meta row: two ingests (or an ingest and a publish) never interleave their writes.
+    if meta:
+        meta = IndexMeta.objects.select_for_update().get(pk=meta.pk)
+    _reset_index(rebuild, embedder)
+    _write_corpus_documents(prepared, scan.known, rebuild, report, actor)
+    _version_unversioned(root, scan.files, todo, scan.known, scan.raws, scan.digests, actor)
+    for doc, p in uploads:
+        _write_document(p, doc)
+    if removed := scan.removed_paths:
+        Document.objects.filter(path__in=removed, source=Document.Source.CORPUS).delete()
+        report.removed = 0 if rebuild else len(removed)
+    report.unchanged += len(scan.files) - len(todo)
+    meta = _meta_for(meta, embedder)
+    if prepared or report.removed or rebuild or uploads:
+        refresh_index_stats(meta)
+        create_hnsw()
+    else:
+        meta.save()
+    if actor is not None and (prepared or report.removed):
+        report.chunks = meta.n_chunks
+        _audit_reindex(actor, report)
+    return meta
 
 
 def _audit_reindex(actor, report: IngestReport) -> None:
