@@ -8,7 +8,24 @@ from django.urls import path
 from core.admin_base import ReadOnlyAdmin
 from core.errors import NotFound, message_text
 
+from .answerability import stored_model
+from .chunking import chunk_sections
+from .documents import (
+    document_delete,
+    document_publish,
+    document_publish_many,
+    document_rollback,
+    document_upload,
+    managed_store_ids,
+    may_manage,
+    version_discard,
+    version_edit,
+    version_for,
+)
 from .models import Chunk, Document, DocumentVersion, IndexMeta, SectionAlias
+from .parsing import FileRejected, Section, files_in
+from .selectors import document_file_for, documents_for, status_of
+from .services import generated_alias_delete
 from .tasks import ingest_corpus_task
 
 
@@ -26,14 +43,12 @@ class DocumentAdmin(ReadOnlyAdmin):
     change_list_template = "admin/knowledge/document/change_list.html"
 
     def get_queryset(self, request):
-        from .selectors import documents_for
 
         ids = documents_for(request.user).values_list("pk", flat=True)
         return super().get_queryset(request).filter(pk__in=ids).select_related("current_version").prefetch_related("scope_stores")
 
     @admin.display(description="状态")
     def status_label(self, obj):
-        from .selectors import status_of
 
         return DocumentVersion.Status(status_of(obj)).label
 
@@ -63,7 +78,6 @@ class DocumentAdmin(ReadOnlyAdmin):
 
     @admin.action(description="发布所选文档的最新草稿")
     def publish_drafts(self, request, queryset):
-        from .documents import document_publish_many
 
         drafts = [d for d in (doc.versions.filter(status__in=["draft", "failed"]).order_by("-number").first() for doc in queryset) if d]
         try:
@@ -75,7 +89,6 @@ class DocumentAdmin(ReadOnlyAdmin):
 
     @admin.action(description="删除所选文档（移出索引，版本留在审计记录里）")
     def delete_documents(self, request, queryset):
-        from .documents import document_delete
 
         done = 0
         for doc in queryset:
@@ -103,7 +116,6 @@ class DocumentAdmin(ReadOnlyAdmin):
     def _scope_choices(self, request):
         from ops.models import Store
 
-        from .documents import managed_store_ids
 
         ids = managed_store_ids(request.user)
         stores = Store.objects.all() if ids is None else Store.objects.filter(pk__in=ids or [])
@@ -111,8 +123,6 @@ class DocumentAdmin(ReadOnlyAdmin):
 
     def upload_view(self, request):
         """Several files or a ZIP at once: each becomes a draft; one draft opens its preview."""
-        from .documents import document_upload
-        from .parsing import FileRejected, files_in
 
         if not request.user.has_perm("knowledge.manage_document"):
             from core.audit import audit_denial
@@ -147,13 +157,22 @@ class DocumentAdmin(ReadOnlyAdmin):
                                 **self._scope_choices(request))
         return TemplateResponse(request, "admin/knowledge/document/upload.html", context, status=400 if errors and not results else 200)
 
+    # What the preview's buttons do to a version: each returns the version to show next.
+    VERSION_ACTIONS = {
+        "section": lambda request, version: version_edit(
+            version=version, user=request.user, section=int(request.POST.get("index", "-1")), heading=request.POST.get("heading"),
+            text=request.POST.get("text"), enabled=request.POST.get("enabled") == "on"),
+        "scope": lambda request, version: version_edit(
+            version=version, user=request.user, title=request.POST.get("title"), audience=request.POST.get("audience"),
+            cities=request.POST.getlist("cities"), stores=request.POST.getlist("stores")),
+        "publish": lambda request, version: document_publish(version=version, user=request.user),
+        "rollback": lambda request, version: document_rollback(document=version.document, user=request.user, number=version.number),
+        "discard": lambda request, version: version_discard(version=version, user=request.user),
+    }
+
     def version_view(self, request, pk):
         """The preview of a version: its outline and sections, corrections (HTMX: the section
         comes back in place), audience and scope, publish; while it is indexed, a progress bar."""
-        from .chunking import chunk_sections
-        from .documents import document_publish, document_rollback, version_discard, version_edit, version_for
-        from .parsing import Section
-
         try:
             version = version_for(request.user, pk)
         except NotFound:
@@ -162,31 +181,14 @@ class DocumentAdmin(ReadOnlyAdmin):
         if request.method == "POST":
             action = request.POST.get("action")
             try:
-                if action == "section":
-                    index = int(request.POST.get("index", "-1"))
-                    version = version_edit(version=version, user=request.user, section=index, heading=request.POST.get("heading"),
-                                           text=request.POST.get("text"), enabled=request.POST.get("enabled") == "on")
-                    if request.htmx:
-                        return TemplateResponse(request, "admin/knowledge/document/_section.html",
-                                                {"version": version, "s": {"index": index, **version.sections[index]}, "saved": True})
-                elif action == "scope":
-                    version = version_edit(version=version, user=request.user, title=request.POST.get("title"),
-                                           audience=request.POST.get("audience"), cities=request.POST.getlist("cities"),
-                                           stores=request.POST.getlist("stores"))
-                elif action == "publish":
-                    version = document_publish(version=version, user=request.user)
-                elif action == "rollback":
-                    version = document_rollback(document=version.document, user=request.user, number=version.number)
-                elif action == "discard":
-                    version = version_discard(version=version, user=request.user)
-                return redirect("admin:knowledge_documentversion_preview", version.pk)
+                if action in self.VERSION_ACTIONS:
+                    version = self.VERSION_ACTIONS[action](request, version)
             except (PermissionDenied, ValidationError, ValueError) as exc:
                 error = message_text(exc)
-                if request.htmx and action == "section":
-                    index = int(request.POST.get("index", "-1"))
-                    s = version.sections[index] if 0 <= index < len(version.sections) else {}
-                    return TemplateResponse(request, "admin/knowledge/document/_section.html",
-                                            {"version": version, "s": {"index": index, **s}, "error": error}, status=400)
+            if request.htmx and action == "section":  # the section in place: saved, or with what was wrong
+                return self._section_partial(request, version, error)
+            if not error:
+                return redirect("admin:knowledge_documentversion_preview", version.pk)
         if request.htmx and request.GET.get("part") == "status":
             return TemplateResponse(request, "admin/knowledge/document/_status.html", {"version": version})
         sections = [{"index": i, **s} for i, s in enumerate(version.sections)]
@@ -197,10 +199,20 @@ class DocumentAdmin(ReadOnlyAdmin):
                                 versions=version.document.versions.order_by("-number"), **self._scope_choices(request))
         return TemplateResponse(request, "admin/knowledge/document/preview.html", context, status=400 if error else 200)
 
+    @staticmethod
+    def _section_partial(request, version, error: str):
+        index = request.POST.get("index", "-1")
+        index = int(index) if index.lstrip("-").isdigit() else -1  # 「abc」 was a 500 after its 400 message
+        if error:
+            s = version.sections[index] if 0 <= index < len(version.sections) else {}
+            return TemplateResponse(request, "admin/knowledge/document/_section.html",
+                                    {"version": version, "s": {"index": index, **s}, "error": error}, status=400)
+        return TemplateResponse(request, "admin/knowledge/document/_section.html",
+                                {"version": version, "s": {"index": index, **version.sections[index]}, "saved": True})
+
     def file_view(self, request, pk):
         from urllib.parse import quote
 
-        from .selectors import document_file_for
 
         version = DocumentVersion.objects.filter(pk=pk).first()
         if version is None:
@@ -215,7 +227,6 @@ class DocumentAdmin(ReadOnlyAdmin):
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         """A document's page, for its owner: its latest version's preview (versions, diff, rollback)."""
-        from .documents import may_manage
 
         document = self.get_queryset(request).filter(pk=object_id).first()
         version = document.versions.order_by("-number").first() if document is not None else None
@@ -239,7 +250,6 @@ class IndexMetaAdmin(ReadOnlyAdmin):
 
     @admin.display(description="拒答阈值（可答性）及其来历")
     def threshold_label(self, obj):
-        from .answerability import stored_model
 
         model = stored_model(obj)
         if not model:
@@ -282,7 +292,6 @@ class SectionAliasAdmin(ReadOnlyAdmin):
     def delete_generated(self, request, queryset):
         from django.core.exceptions import PermissionDenied, ValidationError
 
-        from .services import generated_alias_delete
 
         done = 0
         try:

@@ -66,3 +66,15 @@ def test_staff_cannot_open_the_upload_page():
     client = Client()
     client.force_login(staff)
     assert client.get("/admin/knowledge/document/upload/").status_code == 403
+
+
+@pytest.mark.parametrize("index", ["abc", "99"])
+def test_a_correction_to_a_section_that_is_not_there_is_a_400_in_place(hq, index):
+    # 「index=abc」 raised again while the error was being shown: a 500 instead of the message.
+    hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(docx("冰块规范", SOP))], "audience": "staff"})
+    version = DocumentVersion.objects.get(title="冰块规范")
+    r = hq.post(f"/admin/knowledge/document/version/{version.pk}/", {"action": "section", "index": index, "heading": "x", "text": "y"},
+                HTTP_HX_REQUEST="true")
+    assert r.status_code == 400 and "<html" not in r.content.decode()
+    version.refresh_from_db()
+    assert version.sections[0]["path"] == ["一、冰块管理"]
