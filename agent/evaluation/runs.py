@@ -2,6 +2,8 @@
 by side, the held-out set (eval/holdout.jsonl), which is only ever reported, never tuned on."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from django.conf import settings
 from tqdm import tqdm
 
@@ -96,63 +98,71 @@ def eval_agent(cmd, opts) -> dict:
     return report
 
 
-def _agent_figures(cmd, name, items, users, today, attempts_on) -> dict:
-    counts = {k: [0, 0] for k in ("routing", "tool", "params", "refusal", "key_content", "figures")}
-    fabricated, latency, misses = 0, {}, []
-    recall = {"on": [0, 0], "off": [0, 0]}
-    tally = AnswerTally()
+@dataclass
+class _Scores:
+    """What `eval agent` counts over the turns of one set: [right, asked] per figure, the misses."""
 
+    counts: dict = field(default_factory=lambda: {k: [0, 0] for k in ("routing", "tool", "params", "refusal", "key_content", "figures")})
+    recall_on: list = field(default_factory=lambda: [0, 0])
+    misses: list = field(default_factory=list)
+
+    def count(self, figure: str, ok: bool) -> None:
+        self.counts[figure][0] += ok
+        self.counts[figure][1] += 1
+
+    def turn(self, item: dict, turn: dict, result, state, today) -> None:
+        if "expect_intent" in turn:
+            self.count("routing", result.intent == turn["expect_intent"])
+            if result.intent != turn["expect_intent"]:
+                self.misses.append({"id": item["id"], "query": turn["query"], "what": "routing", "expected": turn["expect_intent"], "got": result.intent})
+        if "expect_tool" in turn:
+            self.tool(item, turn, result, state, today)
+        if item["kind"] == "refuse":
+            self.count("refusal", result.refused)
+        if turn.get("expect_answer_contains"):
+            self.count("key_content", all(s in result.answer for s in turn["expect_answer_contains"]))
+        if turn.get("expect_section"):
+            self.recall_on[0] += _top1(result, turn)
+            self.recall_on[1] += 1
+
+    def tool(self, item: dict, turn: dict, result, state, today) -> None:
+        tool = state.plan.tool if state.plan else None
+        want = expected_params(turn["expect_params"], today)
+        got = actual_params(state.plan.params) if state.plan else {}
+        self.count("tool", tool == turn["expect_tool"])
+        self.count("params", got == want)
+        if tool != turn["expect_tool"] or got != want:
+            self.misses.append({"id": item["id"], "query": turn["query"], "what": "tool/params", "expected": [turn["expect_tool"], want], "got": [tool, got]})
+        # The figures: the expected tool run independently must give the rows the answer cites.
+        expected_rows = run_tool(turn["expect_tool"], turn["expect_params"], user=None, today=today).rows
+        cited_rows = [d["row"] for d in result.data]
+        self.count("figures", cited_rows == expected_rows)
+        if cited_rows != expected_rows:
+            self.misses.append({"id": item["id"], "query": turn["query"], "what": "figures", "expected": expected_rows[:3], "got": cited_rows[:3]})
+
+
+def _agent_figures(cmd, name, items, users, today, attempts_on) -> dict:
+    scores, tally = _Scores(), AnswerTally()
+    fabricated, latency = 0, {}
     for item in tqdm(items, desc=f"eval agent {name}", file=cmd.stderr):
         for turn, result, state, ms in _run_item(item, users, today, attempts_on):
             latency.setdefault(turn.get("expect_intent", item["kind"]), []).append(ms)
             fabricated += _fabricated(result)
             if item["kind"] in ("policy", "refuse"):
                 tally.add(item, turn, result)
-            if "expect_intent" in turn:
-                ok = result.intent == turn["expect_intent"]
-                counts["routing"][0] += ok
-                counts["routing"][1] += 1
-                if not ok:
-                    misses.append({"id": item["id"], "query": turn["query"], "what": "routing", "expected": turn["expect_intent"], "got": result.intent})
-            if "expect_tool" in turn:
-                tool = state.plan.tool if state.plan else None
-                counts["tool"][0] += tool == turn["expect_tool"]
-                counts["tool"][1] += 1
-                want = expected_params(turn["expect_params"], today)
-                got = actual_params(state.plan.params) if state.plan else {}
-                counts["params"][0] += got == want
-                counts["params"][1] += 1
-                if tool != turn["expect_tool"] or got != want:
-                    misses.append({"id": item["id"], "query": turn["query"], "what": "tool/params", "expected": [turn["expect_tool"], want], "got": [tool, got]})
-                # The figures: the expected tool run independently must give the rows the answer cites.
-                expected_rows = run_tool(turn["expect_tool"], turn["expect_params"], user=None, today=today).rows
-                cited_rows = [d["row"] for d in result.data]
-                figures_ok = cited_rows == expected_rows
-                counts["figures"][0] += figures_ok
-                counts["figures"][1] += 1
-                if not figures_ok:
-                    misses.append({"id": item["id"], "query": turn["query"], "what": "figures", "expected": expected_rows[:3], "got": cited_rows[:3]})
-            if item["kind"] == "refuse":
-                counts["refusal"][0] += result.refused
-                counts["refusal"][1] += 1
-            if turn.get("expect_answer_contains"):
-                hit = all(s in result.answer for s in turn["expect_answer_contains"])
-                counts["key_content"][0] += hit
-                counts["key_content"][1] += 1
-            if turn.get("expect_section"):
-                recall["on"][0] += _top1(result, turn)
-                recall["on"][1] += 1
+            scores.turn(item, turn, result, state, today)
 
     # A/B: the same policy questions with the agent layer off, in the same run.
     policy = [i for i in items if i["kind"] == "policy"]
+    recall_off = [0, 0]
     for item in tqdm(policy, desc=f"agent off (A/B) {name}", file=cmd.stderr):
         for turn, result, _, _ in _run_item(item, users, today, 0):
-            recall["off"][0] += _top1(result, turn)
-            recall["off"][1] += 1
+            recall_off[0] += _top1(result, turn)
+            recall_off[1] += 1
     recall_on_policy = sum(
         _top1(r, t) for i in policy for t, r, _, _ in _run_item(i, users, today, attempts_on)
     ) / max(1, len(policy))
-
+    counts = scores.counts
     return {
         "n": sum(len(_turns(i)) for i in items),
         "routing_accuracy": _ratio(counts["routing"]),
@@ -164,13 +174,13 @@ def _agent_figures(cmd, name, items, users, today, attempts_on) -> dict:
         **tally.figures(),
         "fabricated_citations": fabricated,
         "recall@1_agent_on": round(recall_on_policy, 4),
-        "recall@1_agent_off": _ratio(recall["off"]),
-        "recall@1_all_turns": _ratio(recall["on"]),
+        "recall@1_agent_off": _ratio(recall_off),
+        "recall@1_all_turns": _ratio(scores.recall_on),
         "latency_ms": {k: {"p50": round(percentile(v, 50), 1), "p95": round(percentile(v, 95), 1), "n": len(v)} for k, v in sorted(latency.items())},
         "agent_max_attempts": attempts_on,
         "llm_backend": settings.SM_LLM_BACKEND,
         "embedder": IndexMeta.objects.first().signature if IndexMeta.objects.exists() else None,
-        "misses": misses + tally.misses,
+        "misses": scores.misses + tally.misses,
     }
 
 
