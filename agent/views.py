@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from core.errors import message_text
+from core.errors import message_text, refusal_of
 from core.throttling import throttle_web
 from core.validation import text_problem
 
@@ -51,6 +51,12 @@ def _error(request, message: str, status: int):
     return render(request, "htmx/error.html", {"error": message}, status=status)
 
 
+def _refused(request, exc):
+    """A service's refusal (ValidationError, PermissionDenied …) as the page shows it (core.errors)."""
+    refusal = refusal_of(exc)
+    return _error(request, refusal.message, refusal.status)
+
+
 @login_required
 def chat(request):
     return _ask(request) if request.method == "POST" else _page(request)
@@ -80,7 +86,7 @@ def _ask(request):
             return _streamed(request, query, thread_id)
         result, conv, reply = chat_ask(user=user, query=query, thread_id=thread_id)
     except (ValidationError, PermissionDenied) as exc:
-        return _error(request, message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
+        return _refused(request, exc)
     except Exception:  # the page must never show a stack trace or a blank area
         log.exception("chat failed")
         return _error(request, "回答时出了问题，请稍后再试；如果一直出错，请联系店长。", 500)
@@ -179,7 +185,7 @@ def feedback(request, message_id: int):
         fb = feedback_submit(message=message, user=request.user, helpful=request.POST.get("helpful"),
                              reason=request.POST.get("reason", ""))
     except (ValidationError, PermissionDenied) as exc:
-        return _error(request, message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
+        return _refused(request, exc)
     if not request.htmx:
         return redirect(f"/?thread={message.conversation.thread_id}")
     return render(request, "htmx/feedback.html", {"m": message, "feedback_saved": fb})
@@ -205,7 +211,7 @@ def thread_rename(request, thread_id: str):
     except (ValidationError, PermissionDenied) as exc:
         if request.htmx:  # the message replaced the whole list (「   」 as a title emptied the drawer)
             return _thread_list(request, thread_id, error=message_text(exc))
-        return _error(request, message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
+        return _refused(request, exc)
     return _thread_list(request, thread_id)
 
 
@@ -217,7 +223,7 @@ def thread_delete(request, thread_id: str):
     except (ValidationError, PermissionDenied) as exc:
         if request.htmx:
             return _thread_list(request, thread_id, error=message_text(exc))
-        return _error(request, message_text(exc), 403 if isinstance(exc, PermissionDenied) else 400)
+        return _refused(request, exc)
     if request.htmx:
         response = render(request, "htmx/conversation_list.html", {"conversations": Conversation.objects.in_sidebar(request.user)[:30]})
         if request.POST.get("current") == "1":  # the open thread is gone: start a new one
@@ -239,5 +245,5 @@ def preferences(request):
     try:
         preference_set(user=request.user, show_details=request.POST.get("show_details") == "1")
     except PermissionDenied as exc:
-        return _error(request, message_text(exc), 403)
+        return _refused(request, exc)
     return redirect(request.POST.get("next") if url_has_allowed_host_and_scheme(request.POST.get("next"), {request.get_host()}) else "/")

@@ -13,7 +13,7 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from core.errors import Conflict, NotFound
+from core.errors import Conflict, NotFound, refusal_of
 
 from . import services
 from .models import Platform
@@ -70,12 +70,10 @@ def bind(request, token: str):
         try:
             identity = services.bind_with_link(token=token, user=request.user)
             context["bound"] = identity
-        except (NotFound, Conflict) as exc:
-            context["error"] = exc.message
-            return render(request, "channels/bind.html", context, status=404 if isinstance(exc, NotFound) else 409)
-        except PermissionDenied as exc:
-            context["error"] = str(exc)
-            return render(request, "channels/bind.html", context, status=403)
+        except (NotFound, Conflict, PermissionDenied) as exc:
+            refusal = refusal_of(exc)
+            context["error"] = refusal.message
+            return render(request, "channels/bind.html", context, status=refusal.status)
     elif link is None:
         context["error"] = "这个绑定链接已失效，请在企业微信 / 钉钉 / 飞书里再发一条消息获取新链接。"
         return render(request, "channels/bind.html", context, status=404)

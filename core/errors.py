@@ -1,4 +1,8 @@
-"""Domain errors that are not Django's own (ValidationError / PermissionDenied cover the rest)."""
+"""Domain errors that are not Django's own (ValidationError / PermissionDenied cover the rest), and
+the one map from a refusal to what every channel answers (refusal_of)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 
 class Conflict(Exception):
@@ -41,3 +45,32 @@ def message_text(exc) -> str:
     if isinstance(exc, ValidationError):
         return "；".join(messages_of(exc))
     return str(exc) or "没有权限。"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """How every channel reports a refusal: its HTTP status (REST, pages, HTMX; MCP maps 400 and
+    503 to JSON-RPC errors and the rest to an error result), the words a person reads, and
+    what a Conflict adds (the ids that clash)."""
+
+    status: int
+    message: str
+    extra: dict = field(default_factory=dict)
+
+
+def refusal_of(exc: BaseException) -> Refusal | None:
+    """The one map from what services raise to what a channel answers; None: not a refusal
+    (a bug, reported as such by the channel)."""
+    from django.core.exceptions import PermissionDenied, ValidationError
+
+    if isinstance(exc, ValidationError):
+        return Refusal(400, message_text(exc))
+    if isinstance(exc, PermissionDenied):
+        return Refusal(403, message_text(exc))
+    if isinstance(exc, NotFound):
+        return Refusal(404, exc.message)
+    if isinstance(exc, Conflict):
+        return Refusal(409, exc.message, exc.extra)
+    if is_database_outage(exc):
+        return Refusal(503, DATABASE_DOWN)
+    return None

@@ -14,15 +14,27 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 
 import anyio
 import jsonschema
 import mcp_types as types
 from django.conf import settings
-from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import close_old_connections, connections
 from mcp.server import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
+from rest_framework.exceptions import Throttled
+
+from core.audit import request_meta
+from core.errors import DATABASE_DOWN, RETRY_AFTER_SECONDS, is_database_outage, refusal_of
+from core.ratelimit import address_of
+from core.throttling import throttle_person
+from core.validation import find_bad_text
+from knowledge.chunking import without_aliases
+from knowledge.models import Document
+from knowledge.selectors import IndexNotReady
 
 from .identity import _may_use_assistant, _refuse_pos_token, _reload_user, token_from_header, user_from_token
 from .prompts import PROMPTS, PROMPTS_BY_NAME
@@ -37,9 +49,6 @@ SERVER_NAME = "storemind"
 def dispatch(user, name: str, args: dict) -> types.CallToolResult:
     """Run one validated tool call for `user` (synchronously, in the caller's connection).
     Both transports end here; tests call it directly for the whole permission matrix."""
-    from core.throttling import throttle_person
-    from core.validation import find_bad_text
-
     tool = TOOLS_BY_NAME[name]
     if bad := find_bad_text(args):  # the same check as every REST body and form field
         raise MCPError(types.INVALID_PARAMS, f"{name} 的参数不正确（{bad[0]}）：{bad[1]}")
@@ -53,38 +62,34 @@ def dispatch(user, name: str, args: dict) -> types.CallToolResult:
         text, structured = tool.run(user, args)
     except MCPError:
         raise
-    except ValidationError as exc:
-        raise MCPError(types.INVALID_PARAMS, f"{name} 的参数不正确：{_messages(exc)}") from None
-    except (ToolFailure, PermissionDenied) as exc:
-        return _error_result(str(exc) or "没有权限。", denied=isinstance(exc, PermissionDenied))
+    except (ToolFailure, IndexNotReady) as exc:
+        return _error_result(str(exc))
     except Exception as exc:
-        from core.errors import Conflict, NotFound
-        from knowledge.selectors import IndexNotReady
-
-        if isinstance(exc, (Conflict, NotFound)):
-            return _error_result(exc.message)
-        if isinstance(exc, IndexNotReady):
-            return _error_result(str(exc))
-        from core.errors import DATABASE_DOWN, is_database_outage
-
-        if is_database_outage(exc):  # the client retries later, as a 503 says elsewhere
-            raise MCPError(types.INTERNAL_ERROR, DATABASE_DOWN) from None
-        log.exception("tool %s failed", name)
-        return _error_result(f"{name} 执行出错：{type(exc).__name__}")
+        return _refused(name, exc)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content=structured if isinstance(structured, dict) else {"result": structured},
     )
 
 
+def _refused(name: str, exc: Exception) -> types.CallToolResult:
+    """A service's refusal as MCP reports it (core.errors.refusal_of): bad arguments and the
+    database down are JSON-RPC errors; a denial, a conflict, nothing found are error results."""
+    refusal = refusal_of(exc)
+    if refusal is None:
+        log.exception("tool %s failed", name)
+        return _error_result(f"{name} 执行出错：{type(exc).__name__}")
+    if refusal.status == 400:  # field names kept: the caller is a program
+        raise MCPError(types.INVALID_PARAMS, f"{name} 的参数不正确：{_messages(exc)}") from None
+    if refusal.status == 503:  # the client retries later, as a 503 says elsewhere
+        raise MCPError(types.INTERNAL_ERROR, refusal.message) from None
+    return _error_result(refusal.message, denied=refusal.status == 403)
+
+
 def _sync(fn, *args):
     """Run Django ORM work in a worker thread with fresh connections."""
 
     def call():
-        import uuid
-
-        from core.audit import request_meta
-
         close_old_connections()
         meta = request_meta.set({"request_id": uuid.uuid4().hex, "channel": "mcp"})
         try:
@@ -96,14 +101,18 @@ def _sync(fn, *args):
     return anyio.to_thread.run_sync(call)
 
 
-def build_server(*, fixed_user=None) -> Server:
-    """fixed_user: the --user of the stdio transport; HTTP resolves the token per request."""
+class _Handlers:
+    """The MCP requests a server answers, for the caller `identity()` resolves: the stdio
+    transport's fixed user (read again per call) or the HTTP request's token."""
 
-    async def identity(ctx):
-        if fixed_user is not None:
+    def __init__(self, fixed_user=None):
+        self.fixed_user = fixed_user
+
+    async def identity(self, ctx):
+        if self.fixed_user is not None:
             # Read again per call: a role or store taken away (or the account deactivated)
             # while a long stdio session runs takes effect at once, not at the next start.
-            user = await _sync(_reload_user, fixed_user.pk)
+            user = await _sync(_reload_user, self.fixed_user.pk)
             if user is None:
                 raise MCPError(types.INVALID_REQUEST, "这个账号已停用。")
             return user
@@ -114,12 +123,12 @@ def build_server(*, fixed_user=None) -> Server:
             raise MCPError(types.INVALID_REQUEST, "需要有效的 API 令牌（Authorization: Bearer …）。")
         return user
 
-    async def list_tools(ctx, params):
+    async def list_tools(self, ctx, params):
         return types.ListToolsResult(tools=[
             types.Tool(name=t.name, title=t.name, description=t.description, input_schema=t.schema) for t in TOOLS
         ])
 
-    async def call_tool(ctx, params):
+    async def call_tool(self, ctx, params):
         tool = TOOLS_BY_NAME.get(params.name)
         if tool is None:
             raise MCPError(types.INVALID_PARAMS, f"没有工具 {params.name}。可用：{'、'.join(TOOLS_BY_NAME)}")
@@ -130,17 +139,17 @@ def build_server(*, fixed_user=None) -> Server:
             where = "/".join(str(p) for p in exc.absolute_path)[:60] or "参数"
             raise MCPError(types.INVALID_PARAMS, f"{params.name} 的参数不正确（{where}）：{schema_error_text(exc)}") from None
         args = integers_as_int(args, tool.schema)
-        user = await identity(ctx)
+        user = await self.identity(ctx)
         return await _sync(dispatch, user, params.name, args)
 
-    async def permitted(ctx, what: str):
-        user = await identity(ctx)
+    async def permitted(self, ctx, what: str):
+        user = await self.identity(ctx)
         if not await _sync(_may_use_assistant, user, what):
             raise MCPError(types.INVALID_REQUEST, "这个账号没有店员、店长或总部角色，不能读取 StoreMind 的文档。")
         return user
 
-    async def list_resources(ctx, params):
-        user = await permitted(ctx, "resources/list")
+    async def list_resources(self, ctx, params):
+        user = await self.permitted(ctx, "resources/list")
         text, data = await _sync(_list_documents, user, {})
         return types.ListResourcesResult(resources=[
             types.Resource(uri=d["uri"], name=d["path"], title=d["title"], mime_type="text/markdown",
@@ -148,40 +157,38 @@ def build_server(*, fixed_user=None) -> Server:
             for d in data["documents"]
         ])
 
-    async def read_resource(ctx, params):
-        user = await permitted(ctx, "resources/read")
+    async def read_resource(self, ctx, params):
+        user = await self.permitted(ctx, "resources/read")
         uri = str(params.uri)
         if not uri.startswith(RESOURCE_PREFIX) or not uri[len(RESOURCE_PREFIX):].isdigit():
             raise MCPError(types.INVALID_PARAMS, f"不认识的资源：{uri}")
 
         def load():
-            from knowledge.models import Document
             return Document.objects.visible_to(user).filter(pk=int(uri[len(RESOURCE_PREFIX):])).first()
 
         doc = await _sync(load)
         if doc is None:  # missing and not-allowed look the same: no existence leak
             raise MCPError(types.INVALID_PARAMS, f"没有这个文档，或你无权查看：{uri}")
-        from knowledge.chunking import without_aliases
 
         # The document as its readers see it: the hand-written 常见问法 lines are the index's, not the rules.
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown",
                                                                              text=without_aliases(doc.body))])
 
-    async def list_resource_templates(ctx, params):
-        await permitted(ctx, "resources/templates/list")
+    async def list_resource_templates(self, ctx, params):
+        await self.permitted(ctx, "resources/templates/list")
         return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
             name="document", title="制度文档", uri_template=RESOURCE_PREFIX + "{doc_id}", mime_type="text/markdown",
             description="一篇制度文档的全文（doc_id 见 list_documents 或 resources/list；只能读你有权查看的文档）")])
 
-    async def list_prompts(ctx, params):
-        await identity(ctx)
+    async def list_prompts(self, ctx, params):
+        await self.identity(ctx)
         return types.ListPromptsResult(prompts=[
             types.Prompt(name=p.name, title=p.title, description=p.description,
                          arguments=[types.PromptArgument(name=a, description=d, required=r) for a, d, r in p.arguments])
             for p in PROMPTS])
 
-    async def get_prompt(ctx, params):
-        await identity(ctx)
+    async def get_prompt(self, ctx, params):
+        await self.identity(ctx)
         prompt = PROMPTS_BY_NAME.get(params.name)
         if prompt is None:
             raise MCPError(types.INVALID_PARAMS, f"没有提示词 {params.name}。可用：{'、'.join(PROMPTS_BY_NAME)}")
@@ -193,11 +200,15 @@ def build_server(*, fixed_user=None) -> Server:
         return types.GetPromptResult(description=prompt.description,
                                      messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))])
 
+
+def build_server(*, fixed_user=None) -> Server:
+    """fixed_user: the --user of the stdio transport; HTTP resolves the token per request."""
+    h = _Handlers(fixed_user)
     return Server(
         SERVER_NAME, version="1.0.0", title="StoreMind 门店助手",
         instructions="门店制度问答、经营数据查询和受控写操作（提案 → 有权限的人确认 → 审计）。",
-        on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources, on_read_resource=read_resource,
-        on_list_resource_templates=list_resource_templates, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+        on_list_tools=h.list_tools, on_call_tool=h.call_tool, on_list_resources=h.list_resources, on_read_resource=h.read_resource,
+        on_list_resource_templates=h.list_resource_templates, on_list_prompts=h.list_prompts, on_get_prompt=h.get_prompt,
     )
 
 
@@ -210,8 +221,6 @@ def _error_result(message: str, denied: bool = False) -> types.CallToolResult:
 
 
 async def serve_stdio(user) -> None:
-    from mcp.server.stdio import stdio_server
-
     server = build_server(fixed_user=user)
     async with stdio_server() as (read, write):
         # Between the transport and the server: a line it could not read is answered here.
@@ -235,7 +244,6 @@ async def serve_stdio(user) -> None:
 
 def http_app(on_database_outage=None):
     """The Streamable HTTP app (mounted at /mcp by storemind.asgi), token-protected."""
-    from mcp.server.transport_security import TransportSecuritySettings
 
     hosts = [h for h in settings.ALLOWED_HOSTS if h and h != "*"]
     security = TransportSecuritySettings(
@@ -265,11 +273,6 @@ class TokenGate:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
-            from rest_framework.exceptions import Throttled
-
-            from core.errors import DATABASE_DOWN, RETRY_AFTER_SECONDS, is_database_outage
-            from core.ratelimit import address_of
-
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
             address = address_of((scope.get("client") or ("",))[0] or "", headers.get("x-forwarded-for", ""))
             try:

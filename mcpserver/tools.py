@@ -9,11 +9,31 @@ from typing import Any
 import mcp_types as types
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.db.models import Count
 from mcp.shared.exceptions import MCPError
 
-from agent.services import THREAD_ID_MAX
+from agent.services import THREAD_ID_MAX, answer_for, chat_ask
+from knowledge.models import Document
+from knowledge.selectors import search
+from ops.models import Store
+from ops.selectors import catalog_for
 from ops.tools import TOOLS as OPS_TOOLS  # the one whitelist of query tools
-from workflow.services import DESCRIPTION_MAX, DESCRIPTION_MIN, REJECT_REASON_MAX, TICKET_CATEGORIES, TICKET_SEVERITIES
+from ops.tools import run_tool
+from workflow.chat import proposal_dict
+from workflow.models import Proposal
+from workflow.services import (
+    DESCRIPTION_MAX,
+    DESCRIPTION_MIN,
+    REJECT_REASON_MAX,
+    TICKET_CATEGORIES,
+    TICKET_SEVERITIES,
+    proposal_amend,
+    proposal_confirm,
+    proposal_create,
+    proposal_reject,
+    proposal_withdraw,
+    proposals_visible,
+)
 
 RESOURCE_PREFIX = "storemind://corpus/"  # a document as an MCP resource: this prefix and its id
 
@@ -37,8 +57,6 @@ def _messages(exc: ValidationError) -> str:
 
 
 def _search_knowledge(user, args):
-    from knowledge.selectors import search
-
     result = search(args["query"], user=user, k=args.get("k", 5))
     if not result.hits:
         raise ToolFailure(f"知识库里没有找到和「{args['query']}」相关的内容。")
@@ -48,9 +66,6 @@ def _search_knowledge(user, args):
 
 
 def _list_documents(user, args):
-    from django.db.models import Count
-
-    from knowledge.models import Document
     docs = Document.objects.visible_to(user).annotate(n=Count("chunks")).order_by("path")
     rows = [{"id": d.id, "title": d.title, "path": d.path, "doc_type": d.doc_type, "version": d.version, "chunks": d.n,
              "uri": f"{RESOURCE_PREFIX}{d.id}"} for d in docs]
@@ -58,23 +73,17 @@ def _list_documents(user, args):
 
 
 def _ask(user, args):
-    from agent.services import answer_for, chat_ask
-
     result, conv, _ = chat_ask(user=user, query=args["query"], thread_id=args.get("thread_id"), channel="mcp")
     payload = answer_for(user, result, thread_id=conv.thread_id)
     return result.answer, payload
 
 
 def _list_stores(user, args):
-    from ops.models import Store
-
     rows = [{"code": s.code, "name": s.name, "city": s.city, "aliases": s.aliases} for s in Store.objects.for_user(user, "view")]
     return "\n".join(f"{r['code']} {r['name']}（{'、'.join(r['aliases'])}）" for r in rows), {"stores": rows}
 
 
 def _list_products(user, args):
-    from ops.selectors import catalog_for
-
     rows = [{"sku": p.sku, "name": p.name, "aliases": p.aliases, "category": p.category, "unit": p.unit,
              "case_size": p.case_size, "price": str(p.price), "active": p.active} for p in catalog_for(user)]
     return "\n".join(f"{r['sku']} {r['name']}（{'、'.join(r['aliases'])}）· {r['unit']} · 每箱 {r['case_size']} · ¥{r['price']}"
@@ -94,8 +103,6 @@ def _ops_params_help() -> str:
 
 
 def _query_ops(user, args):
-    from ops.tools import run_tool
-
     try:
         result = run_tool(args["tool"], args.get("params") or {}, user=user)
     except ValidationError as exc:
@@ -106,23 +113,17 @@ def _query_ops(user, args):
 
 
 def _proposal_out(p, user):
-    from workflow.chat import proposal_dict
-
     d = proposal_dict(p, user)
     return f"{d['kind_display']} #{d['id']} · {d['store']} · {d['status_display']}", d
 
 
 def _propose_restock(user, args):
-    from workflow.services import proposal_create
-
     p, _ = proposal_create(user=user, kind="restock", store=args["store"], payload={"lines": args["lines"]}, source="mcp",
                            idempotency_key=args.get("idempotency_key"))
     return _proposal_out(p, user)
 
 
 def _propose_ticket(user, args):
-    from workflow.services import proposal_create
-
     payload = {k: args[k] for k in ("category", "severity", "description", "order", "member") if k in args}
     p, _ = proposal_create(user=user, kind="ticket", store=args["store"], payload=payload, source="mcp",
                            idempotency_key=args.get("idempotency_key"))
@@ -130,9 +131,6 @@ def _propose_ticket(user, args):
 
 
 def _list_pending(user, args):
-    from workflow.chat import proposal_dict
-    from workflow.services import proposals_visible
-
     qs = proposals_visible(user).filter(status="pending")
     if args.get("kind"):
         qs = qs.filter(kind=args["kind"])
@@ -143,27 +141,18 @@ def _list_pending(user, args):
 
 
 def _confirm(user, args):
-    from workflow.services import proposal_confirm
-
     return _proposal_out(proposal_confirm(proposal=args["proposal_id"], user=user), user)
 
 
 def _reject(user, args):
-    from workflow.services import proposal_reject
-
     return _proposal_out(proposal_reject(proposal=args["proposal_id"], user=user, reason=args["reason"]), user)
 
 
 def _withdraw(user, args):
-    from workflow.services import proposal_withdraw
-
     return _proposal_out(proposal_withdraw(proposal=args["proposal_id"], user=user, reason=args.get("reason", "")), user)
 
 
 def _amend(user, args):
-    from workflow.models import Proposal
-    from workflow.services import proposal_amend
-
     if "lines" in args:
         payload = {"lines": args["lines"]}
     else:  # a ticket: the fields given, over what it says now (the service decides who may change it)

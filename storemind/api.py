@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError, IntegrityError
 from django.http import JsonResponse
@@ -16,7 +15,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from core.errors import DATABASE_DOWN, RETRY_AFTER_SECONDS, Conflict, NotFound, is_database_outage
+from core.errors import RETRY_AFTER_SECONDS, refusal_of
 
 from . import embedded_db
 
@@ -42,18 +41,12 @@ NO_CREDENTIALS = ("没有提供 API 令牌：请在请求头里带上 Authorizat
 def exception_handler(exc, context):
     if isinstance(exc, DjangoValidationError):
         return Response(_validation_detail(exc), status=status.HTTP_400_BAD_REQUEST)
-    if isinstance(exc, DjangoPermissionDenied):
-        return Response({"detail": str(exc) or "没有权限。"}, status=status.HTTP_403_FORBIDDEN)
-    if isinstance(exc, Conflict):
-        body = {"detail": exc.message}
-        body.update(exc.extra)
-        return Response(body, status=status.HTTP_409_CONFLICT)
-    if isinstance(exc, NotFound):
-        return Response({"detail": exc.message}, status=status.HTTP_404_NOT_FOUND)
-    if is_database_outage(exc):
-        log.warning("database unavailable: %s", exc)
-        embedded_db.restart_embedded_database()
-        return Response({"detail": DATABASE_DOWN}, status=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+    if (refusal := refusal_of(exc)) is not None:  # PermissionDenied, NotFound, Conflict, the database down
+        if refusal.status == 503:
+            log.warning("database unavailable: %s", exc)
+            embedded_db.restart_embedded_database()
+            return Response({"detail": refusal.message}, status=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+        return Response({"detail": refusal.message, **refusal.extra}, status=refusal.status)
     if isinstance(exc, exceptions.PermissionDenied) and str(exc.detail).startswith("CSRF Failed"):
         # A browser session without its CSRF token (DRF's message is English and says only that).
         return Response({"detail": "缺少或无效的 CSRF 令牌：网页请求要带 X-CSRFToken 头；API 客户端请用令牌（Authorization: Bearer …）。"},

@@ -14,10 +14,11 @@ from django.conf import settings
 from django.core.signals import got_request_exception
 from django.http import HttpResponse
 
+from core.errors import DATABASE_DOWN, is_database_outage
 from core.validation import text_problem
 
 from . import embedded_db
-from .api import DATABASE_DOWN, is_database_outage, json_error_response, service_unavailable
+from .api import json_error_response, service_unavailable
 
 log = logging.getLogger("storemind.errors")
 JSON_PATHS = ("/api/", "/health", "/ready")

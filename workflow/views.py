@@ -6,7 +6,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from core.errors import Conflict, NotFound, message_text
+from core.errors import Conflict, NotFound, refusal_of
 from core.selectors import audit_entries
 from core.throttling import throttle_web
 
@@ -81,14 +81,10 @@ def decide(request, pk: int, action: str):
             current = proposal_amend(proposal=pk, user=request.user, payload=_amended_quantities(request, pk))
         else:
             raise NotFound("不支持的操作。")
-    except PermissionDenied as exc:
-        error, status = str(exc), 403
-    except ValidationError as exc:
-        error, status = message_text(exc), 400
-    except Conflict as exc:
-        error, status = exc.message, 409
-    except NotFound:
-        error, status = "没有这个提案，或者它不属于你的门店。", 404
+    except (PermissionDenied, ValidationError, Conflict, NotFound) as exc:
+        refusal = refusal_of(exc)
+        # Not found and not the user's store read the same.
+        error, status = refusal.message if refusal.status != 404 else "没有这个提案，或者它不属于你的门店。", refusal.status
     if current is None and status in (400, 403, 409):
         current = proposals_visible(request.user).filter(pk=pk).first()
     if not request.htmx:
