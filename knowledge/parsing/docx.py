@@ -111,60 +111,76 @@ def parse_docx(data: bytes, *, name: str = "") -> ParsedFile:
         document = docx.Document(io.BytesIO(data))
     except (PackageNotFoundError, XMLSyntaxError, KeyError, ValueError) as exc:
         raise FileRejected(f"Word 文件已损坏，无法解析（{type(exc).__name__}）。", code="malformed") from None
+    blocks = _blocks(document)
+    styled = any(kind == "p" and _style_level(b) not in (None, 0) and b.text.strip() for kind, b in blocks)
+    outline = _Outline(document, styled, (document.core_properties.title or "").strip())
+    for kind, block in blocks:
+        if kind == "t":
+            outline.table(block)
+        else:
+            outline.paragraph(block)
+    warnings: list[str] = []
+    if not styled:
+        warnings.append("没有识别到标题样式，已按编号识别标题" if outline.numbered_headings else "没有识别到标题，已按段落切分")
+    if outline.wide:
+        warnings.append(f"有 {outline.wide} 个表格超过 12 列，预览里请核对")
+    sections = dedupe_heading_paths(sections_from_outline(outline.items))
+    return ParsedFile(title=outline.title, sections=sections, kind="docx", warnings=warnings)
+
+
+def _blocks(document) -> list[tuple[str, object]]:
+    """The body in order: ("p", paragraph) or ("t", the table's rows)."""
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
-    blocks = []  # ("p", paragraph) | ("t", rows)
+    blocks = []
     for child in document.element.body.iterchildren():
         if child.tag == f"{W}p":
             blocks.append(("p", Paragraph(child, document)))
         elif child.tag == f"{W}tbl":
             blocks.append(("t", table_rows(Table(child, document)._tbl)))
-    styled = any(kind == "p" and _style_level(b) not in (None, 0) and b.text.strip() for kind, b in blocks)
-    title = (document.core_properties.title or "").strip()
-    warnings: list[str] = []
-    items: list[tuple[int | None, str, int | None]] = []
-    levels = OutlineLevels()
-    counters: dict[tuple[int, int], int] = {}
-    numbered_headings = 0
-    wide = 0
-    for kind, block in blocks:
-        if kind == "t":
-            if block and max(len(r) for r in block) > 12:
-                wide += 1
-            items += [(None, line, None) for line in ["", *markdown_table(block), ""]]
-            continue
+    return blocks
+
+
+class _Outline:
+    """A Word body read into outline items (level or None, text, page None): headings by style,
+    or by their numbering when no heading style is used; list items with their markers."""
+
+    def __init__(self, document, styled: bool, title: str):
+        self.document, self.styled, self.title = document, styled, title
+        self.items: list[tuple[int | None, str, int | None]] = []
+        self.levels = OutlineLevels()
+        self.counters: dict[tuple[int, int], int] = {}
+        self.numbered_headings = self.wide = 0
+
+    def table(self, rows: list[list[str]]) -> None:
+        self.wide += bool(rows) and max(len(r) for r in rows) > 12
+        self.items += [(None, line, None) for line in ["", *markdown_table(rows), ""]]
+
+    def paragraph(self, block) -> None:
         text = " ".join(block.text.split())
+        level = _style_level(block) if text else None
         if not text:
-            items.append((None, "", None))
-            continue
-        level = _style_level(block)
-        if level == 0:
-            title = title or text
-            continue
-        if level is not None:
-            items.append((level, text, None))
-            continue
-        if not styled and looks_like_heading(text):
-            items.append((levels.level(text), text, None))
-            numbered_headings += 1
-            continue
-        info = _list_info(block)
-        if info is not None:
-            counters[info] = counters.get(info, 0) + 1
-            for key in [k for k in counters if k[0] == info[0] and k[1] > info[1]]:
-                counters.pop(key)  # a deeper list restarts under its new parent item
-            indent = "  " * info[1]
-            marker = "-" if _is_bullet(document, *info) else f"{counters[info]}."
-            items.append((None, f"{indent}{marker} {text}", None))
+            self.items.append((None, "", None))
+        elif level == 0:
+            self.title = self.title or text
+        elif level is not None:
+            self.items.append((level, text, None))
+        elif not self.styled and looks_like_heading(text):
+            self.items.append((self.levels.level(text), text, None))
+            self.numbered_headings += 1
+        elif (info := _list_info(block)) is not None:
+            self.items.append((None, self.list_item(info, text), None))
         else:
-            items.append((None, text, None))
-    if not styled:
-        warnings.append("没有识别到标题样式，已按编号识别标题" if numbered_headings else "没有识别到标题，已按段落切分")
-    if wide:
-        warnings.append(f"有 {wide} 个表格超过 12 列，预览里请核对")
-    sections = dedupe_heading_paths(sections_from_outline(items))
-    return ParsedFile(title=title, sections=sections, kind="docx", warnings=warnings)
+            self.items.append((None, text, None))
+
+    def list_item(self, info: tuple[int, int], text: str) -> str:
+        """「1. …」 or 「- …」, indented by its level; a deeper list restarts under its new parent item."""
+        self.counters[info] = self.counters.get(info, 0) + 1
+        for key in [k for k in self.counters if k[0] == info[0] and k[1] > info[1]]:
+            self.counters.pop(key)
+        marker = "-" if _is_bullet(self.document, *info) else f"{self.counters[info]}."
+        return f"{'  ' * info[1]}{marker} {text}"
 
 
 __all__ = ["parse_docx", "table_rows", "Section"]

@@ -88,6 +88,22 @@ def _tables(data: bytes) -> dict[int, list[tuple[tuple, list]]]:
 
 
 def parse_pdf(data: bytes, *, name: str = "") -> ParsedFile:
+    per_page, sizes, meta_title = _read_pages(data)
+    if not sizes and not any(entries for _, entries in per_page):
+        raise FileRejected(NO_TEXT_LAYER, code="no_text_layer")
+    items, title, wide = _outline_items(per_page, sizes)
+    warnings = []
+    if not any(level is not None for level, _, _ in items):
+        warnings.append("没有识别到标题，已按段落切分")
+    if wide:
+        warnings.append(f"有 {wide} 个表格超过 12 列，预览里请核对")
+    sections = dedupe_heading_paths(sections_from_outline(_join_wrapped(items)))
+    return ParsedFile(title=title or meta_title, sections=sections, kind="pdf", warnings=warnings)
+
+
+def _read_pages(data: bytes) -> tuple[list, list[float], str]:
+    """Each page's entries top to bottom ((top, "table", rows) or (top, "line", (text, size))),
+    the font size of every character of running text, and the document's metadata title."""
     import pypdfium2 as pdfium
 
     try:
@@ -112,46 +128,44 @@ def parse_pdf(data: bytes, *, name: str = "") -> ParsedFile:
         meta_title = (document.get_metadata_dict() or {}).get("Title") or ""
     finally:
         document.close()
-    if not sizes and not any(entries for _, entries in per_page):
-        raise FileRejected(NO_TEXT_LAYER, code="no_text_layer")
+    return per_page, sizes, meta_title
+
+
+def _heading_sizes(per_page: list, sizes: list[float]) -> dict[float, int]:
+    """Font sizes larger than the body's (short lines only), largest first: heading levels 1–4."""
     body = statistics.median(sizes) if sizes else 0.0
+    larger = sorted({round(p[1], 1) for _, entries in per_page for _, kind, p in entries
+                     if kind == "line" and p[1] >= body * 1.15 and len(p[0]) <= 40}, reverse=True)
+    return {s: i + 1 for i, s in enumerate(larger[:4])}
+
+
+def _outline_items(per_page: list, sizes: list[float]) -> tuple[list, str, int]:
+    """(level or None, text, page) for every line and table row, without running headers,
+    footers and page numbers; the title (the first level-1 line); how many tables are wider than 12."""
     # Running headers and footers: the same line on most pages.
     counts = Counter(p[0] for _, entries in per_page for _, kind, p in entries if kind == "line")
     repeated = {t for t, n in counts.items() if len(per_page) >= 3 and n >= 0.6 * len(per_page)}
-    larger = sorted({round(p[1], 1) for _, entries in per_page for _, kind, p in entries
-                     if kind == "line" and p[1] >= body * 1.15 and len(p[0]) <= 40}, reverse=True)
-    size_level = {s: i + 1 for i, s in enumerate(larger[:4])}
+    size_level = _heading_sizes(per_page, sizes)
     levels = OutlineLevels(base=len(size_level))
     items: list[tuple[int | None, str, int | None]] = []
-    title = ""
-    wide = 0
+    title, wide = "", 0
     for number, entries in per_page:
         for _, kind, payload in entries:
             if kind == "table":
-                if payload and max(len(r) for r in payload) > 12:
-                    wide += 1
+                wide += bool(payload) and max(len(r) for r in payload) > 12
                 items += [(None, line, number) for line in ["", *markdown_table(payload), ""]]
                 continue
             text, size = payload
             if text in repeated or _PAGE_NUMBER.match(text):
                 continue
             level = size_level.get(round(size, 1))
-            if level is not None:
-                if not title and level == 1 and not any(lv is not None for lv, _, _ in items):
-                    title = text
-                    continue
+            if level is not None and not title and level == 1 and not any(lv is not None for lv, _, _ in items):
+                title = text
+            elif level is not None:
                 items.append((level, text, number))
-            elif looks_like_heading(text):
-                items.append((levels.level(text), text, number))
             else:
-                items.append((None, text, number))
-    warnings = []
-    if not any(level is not None for level, _, _ in items):
-        warnings.append("没有识别到标题，已按段落切分")
-    if wide:
-        warnings.append(f"有 {wide} 个表格超过 12 列，预览里请核对")
-    sections = dedupe_heading_paths(sections_from_outline(_join_wrapped(items)))
-    return ParsedFile(title=title or meta_title, sections=sections, kind="pdf", warnings=warnings)
+                items.append((None, text, number) if not looks_like_heading(text) else (levels.level(text), text, number))
+    return items, title, wide
 
 
 def _join_wrapped(items):
