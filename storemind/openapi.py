@@ -256,40 +256,41 @@ def _state_the_callers_references(result: dict, components: dict, request) -> No
     known = _references_for(user, getattr(request, "auth", None))
     by_name = {"store": known["store"], "product": known["product"], "sku": known["product"],
                "period": known["period"], "baseline": known["period"]}
-
-    def narrow(schema: dict, name: str) -> None:
-        values = by_name.get(name)
-        if not values or schema.get("type") != "string" or "enum" in schema:
-            return
-        for key in ("minLength", "pattern"):
-            schema.pop(key, None)
-        # OpenAPI 3.0: an enum lists every allowed value, so a nullable field's null is one of them
-        # (「"store": null」 is read as omitted; without null here the schema refused it).
-        schema["enum"] = [*values, None] if schema.get("nullable") else values
-
     for item in result.get("paths", {}).values():
         for operation in item.values():
             for param in operation.get("parameters", []) if isinstance(operation, dict) else []:
                 if param.get("in") == "query" and param.get("name") in by_name:
-                    narrow(param.setdefault("schema", {}), param["name"])
+                    _narrow(param.setdefault("schema", {}), by_name[param["name"]])
                     if param["name"] in ACCEPTS_MORE and "enum" in param["schema"]:
                         param["description"] = f"{param.get('description', '')}（枚举是你可用的值；{ACCEPTS_MORE[param['name']]}）"
-
-    def walk(schema):
-        if isinstance(schema, dict):
-            for name, prop in (schema.get("properties") or {}).items():
-                if name in ("store", "sku"):
-                    narrow(prop, name)
-            for value in schema.values():
-                walk(value)
-        elif isinstance(schema, list):
-            for value in schema:
-                walk(value)
-
     for name, schema in components.items():
         if name.endswith("Request"):
-            walk(schema)
+            _narrow_bodies(schema, by_name)
     _restock_units_by_product(components)
+
+
+def _narrow(schema: dict, values: list | None) -> None:
+    """A free-text string parameter becomes the enum of `values` (nothing to narrow: unchanged)."""
+    if not values or schema.get("type") != "string" or "enum" in schema:
+        return
+    for key in ("minLength", "pattern"):
+        schema.pop(key, None)
+    # OpenAPI 3.0: an enum lists every allowed value, so a nullable field's null is one of them
+    # (「"store": null」 is read as omitted; without null here the schema refused it).
+    schema["enum"] = [*values, None] if schema.get("nullable") else values
+
+
+def _narrow_bodies(schema, by_name: dict) -> None:
+    """Every `store` and `sku` property of a request body, however deep (a batch's orders' lines)."""
+    if isinstance(schema, dict):
+        for name, prop in (schema.get("properties") or {}).items():
+            if name in ("store", "sku"):
+                _narrow(prop, by_name.get(name))
+        for value in schema.values():
+            _narrow_bodies(value, by_name)
+    elif isinstance(schema, list):
+        for value in schema:
+            _narrow_bodies(value, by_name)
 
 
 def _restock_units_by_product(components: dict) -> None:
