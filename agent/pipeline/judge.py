@@ -35,7 +35,8 @@ def unpriced(state: AgentState, v: answerability.Verdict) -> answerability.Verdi
     words = [w for w, name in product_candidates() if name == product]
     if corpus_states_a_price_of(words):
         return v
-    return replace(v, enough=False, uncovered={**vocab.UNPRICED, "words": [f"{said}的售价"]})
+    return replace(v, enough=False, uncovered={**vocab.UNPRICED, "words": [f"{said}的售价"],
+                                                    "rule": "agent.pipeline.judge.unpriced"})
 
 
 def judge(state: AgentState, rnd: Round) -> None:
@@ -58,7 +59,9 @@ def judge(state: AgentState, rnd: Round) -> None:
         if v.uncovered:  # the SOPs leave this topic to someone else: no rewrite or LLM changes that
             rnd.layer = "uncovered"
             rnd.reason = f"{v.uncovered['topic']}：{'、'.join(v.uncovered['words'])}，应问{v.uncovered['ask']}"
-            detail.update(enough=False, layer=rnd.layer, reason=rnd.reason)
+            # Which rule named it, so the trace answers "why" in one hop.
+            detail.update(enough=False, layer=rnd.layer, reason=rnd.reason,
+                          rule=v.uncovered.get("rule", "knowledge.answerability.uncovered_named"))
             return
         llm = state.llm
         if top is not None and llm.available and abs(v.score - v.threshold) < GREY_ZONE:

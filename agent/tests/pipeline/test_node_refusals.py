@@ -91,6 +91,9 @@ def test_a_products_price_the_sops_never_give_is_sent_to_the_pos(staff):
         assert result.refused and result.intent == "policy" and not result.citations
         assert result.answer.startswith("抱歉，门店制度不涉及「百威的售价」") and "价格以 POS 里的为准" in result.answer
         assert UnansweredQuestion.objects.get(message=reply).source == UnansweredQuestion.Source.UNCOVERED
+        # Why, in one hop: the judge's trace names the rule that sent the price to the POS.
+        judged = next(step["detail"] for step in result.trace if step["step"] == "judge")
+        assert judged["rule"] == "agent.pipeline.judge.unpriced"
         # A price the SOPs do give is answered: 芝华士 12 年 整瓶 458 元.
         answered, _ = answer_question("客人要整瓶芝华士 多少钱来着", user=staff)
         assert not answered.refused and "458 元" in answered.answer
