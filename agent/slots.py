@@ -401,7 +401,7 @@ def ticket_severity(text: str) -> str:
 def _create_ticket(pending: PendingAction, *, user, today) -> Step:
     from workflow.chat import propose_from_chat
     from workflow.models import Proposal
-    from workflow.services import DESCRIPTION_MAX
+    from workflow.payloads import DESCRIPTION_MAX
 
     text = pending.description
     category, severity = ticket_category(text), ticket_severity(text)

@@ -21,18 +21,15 @@ from ops.tools import TOOLS as OPS_TOOLS  # the one whitelist of query tools
 from ops.tools import run_tool
 from workflow.chat import proposal_dict
 from workflow.models import Proposal
+from workflow.payloads import DESCRIPTION_MAX, DESCRIPTION_MIN, TICKET_CATEGORIES, TICKET_SEVERITIES
+from workflow.selectors import proposals_visible
 from workflow.services import (
-    DESCRIPTION_MAX,
-    DESCRIPTION_MIN,
     REJECT_REASON_MAX,
-    TICKET_CATEGORIES,
-    TICKET_SEVERITIES,
     proposal_amend,
     proposal_confirm,
     proposal_create,
     proposal_reject,
     proposal_withdraw,
-    proposals_visible,
 )
 
 RESOURCE_PREFIX = "storemind://corpus/"  # a document as an MCP resource: this prefix and its id

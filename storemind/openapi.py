@@ -147,8 +147,8 @@ def _pos_and_chat_limits(result: dict, components: dict) -> None:
 
 
 def _payload_shapes() -> tuple[dict, dict]:
-    """A restock's and a ticket's payload, as workflow.services checks them."""
-    from workflow.services import (
+    """A restock's and a ticket's payload, as workflow.payloads checks them."""
+    from workflow.payloads import (
         DESCRIPTION_MAX,
         DESCRIPTION_MIN,
         MAX_REASON,

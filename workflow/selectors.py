@@ -69,3 +69,11 @@ def deciders_for(proposal: Proposal) -> list:
         if ids is ALL or proposal.store_id in ids:
             out.append(user)
     return out
+
+
+def proposals_visible(user, *, status: str | None = None, kind: str | None = None, store=None):
+    """The proposals `user` may see, newest first as the model orders them, narrowed to a
+    status, kind or store (a Store the caller resolved within the user's stores)."""
+    rows = Proposal.objects.restrict(user, "view").select_related("store", "proposed_by", "decided_by")
+    filters = {k: v for k, v in {"status": status, "kind": kind, "store": store}.items() if v is not None}
+    return rows.filter(**filters) if filters else rows

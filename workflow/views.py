@@ -12,7 +12,8 @@ from core.throttling import throttle_web
 
 from .chat import proposal_dict
 from .models import Proposal
-from .services import proposal_amend, proposal_confirm, proposal_reject, proposal_withdraw, proposals_visible
+from .selectors import proposals_visible
+from .services import proposal_amend, proposal_confirm, proposal_reject, proposal_withdraw
 
 
 def _audit(user):

@@ -12,7 +12,7 @@ def manager_dashboard(context) -> dict:
     from ops.models import Store
     from ops.tools import run_tool
     from workflow.models import Proposal
-    from workflow.services import proposals_visible
+    from workflow.selectors import proposals_visible
 
     user = context["request"].user
     stores = list(Store.objects.for_user(user, "ops.view_inventory"))

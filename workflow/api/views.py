@@ -14,17 +14,9 @@ from ops.selectors import resolve_store_for
 
 from ..chat import proposal_dict
 from ..models import Proposal
-from ..services import (
-    REJECT_REASON_MAX,
-    TICKET_CATEGORIES,
-    TICKET_SEVERITIES,
-    proposal_amend,
-    proposal_confirm,
-    proposal_create,
-    proposal_reject,
-    proposal_withdraw,
-    proposals_visible,
-)
+from ..payloads import TICKET_CATEGORIES, TICKET_SEVERITIES
+from ..selectors import proposals_visible
+from ..services import REJECT_REASON_MAX, proposal_amend, proposal_confirm, proposal_create, proposal_reject, proposal_withdraw
 
 ProposalIn = inline_serializer("ProposalCreate", {
     "kind": serializers.ChoiceField(choices=Proposal.Kind.choices), "store": serializers.CharField(),
