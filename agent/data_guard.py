@@ -34,8 +34,10 @@ from ops.selectors import (
     find_stores_in_text,
     known_products_text,
     products_named_in_text,
+    store_by_exact_name,
 )
 from ops.tools import MAX_TOP_N, TOOLS
+from ops.trading_day import store_today
 
 from . import vocabulary as vocab
 from .vocabulary import (
@@ -170,6 +172,14 @@ class Draft:
     def prev_params(self) -> dict:
         return self.previous.get("params") or {}
 
+    @property
+    def day(self) -> date:
+        """「今天」 for this plan: on the clock of the one store it asks about (by the name the store
+        rule put in the parameters), else the chain's (ops.trading_day.store_today)."""
+        named = self.params.get("store")
+        store = store_by_exact_name(named) if isinstance(named, str) else None
+        return store_today(store.timezone, self.today) if store is not None else self.today
+
     @cached_property
     def named_product(self) -> tuple[str, str] | None:
         """The product the question names (as said, its name), read once per plan."""
@@ -265,7 +275,7 @@ def _asks_for_a_change(d: Draft) -> bool:
 def _two_periods(d: Draft):
     # 「上周跟上上周比涨了还是跌了」: two periods side by side; one period and 环比 / 涨了还是跌了:
     # it against the one before it. (Two stores and 对比 stay a store comparison.)
-    question, periods = d.question, find_periods(d.question, d.today)
+    question, periods = d.question, find_periods(d.question, d.day)
     same_time = SAME_TIME_BEFORE.search(question)
     if len(periods) == 1 and same_time:
         # 「这周跟上周同期比」「今天跟上周同期比」: 「同期」 is the named period's own days, earlier
@@ -389,7 +399,7 @@ def _comparison_follow_up(d: Draft):
     # A follow-up to a comparison (「那上个月呢」「那福田店呢」): a new period is compared with the
     # one before it, else both periods stay.
     try:
-        period = find_period(d.question, d.today)
+        period = find_period(d.question, d.day)
     except PeriodError as exc:
         return d.plan(d.tool, d.params, clarify=f"{exc}")
     if period is not None:
@@ -420,15 +430,16 @@ def _the_one_before(d: Draft, period: Period | None) -> Period | None:
 
 
 def _period(d: Draft):
+    today = d.day
     try:
-        period = find_period(d.question, d.today)
+        period = find_period(d.question, today)
     except PeriodError as exc:
         return d.plan(d.tool, d.params, clarify=f"{exc}")
     period = _the_one_before(d, period)
     if period is None and d.tool == HOURLY_PEAK and (TYPICALLY.search(d.question) or not (d.carried and d.prev_params.get("period"))):
         # 「一般几点最忙」 asks about a usual day: the last four whole weeks, said as such (it asked
         # for a period, or kept the previous turn's 「今天」).
-        period = Period(d.today - timedelta(days=PEAK_DEFAULT_DAYS), d.today - timedelta(days=1), "最近四周")
+        period = Period(today - timedelta(days=PEAK_DEFAULT_DAYS), today - timedelta(days=1), "最近四周")
         d.defaulted = "没说时间，按最近四周统计；要看别的时间可以说「上周几点最忙」。"
     if period is not None:
         d.params["period"] = _period_param(period)

@@ -29,6 +29,15 @@ from .services import generated_alias_delete
 from .tasks import ingest_corpus_task
 
 
+def _section_index(request) -> int:
+    """The section a correction names, read once for the edit and the partial it redraws
+    (「abc」 was a 500 while its 400 was being shown; -1 names no section and is refused)."""
+    try:
+        return int(request.POST.get("index", "-1"))
+    except ValueError:
+        return -1
+
+
 @admin.register(Document)
 class DocumentAdmin(ReadOnlyAdmin):
     """知识库 › 文档: the knowledge owner's desk. Upload (several files, or a ZIP), preview the
@@ -160,7 +169,7 @@ class DocumentAdmin(ReadOnlyAdmin):
     # What the preview's buttons do to a version: each returns the version to show next.
     VERSION_ACTIONS = {
         "section": lambda request, version: version_edit(
-            version=version, user=request.user, section=int(request.POST.get("index", "-1")), heading=request.POST.get("heading"),
+            version=version, user=request.user, section=_section_index(request), heading=request.POST.get("heading"),
             text=request.POST.get("text"), enabled=request.POST.get("enabled") == "on"),
         "scope": lambda request, version: version_edit(
             version=version, user=request.user, title=request.POST.get("title"), audience=request.POST.get("audience"),
@@ -201,8 +210,7 @@ class DocumentAdmin(ReadOnlyAdmin):
 
     @staticmethod
     def _section_partial(request, version, error: str):
-        index = request.POST.get("index", "-1")
-        index = int(index) if index.lstrip("-").isdigit() else -1  # 「abc」 was a 500 after its 400 message
+        index = _section_index(request)
         if error:
             s = version.sections[index] if 0 <= index < len(version.sections) else {}
             return TemplateResponse(request, "admin/knowledge/document/_section.html",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
 from django.core.exceptions import ValidationError
+from django.db.models import Min
 
 from core.audit import audit_scope_refusal
 from core.memo import remembered
@@ -110,13 +111,19 @@ def _stores_by_city(stores) -> dict[str, list[Store]]:
 
 
 def first_sale_date():
-    """The trading day of the first recorded order, on its store's clock (None: no orders yet); read
+    """The first trading day with a recorded order, each store's on its own clock (None: no orders yet); read
     once per question. A period that starts before it is bounded to it and says so
     (periods.bound_to_data), in chat and API alike: no period before the records is ever reported
     as zero sales."""
+
     def read():
-        first = Order.objects.order_by("created_at").values_list("created_at", "store__timezone").first()
-        return trading_day_of(first[0], ZoneInfo(first[1])) if first else None
+        # Per zone: with stores on different clocks the first instant is not always the first day.
+        zones, days = store_zones(), []
+        for zone, ids in zones.items():
+            orders = Order.objects.all() if len(zones) == 1 else Order.objects.filter(store_id__in=ids)
+            if (first := orders.aggregate(first=Min("created_at"))["first"]) is not None:
+                days.append(trading_day_of(first, ZoneInfo(zone)))
+        return min(days, default=None)
 
     return _read_once("first_sale", read)
 

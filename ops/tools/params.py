@@ -22,6 +22,7 @@ from core.scoping import ALL, store_ids_for
 from ..models import Member, Store
 from ..periods import Period, PeriodError, bound_to_data, parse_period
 from ..selectors import UnknownProduct, UnknownStore, first_sale_date, resolve_product, resolve_store_for, stores_in_city_for
+from ..trading_day import store_today
 from .base import Tool, store_label
 from .compare_stores import MAX_COMPARED
 from .top_products import MAX_TOP_N
@@ -90,6 +91,12 @@ def _scope(call: Call) -> None:
     call.kwargs["scope"] = call.city_stores or (None if ids is ALL else list(Store.objects.filter(pk__in=ids)))
     if call.used.get("store") == "全部门店" and call.kwargs["scope"] is not None:
         call.used["store"] = store_label(None, call.kwargs["scope"])  # a store's staff see their store, not 「全部门店」
+
+
+def _store_clock(call: Call) -> None:
+    """A relative period (「今天」「上周」) about one store is read on that store's clock."""
+    if (store := call.kwargs.get("store")) is not None:
+        call.today = store_today(store.timezone, call.today)
 
 
 def _periods(call: Call) -> None:
@@ -253,9 +260,10 @@ def _today(call: Call) -> None:
         call.kwargs["today"] = call.today
 
 
-# The order matters: the store before the scope it narrows, periods before their length and the
+# The order matters: the store before the scope it narrows and the clock its periods are read on,
+# periods before their length and the
 # data's bounds, the member rate limit before the lookup it would audit.
-STEPS = (_names, _store, _scope, _periods, _top_n, _choices, _product, _compared_stores, _member, _by_store,
+STEPS = (_names, _store, _scope, _store_clock, _periods, _top_n, _choices, _product, _compared_stores, _member, _by_store,
          _period_length, _bounded_to_data, _today)
 
 

@@ -68,7 +68,7 @@ def test_staff_cannot_open_the_upload_page():
     assert client.get("/admin/knowledge/document/upload/").status_code == 403
 
 
-@pytest.mark.parametrize("index", ["abc", "99"])
+@pytest.mark.parametrize("index", ["abc", "99", "²"])
 def test_a_correction_to_a_section_that_is_not_there_is_a_400_in_place(hq, index):
     # 「index=abc」 raised again while the error was being shown: a 500 instead of the message.
     hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(docx("冰块规范", SOP))], "audience": "staff"})

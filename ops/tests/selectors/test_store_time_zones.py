@@ -90,19 +90,42 @@ def test_the_rollup_keeps_each_stores_day_and_is_rebuilt_when_its_zone_changes(t
 
 
 def test_a_question_reads_the_store_on_its_own_clock(tokyo):
-    result = run_tool("store_sales", {"store": "福田店", "period": "2026年1月5日"}, user=None)
-    assert (result.rows[0]["orders"], result.rows[0]["revenue"]) == (2, 116.0)
+    # through run_tool and placed_in (store_sales reads the rollup; channel_sales the orders)
+    result = run_tool("channel_sales", {"store": "福田店", "period": "2026年1月5日"}, user=None)
+    assert {r["channel"]: r["orders"] for r in result.rows}["堂食"] == 2
 
 
-def test_the_first_trading_day_is_read_on_the_first_orders_store_clock():
-    first = first_sale_date()
-    store = Store.objects.get(code="GZ-TH")
-    user = make_user("tz_first_pos", role="pos", stores=["GZ-TH"])
+def test_the_first_trading_day_is_the_earliest_of_every_stores_own_clock(tokyo):
+    # Tokyo's 06:30 on 03-02 is earlier than Shanghai's 05:45 on 03-02, which is Shanghai's 03-01.
+    user = make_user("tz_first_pos", role="pos", stores=["SZ-FT", "GZ-TH"])
+    orders_ingest(user=user, orders=[order_payload("TZ-T", store="SZ-FT", created_at="2020-03-02T06:30:00+09:00"),
+                                     order_payload("TZ-S", store="GZ-TH", created_at="2020-03-02T05:45:00+08:00")])
+    assert first_sale_date() == date(2020, 3, 1)
+
+
+def test_today_about_one_store_is_that_stores_trading_day(monkeypatch):
+    # 10:00 in Shanghai on 11-20 is 18:00 on 11-19 in Los Angeles: the chain's 「今天」 is the 20th,
+    # the LA store's is still the 19th (its 20th has not begun: ¥0 all day before).
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from django.utils import timezone
+
+    from agent.data_guard import plan_data
+    from ops.trading_day import local_today
+
+    store = Store.objects.get(code="SZ-FT")
     store.timezone = "America/Los_Angeles"
     store.save()
-    # 2020-03-01 23:00 in Los Angeles is 03-02 15:00 in Shanghai: the 1st there, the 2nd here
-    orders_ingest(user=user, orders=[order_payload("TZ-OLD", created_at="2020-03-01T23:00:00-08:00")])
-    assert first > date(2020, 3, 2) and first_sale_date() == date(2020, 3, 1)
+    monkeypatch.setattr(timezone, "now", lambda: datetime(2026, 11, 20, 10, 0, tzinfo=ZoneInfo("Asia/Shanghai")))
+    assert local_today() == date(2026, 11, 20)
+    asked = run_tool("store_sales", {"store": "福田店", "period": "今天"}, user=None)  # REST and MCP
+    assert asked.params["period"]["start"] == "2026-11-19"
+    planned = plan_data("福田店今天卖了多少", today=local_today())  # chat
+    assert planned.params["period"]["start"] == "2026-11-19"
+    # a store on the chain's clock, and all stores at once, keep the chain's date
+    assert run_tool("store_sales", {"store": "天河店", "period": "今天"}, user=None).params["period"]["start"] == "2026-11-20"
+    assert run_tool("store_sales", {"period": "今天"}, user=None).params["period"]["start"] == "2026-11-20"
 
 
 def test_a_store_zone_must_be_an_iana_name():
@@ -113,3 +136,14 @@ def test_a_store_zone_must_be_an_iana_name():
     assert "IANA" in str(err.value.message_dict["timezone"])
     store.timezone = "Asia/Urumqi"
     store.full_clean()
+
+
+def test_a_zone_postgresql_does_not_know_is_refused_however_the_store_is_written():
+    # Store.objects.create skips the form's validator: the zone reached the rollup's trigger and
+    # every order of that store failed as 「数据超出允许范围」.
+    from django.db import IntegrityError, transaction
+
+    with pytest.raises(IntegrityError, match="Beijing"), transaction.atomic():
+        Store.objects.create(code="XX-BJ", name="北京测试店", city="北京", timezone="Beijing")
+    with pytest.raises(IntegrityError, match="Mars/Olympus"), transaction.atomic():
+        Store.objects.filter(code="GZ-TH").update(timezone="Mars/Olympus")
