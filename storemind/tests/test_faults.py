@@ -25,6 +25,7 @@ from django.test import override_settings
 
 from ops.services import api_token_issue
 from ops.tests.factories import make_user, pos_token
+from storemind.tests.committed import committed_writes
 
 BASE = Path(settings.BASE_DIR)
 
@@ -64,29 +65,9 @@ class HungServer:
 
 @pytest.fixture
 def committed_db(django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock():
-        _cleanup()
-        try:
-            yield
-        finally:
-            _cleanup()
-
-
-def _cleanup():
-    """Undo what these tests wrote to the shared, committed test database."""
-    from django.contrib.auth import get_user_model
-    from django.db.models import F
-
-    from ops.models import Inventory, InventoryAdjustment, Order
-
-    for adj in InventoryAdjustment.objects.filter(external_id__startswith="FAULT-"):
-        Inventory.objects.filter(store_id=adj.store_id, product_id=adj.product_id).update(on_hand=F("on_hand") - adj.delta)
-        adj.delete()
-    for order in Order.objects.filter(external_id__startswith="FAULT-").prefetch_related("lines"):
-        for line in order.lines.all():
-            Inventory.objects.filter(store_id=order.store_id, product_id=line.product_id).update(on_hand=F("on_hand") + line.qty)
-        order.delete()
-    get_user_model().objects.filter(username__startswith="fault_").delete()
+    """Real, committed transactions; what these tests write carries 'FAULT-' and is undone."""
+    with committed_writes(django_db_blocker, prefix="FAULT-", usernames=r"^fault_"):
+        yield
 
 
 # --- Redis unreachable ------------------------------------------------------------------------

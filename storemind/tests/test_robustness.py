@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 
 from ops.services import api_token_issue
 from ops.tests.factories import make_user, pos_token
+from storemind.tests.committed import committed_writes
 
 
 def _bearer(key: str) -> APIClient:
@@ -88,27 +89,9 @@ def _concurrently(n: int, fn) -> list:
 
 @pytest.fixture
 def committed_db(django_db_setup, django_db_blocker):
-    """Real, committed transactions (concurrent connections cannot share a test transaction);
-    every row these tests write carries a fresh unique id, so reruns do not collide."""
-    with django_db_blocker.unblock():
-        _cleanup()
-        try:
-            yield
-        finally:
-            _cleanup()
-
-
-def _cleanup():
-    """Leave the shared, committed test database as it was (other tests count its rows)."""
-    from django.contrib.auth import get_user_model
-    from django.db.models import F
-
-    from ops.models import Inventory, InventoryAdjustment
-
-    for adj in InventoryAdjustment.objects.filter(external_id__startswith="RACE-"):
-        Inventory.objects.filter(store_id=adj.store_id, product_id=adj.product_id).update(on_hand=F("on_hand") - adj.delta)
-        adj.delete()
-    get_user_model().objects.filter(username__regex=r"^(pos_)?race_").delete()
+    """Real, committed transactions; what these tests write carries 'RACE-' and is undone."""
+    with committed_writes(django_db_blocker, prefix="RACE-", usernames=r"^(pos_)?race_"):
+        yield
 
 
 def test_a_rate_limit_lets_exactly_its_limit_through_when_requests_arrive_together(committed_db, settings):
