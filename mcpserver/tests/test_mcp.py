@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +20,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+
+from storemind.tests.servers import free_port
 
 BASE = Path(settings.BASE_DIR)
 TOOL_NAMES = {"search_knowledge", "list_documents", "ask", "list_stores", "list_products", "query_ops", "propose_restock", "propose_ticket",
@@ -308,15 +309,9 @@ def test_stdio_answers_lines_it_cannot_read_instead_of_leaving_the_client_waitin
     assert errors[-1] == (11, -32602) and "UTF-8" in replies[-1]["error"]["message"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def http_server(world):
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "storemind.asgi:application", "--host", "127.0.0.1", "--port", str(port),
                              "--log-level", "warning"], cwd=BASE, env=world["env"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"

@@ -35,9 +35,9 @@ def live(django_db_setup, django_db_blocker):
     """A live server thread on the (committed) test database; pytest-django's own
     live_server would flush the seeded data after each test."""
     from django.contrib.staticfiles.handlers import StaticFilesHandler
-    from django.test.testcases import LiveServerThread
 
     from ops.tests.factories import make_user
+    from storemind.tests.servers import live_server
 
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's sync API runs an event loop in this thread
     with django_db_blocker.unblock():
@@ -63,14 +63,8 @@ def live(django_db_setup, django_db_blocker):
             mine.delete()
 
         clean()
-        thread = LiveServerThread("127.0.0.1", StaticFilesHandler, port=0)
-        thread.daemon = True
-        thread.start()
-        thread.is_ready.wait()
-        if thread.error:
-            raise thread.error
-        yield f"http://127.0.0.1:{thread.port}"
-        thread.terminate()
+        with live_server(StaticFilesHandler) as url:
+            yield url
         clean()
 
 

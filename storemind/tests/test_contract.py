@@ -26,6 +26,7 @@ from django.conf import settings
 
 from core.validation import MAX_MONEY
 from ops.services import MAX_PRICE_FACTOR
+from storemind.tests.servers import free_port
 
 BASE = Path(settings.BASE_DIR)
 SCHEMATHESIS = shutil.which("schemathesis", path=str(Path(sys.executable).parent)) or shutil.which("schemathesis")
@@ -80,7 +81,7 @@ def contract_server(django_db_setup, django_db_blocker):
         users.delete()  # they live on in the copy only
         prices = {sku: str(price) for sku, price in Product.objects.values_list("sku", "price")}
 
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ, "SM_DEBUG": "1", "SM_EMBED_BACKEND": settings.SM_EMBED_BACKEND, "SM_EMBED_DIM": str(settings.SM_EMBED_DIM),
         "SM_REFUSAL_THRESHOLD": "0", "SM_JUDGE_THRESHOLD": "0", "SM_LLM_BACKEND": "none",
@@ -116,12 +117,6 @@ def contract_server(django_db_setup, django_db_blocker):
             admin.execute(f'DROP DATABASE IF EXISTS "{clone}" WITH (FORCE)')
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize("who", ["staff", "pos"])

@@ -26,14 +26,9 @@ from django.test import override_settings
 from ops.services import api_token_issue
 from ops.tests.factories import make_user, pos_token
 from storemind.tests.committed import committed_writes
+from storemind.tests.servers import free_port, live_server
 
 BASE = Path(settings.BASE_DIR)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class HungServer:
@@ -78,7 +73,7 @@ def redis_down_server(committed_db):
     """A real server process whose Redis (cache, broker, result backend) is a closed port."""
     from django.db import connection
 
-    port, dead = _free_port(), _free_port()
+    port, dead = free_port(), free_port()
     env = {
         **os.environ, "REDIS_URL": f"redis://127.0.0.1:{dead}/0", "SM_DEBUG": "1",
         "SM_DB_NAME": connection.settings_dict["NAME"],  # the test database, seeded and indexed
@@ -238,16 +233,8 @@ def _pg_ctl(*args):
 
 @pytest.fixture
 def live_url(committed_db):
-    from django.test.testcases import LiveServerThread
-
-    thread = LiveServerThread("127.0.0.1", lambda app: app, port=0)
-    thread.daemon = True
-    thread.start()
-    thread.is_ready.wait()
-    if thread.error:
-        raise thread.error
-    yield f"http://127.0.0.1:{thread.port}"
-    thread.terminate()
+    with live_server() as url:
+        yield url
 
 
 embedded_only = pytest.mark.skipif(bool(os.environ.get("DATABASE_URL")), reason="stops the embedded PostgreSQL (DATABASE_URL unset)")

@@ -48,10 +48,11 @@ def chat_user(django_db_setup, django_db_blocker):
 
 
 def test_real_gunicorn_worker_is_warm_before_its_first_request(chat_user, django_db_blocker, tmp_path):
-    from agent.bench import Server, _free_port, chat
+    from agent.bench import Server, chat
+    from storemind.tests.servers import free_port
 
     with django_db_blocker.unblock():
-        server = Server(_free_port(), None, tmp_path / "gunicorn.log", env={
+        server = Server(free_port(), None, tmp_path / "gunicorn.log", env={
             "SM_WEB_WORKERS": "1", "SM_REFUSAL_THRESHOLD": "0", "SM_JUDGE_THRESHOLD": "0", "SM_LLM_BACKEND": "none"})
     try:
         server.wait_ready(timeout=90)

@@ -513,9 +513,9 @@ def test_mcp_http_follows_the_table_and_refuses_pos_tokens(world, django_db_bloc
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    from mcpserver.tests.test_mcp import _free_port
+    from storemind.tests.servers import free_port
 
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "storemind.asgi:application", "--host", "127.0.0.1",
                              "--port", str(port), "--log-level", "warning"], cwd=settings.BASE_DIR, env=_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

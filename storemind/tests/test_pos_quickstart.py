@@ -28,25 +28,19 @@ def live(django_db_setup, django_db_blocker):
     """A live server on the committed test database (pytest-django's live_server would flush it)."""
     from django.contrib.auth import get_user_model
     from django.db import connection
-    from django.test.testcases import LiveServerThread
 
     from ops.models import ApiToken, Order
     from ops.tests.factories import make_user
+    from storemind.tests.servers import live_server
 
     with django_db_blocker.unblock():
         Order.objects.filter(store__code="GZ-TH", external_id=EXTERNAL_ID).delete()
         if not get_user_model().objects.filter(username="pos_gz_th").exists():
             make_user("pos_gz_th", role="pos", stores=["GZ-TH"])
-        thread = LiveServerThread("127.0.0.1", lambda app: app, port=0)
-        thread.daemon = True
-        thread.start()
-        thread.is_ready.wait()
-        if thread.error:
-            raise thread.error
         try:
-            yield f"http://127.0.0.1:{thread.port}", connection.settings_dict["NAME"]
+            with live_server() as url:
+                yield url, connection.settings_dict["NAME"]
         finally:
-            thread.terminate()
             Order.objects.filter(store__code="GZ-TH", external_id=EXTERNAL_ID).delete()
             ApiToken.objects.filter(user__username="pos_gz_th", name="吧台 POS 1").delete()
 
