@@ -63,7 +63,11 @@ _STORE_MEMO: ContextVar[dict | None] = ContextVar("store_memo", default=None)
 @contextmanager
 def store_list_read_once():
     """Within this block (one question, its guard threads included when they run in a copy
-    of this context), the store list is read from the database once."""
+    of this context), the store list is read from the database once. Inside another such block
+    (a tool run within a question) it is that block's."""
+    if _STORE_MEMO.get() is not None:
+        yield
+        return
     token = _STORE_MEMO.set({})
     try:
         yield
@@ -84,7 +88,7 @@ def store_candidates() -> list[tuple[str, Store]]:
 
 def _store_candidates() -> list[tuple[str, Store]]:
     pairs: dict[str, Store] = {}
-    stores = list(Store.objects.all())
+    stores = _all_stores()
     for store in stores:
         for name in [store.name, store.code, *store.aliases]:
             if not name:

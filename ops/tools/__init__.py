@@ -23,6 +23,7 @@ from django.core.exceptions import ValidationError
 
 from core.roles import require
 
+from ..selectors import store_list_read_once
 from ..trading_day import DAY_STARTS_AT, TZ, local_today  # noqa: F401 (imported from here by callers)
 from . import (
     channel_sales,
@@ -61,7 +62,8 @@ def run_tool(name: str, params: dict[str, Any] | None = None, *, user, today: da
         raise ValidationError({"tool": [f"没有工具 {name}。可用工具：{'、'.join(TOOLS)}。"]})
     if user is not None:
         require(user, tool.perm, attempt=f"tool {name}", message=f"你的账号没有查询这类数据的权限（{tool.title}）。")
-    kwargs, used = resolve(tool, params or {}, today or local_today(), user)
-    result = tool.func(**kwargs)
+    with store_list_read_once():  # REST and MCP too: the stores' names and clocks read once per call
+        kwargs, used = resolve(tool, params or {}, today or local_today(), user)
+        result = tool.func(**kwargs)
     result.params = {**used, **result.params}
     return result
