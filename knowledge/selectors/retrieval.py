@@ -4,6 +4,7 @@ tune-fusion`, stored in the index metadata; the shipped choice or settings other
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import time
 from functools import lru_cache
@@ -30,17 +31,21 @@ def rrf_fuse(rankings: dict[str, list[Hit]], weights: dict[str, float], k: int) 
         w = weights.get(channel, 1.0)
         if not w:
             continue
+        carried = [a for a in (f"{channel}_rank", f"{channel}_score", f"{channel}_text") if a in _HIT_FIELDS]
         for rank, hit in enumerate(hits, start=1):
             target = merged.get(hit.chunk_id)
-            if target is None:
-                target = merged[hit.chunk_id] = copy.copy(hit)
+            if target is None:  # a shallow copy (copy.copy took most of fusion's time at 200 hits)
+                target = merged[hit.chunk_id] = object.__new__(Hit)
+                target.__dict__.update(hit.__dict__)
                 target.score = 0.0
-            for attr in (f"{channel}_rank", f"{channel}_score", f"{channel}_text"):
-                if hasattr(hit, attr):
-                    setattr(target, attr, getattr(hit, attr))
+            for attr in carried:
+                setattr(target, attr, getattr(hit, attr))
             setattr(target, f"{channel}_rank", rank)
             target.score += w / (k + rank)
     return sorted(merged.values(), key=lambda h: (-h.score, h.chunk_id))
+
+
+_HIT_FIELDS = frozenset(f.name for f in dataclasses.fields(Hit))
 
 
 def title_boost_rerank(query: str, hits: list[Hit], terms: list[str] | None = None, *, boost: float | None = None) -> list[Hit]:
