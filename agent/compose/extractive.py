@@ -13,6 +13,31 @@ from .sources import Sources
 MAX_LINES = 8  # an answer's length, unless the procedure or table it must keep whole is longer
 
 
+TABLE_ROWS_WHOLE = 6  # a table with more body rows than this shows only the rows the question names, when it names some
+
+
+_TABLE_SEPARATOR = re.compile(r"^\|?\s*:?-{2,}")
+
+
+def _shown(unit: SectionUnit, terms: set[str]) -> str:
+    """A unit as the answer shows it. A long table (a storage chart of 30 items) shows its header
+    and the rows that name one of the question's words, with a line saying how many it leaves
+    out; a table whose rows the question names all or none of stays whole."""
+    text = unit.text.rstrip()
+    if unit.kind != "table":
+        return text
+    lines = text.split("\n")
+    header = [ln for ln in lines[:2] if ln.strip()]
+    if len(header) < 2 or not _TABLE_SEPARATOR.match(header[1].strip()):
+        return text
+    body = [ln for ln in lines[2:] if ln.strip()]
+    words = [t for t in terms if len(t) >= 2]
+    named = [ln for ln in body if any(w in ln for w in words)]
+    if len(body) <= TABLE_ROWS_WHOLE or not named or len(named) == len(body):
+        return text
+    return "\n".join([f"（表中共 {len(body)} 行，这里列出与问题相关的 {len(named)} 行）", *header, *named])
+
+
 # An amount or a duration in the question, and the thresholds a rule states for one: 「交班现金差了20块」
 # led with 「10 元以内的记录在交接单上」 when 「超过 10 元的当场报告值班主管」 is the rule for 20.
 _NUM = r"(\d+(?:\.\d+)?|[零〇一二两三四五六七八九十百千万]+)"
@@ -163,7 +188,7 @@ def section_lines(units: list[SectionUnit], terms: list[str], *, budget: int = M
         if u not in lines:
             lines.append(u)
     ordered = head + [u for u in units if u in lines and u not in head]
-    return [u.text.rstrip() for u in ordered]
+    return [_shown(u, term_set) for u in ordered]
 
 
 # A sentence that opens by pointing back at what came before it: 「超出以上权限的一律交给店长」
@@ -208,6 +233,8 @@ def second_section_lines(units: list[SectionUnit], terms: list[str], *, quantity
     if not units:
         return []
     lead = _lead(units, set(terms), quantity)
+    if lead.kind == "table":
+        return [_shown(lead, set(terms))]
     if lead.kind == "item":
         intro = [u for u in units if u.block == lead.block - 1 and u.kind == "sentence" and u.text.rstrip().endswith(("：", ":"))]
         return [u.text.rstrip() for u in [*intro[-1:], lead]]

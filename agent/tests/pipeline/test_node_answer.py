@@ -43,6 +43,22 @@ def test_a_long_section_is_cut_to_what_is_relevant_but_a_table_stays_whole(staff
     assert len(lines) <= compose.MAX_LINES
 
 
+def test_a_long_table_shows_the_rows_the_question_names():
+    # A 30-row storage chart answered 「汤底能放多久」 with every row of the chart.
+    from knowledge.selectors import SectionUnit
+
+    rows = [f"| 食材{i} | 冷藏 | {i} 天 |" for i in range(28)] + ["| 牛骨汤底 | 冷藏库上层 | 48 小时 |", "| 鸡汤汤底 | 冷藏库上层 | 24 小时 |"]
+    chart = SectionUnit("table", "\n".join(["| 食材 | 存放位置 | 最长存放 |", "|---|---|---|", *rows]), 0, similarity=0.9)
+    lines = compose.section_lines([chart], ["汤底", "放", "多久"])
+    assert lines == ["（表中共 30 行，这里列出与问题相关的 2 行）\n| 食材 | 存放位置 | 最长存放 |\n|---|---|---|\n"
+                     "| 牛骨汤底 | 冷藏库上层 | 48 小时 |\n| 鸡汤汤底 | 冷藏库上层 | 24 小时 |"]
+    assert compose.second_section_lines([chart], ["汤底"]) == lines
+    # Naming no row, or a short table: the table stays whole.
+    assert compose.section_lines([chart], ["哪种", "最久"]) == [chart.text]
+    short = SectionUnit("table", "\n".join(["| 食材 | 最长存放 |", "|---|---|", "| 牛骨汤底 | 48 小时 |", "| 面条 | 24 小时 |"]), 0, similarity=0.9)
+    assert compose.section_lines([short], ["汤底"]) == [short.text]
+
+
 def test_a_second_section_is_cited_only_when_it_answers_on_its_own(staff):
     from knowledge.embedders import get_embedder
 
