@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from core.errors import Conflict, NotFound
 from core.validation import as_read, known_query, reject_unknown, strict_positive_int
 
-from ..documents import document_publish, document_upload, may_manage
+from ..documents import document_delete, document_publish, document_upload, may_manage
 from ..models import Document, DocumentVersion
 from ..selectors import IndexNotReady, document_detail, document_file_for, document_summary, documents_for, search
 
@@ -180,10 +180,25 @@ class DocumentsView(APIView):
 
 class DocumentDetailView(APIView):
     permission_classes = [*APIView.permission_classes, UsesTheAssistant]
+    throttle_scope = "api_write"
+
+    def get_throttles(self):
+        return super().get_throttles() if self.request.method == "DELETE" else []
+
     @extend_schema(summary="一篇文档：状态、在用版本、所有版本及与上一版的差异、在用（或最新草稿）的章节", responses=DocumentDetailOut)
     def get(self, request, pk: int):
         known_query(request.query_params, ())
         return Response(document_detail(pk, request.user))
+
+    @extend_schema(summary="删除文档（立即不再回答；各版本和原文件留在审计记录里）", responses={204: None})
+    def delete(self, request, pk: int):
+        known_query(request.query_params, ())
+        document = Document.objects.filter(pk=pk, archived_at__isnull=True).first()
+        if document is None or not may_manage(request.user, document):
+            # 404 like publish: an id that names nothing of yours (a second DELETE of the same id too).
+            raise NotFound("没有这篇文档（或它不归你管理）。")
+        document_delete(document=document, user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class DocumentPublishView(APIView):

@@ -156,6 +156,29 @@ def test_rest_upload_publish_detail_list_and_download(people):
     assert unknown.status_code == 400 and "color" in str(unknown.json())
 
 
+def test_rest_delete_takes_a_document_out_of_answers_once_and_audits_it(people):
+    # DELETE /knowledge/documents/{id} was a 405: a head-office system could upload and publish but not withdraw.
+    version = publish_now(document_upload(user=people["hq"], name="a.docx", data=docx("冰块与果汁规范", SOP)), people["hq"])
+    doc_id = version.document_id
+    assert search("雪峰冰桶多久换一次", user=people["staff_th"], k=1).top.document == "冰块与果汁规范"
+    staff, hq = APIClient(), APIClient()
+    staff.force_authenticate(people["staff_th"])
+    hq.force_authenticate(people["hq"])
+    assert staff.delete(f"/api/v1/knowledge/documents/{doc_id}").status_code == 404  # not theirs to manage
+    assert Document.objects.get(pk=doc_id).archived_at is None
+    assert hq.delete(f"/api/v1/knowledge/documents/{doc_id}?force=1").status_code == 400  # unknown parameter
+    r = hq.delete(f"/api/v1/knowledge/documents/{doc_id}")
+    assert r.status_code == 204, r.content
+    assert not Chunk.objects.filter(document_id=doc_id).exists()
+    assert doc_id not in [d["id"] for d in hq.get("/api/v1/knowledge/documents").json()]
+    hit = search("雪峰冰桶多久换一次", user=people["staff_th"], k=1).top
+    assert hit is None or hit.document != "冰块与果汁规范"
+    assert AuditLog.objects.filter(action=AuditLog.Action.DOCUMENT_DELETED, actor=people["hq"]).count() == 1
+    assert hq.delete(f"/api/v1/knowledge/documents/{doc_id}").status_code == 404  # gone: nothing written twice
+    assert AuditLog.objects.filter(action=AuditLog.Action.DOCUMENT_DELETED).count() == 1
+    assert DocumentVersion.objects.filter(document_id=doc_id).exists()  # the versions stay for the audit trail
+
+
 def test_citations_name_the_version_and_a_pdf_page(people):
     from agent.compose import number_sources
     from agent.templatetags.storemind import source_label
