@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .chunking import _blocks, split_sentences
+from .chunking import TABLE_RULE, _blocks, split_sentences
 
 MAX_FORMS_PER_SECTION = 12
 MAX_FORM_CHARS = 48
@@ -35,7 +35,6 @@ _ASKS_HOW = re.compile(r"流程|步骤|方法|操作|程序|处理|做法|办法
 _ASKS_WHO = re.compile(r"权限|审批|授权|职责|分工|责任|负责")
 _ASKS_WHEN = re.compile(r"时间|时限|频次|频率|周期|时效|期限|效期|保质")
 _ASKS_WHAT = re.compile(r"标准|要求|规定|规范|规则|原则|条件|范围|须知|注意|禁止|红线")
-_TABLE_SEP = re.compile(r"^\|?\s*:?-{2,}")
 
 
 @dataclass(frozen=True)
@@ -90,7 +89,7 @@ def _key_column(header: list[str], body: list[list[str]]) -> int:
 
 def _table_forms(table: str) -> list[QuestionForm]:
     """「鲜奶的储存温度和保质期是多少」 per row: what the row is about, with the other columns' headers."""
-    rows = [r for r in table.split("\n") if r.strip() and not _TABLE_SEP.match(r.strip())]
+    rows = [r for r in table.split("\n") if r.strip() and not TABLE_RULE.match(r.strip())]
     if len(rows) < 2:
         return []
     header = [_PARENTHESES.sub("", h).strip() for h in _cells(rows[0])]

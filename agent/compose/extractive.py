@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from knowledge.chunking import split_sentences
+from knowledge.chunking import TABLE_RULE, split_sentences
 from knowledge.selectors import SectionUnit
 from knowledge.text import tokenize
 
@@ -16,9 +16,6 @@ MAX_LINES = 8  # an answer's length, unless the procedure or table it must keep 
 TABLE_ROWS_WHOLE = 6  # a table with more body rows than this shows only the rows the question names, when it names some
 
 
-_TABLE_SEPARATOR = re.compile(r"^\|?\s*:?-{2,}")
-
-
 def _shown(unit: SectionUnit, terms: set[str]) -> str:
     """A unit as the answer shows it. A long table (a storage chart of 30 items) shows its header
     and the rows that name one of the question's words, with a line saying how many it leaves
@@ -28,7 +25,7 @@ def _shown(unit: SectionUnit, terms: set[str]) -> str:
         return text
     lines = text.split("\n")
     header = [ln for ln in lines[:2] if ln.strip()]
-    if len(header) < 2 or not _TABLE_SEPARATOR.match(header[1].strip()):
+    if len(header) < 2 or not TABLE_RULE.match(header[1].strip()):
         return text
     body = [ln for ln in lines[2:] if ln.strip()]
     words = [t for t in terms if len(t) >= 2]
