@@ -239,7 +239,7 @@ def _no_tool(d: Draft):
                     reason="没有匹配的数据工具", rules=d.fired)
 
 
-_COUNTS_PRODUCTS = (STORE_SALES, PRODUCT_SALES, LOW_STOCK, PRODUCT_STOCK)
+_COUNTS_PRODUCTS = (STORE_SALES, PRODUCT_SALES, LOW_STOCK, PRODUCT_STOCK, vocab.PRODUCT_DAILY)
 
 
 def _product_on_a_store_tool(d: Draft):
@@ -321,6 +321,15 @@ def _store_ranking_by_channel(d: Draft):
 
 def _sales_by_channel(d: Draft):
     d.switch(CHANNEL_SALES, f"「{vocab.CHANNEL_WORDS.search(d.question).group(0)}」按渠道 + ")
+
+
+_COUNTED_PER_DAY = re.compile(r"卖(了|出了?|掉了?)?\s*(多少|几)\s*(瓶|杯|份|箱|桶|扎|支|罐|打)")
+
+
+def _daily_of_a_product(d: Draft):
+    # 「最近7天科罗娜每天卖几瓶」 was the store's daily revenue, 科罗娜 dropped: that product, day by day
+    # (and 「每天卖几瓶」 with no product asks which one).
+    d.switch(vocab.PRODUCT_DAILY, f"商品「{d.product[0]}」每天 + " if d.product else "每天按件数问 + ")
 
 
 def _stock_of_a_product(d: Draft):  # 「黑牌还剩几瓶」: that product's stock, whatever its level
@@ -453,7 +462,7 @@ def _period(d: Draft):
 def _other_period_shown(d: Draft) -> bool:
     # 「哪个时段最忙」 → 「跟上上周比呢」 / 「跟福田比」 showed the other period's or store's figures as if
     # they were the comparison: say what is shown and which comparison can be asked.
-    return d.inherited and d.tool in (HOURLY_PEAK, TOP_PRODUCTS, vocab.DAILY_TREND, PRODUCT_SALES) \
+    return d.inherited and d.tool in (HOURLY_PEAK, TOP_PRODUCTS, vocab.DAILY_TREND, PRODUCT_SALES, vocab.PRODUCT_DAILY) \
         and bool(vocab.STORES_COMPARED.search(d.question)) and bool(asked := d.prev_params.get("period")) \
         and bool(d.params.get("period")) and d.params["period"] != asked
 
@@ -511,10 +520,12 @@ RULES: tuple[Rule, ...] = (
                                                                and not _names_a_period(d.question, d.today)), _keeps_period_and_store),
     Rule("only_a_product_named", lambda d: d.tool is None and bool(d.named_product), _only_a_product_named),
     Rule("no_tool", lambda d: d.tool is None, _no_tool),
-    Rule("product_on_a_store_tool", lambda d: d.inherited and d.tool not in _COUNTS_PRODUCTS
+    Rule("product_on_a_store_tool", lambda d: d.inherited and d.tool not in (*_COUNTS_PRODUCTS, vocab.DAILY_TREND)
          and bool(d.named_product), _product_on_a_store_tool),
-    Rule("the_product", lambda d: d.tool in (*_COUNTS_PRODUCTS, COMPARE_STORES) and bool(d.named_product),
+    Rule("the_product", lambda d: d.tool in (*_COUNTS_PRODUCTS, COMPARE_STORES, vocab.DAILY_TREND) and bool(d.named_product),
          _the_product),
+    Rule("daily_of_a_product", lambda d: d.tool == vocab.DAILY_TREND and (bool(d.product) or bool(_COUNTED_PER_DAY.search(d.question))),
+         _daily_of_a_product),
     Rule("store_ranking_of_a_product", lambda d: d.tool == COMPARE_STORES and bool(d.product)
          and not vocab.CHANNEL_WORDS.search(d.question), _store_ranking_of_a_product),
     Rule("several_products", lambda d: bool(d.product) and len(products_named_in_text(d.question)) > 1, _several_products),
@@ -526,7 +537,7 @@ RULES: tuple[Rule, ...] = (
          _sales_by_channel),
     Rule("stock_of_a_product", lambda d: d.tool == LOW_STOCK and bool(d.product), _stock_of_a_product),
     Rule("sales_of_a_product", lambda d: d.tool == STORE_SALES and (bool(d.product) or _counted_sales(d)), _sales_of_a_product),
-    Rule("product_param", lambda d: d.tool in (PRODUCT_SALES, PRODUCT_STOCK), _product_param),
+    Rule("product_param", lambda d: d.tool in (PRODUCT_SALES, PRODUCT_STOCK, vocab.PRODUCT_DAILY), _product_param),
     Rule("member_key", lambda d: d.tool == MEMBER_BALANCE, _member_key),
     Rule("store_param", lambda d: d.tool != COMPARE_STORES, _store_param),
     Rule("stores_compared", lambda d: d.tool == COMPARE_STORES, _stores_compared),

@@ -16,6 +16,7 @@ _NEXT = {
     "top_products": ("{period}{store}每天卖了多少", "{period}{store}几点最忙"),
     "compare_stores": ("{period}各店每天营业额趋势", "{period}热销前五"),
     "product_sales": ("{product}还剩多少",),
+    "product_daily": ("{period}{store}{product}卖了多少", "{product}还剩多少"),
 }
 
 

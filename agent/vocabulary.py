@@ -19,9 +19,9 @@ POLICY, DATA, BOTH, ACTION, OUT_OF_SCOPE = "policy", "data", "both", "action", "
 STORE_SALES, TOP_PRODUCTS, COMPARE_STORES, HOURLY_PEAK, LOW_STOCK, MEMBER_BALANCE, DAILY_TREND, PRODUCT_SALES, PRODUCT_STOCK = (
     "store_sales", "top_products", "compare_stores", "hourly_peak", "low_stock", "member_balance", "daily_trend", "product_sales",
     "product_stock")
-CHANNEL_SALES, PERIOD_COMPARE = "channel_sales", "period_compare"
+CHANNEL_SALES, PERIOD_COMPARE, PRODUCT_DAILY = "channel_sales", "period_compare", "product_daily"
 STOCK_TOOLS = (LOW_STOCK, PRODUCT_STOCK)  # answers whose rows below safety stock offer a restock
-PRODUCT_TOOLS = (PRODUCT_STOCK, PRODUCT_SALES)  # answers about one product (a restock after one is for it)
+PRODUCT_TOOLS = (PRODUCT_STOCK, PRODUCT_SALES, PRODUCT_DAILY)  # answers about one product (a restock after one is for it)
 # Two periods compared (「上周跟上上周比」「11月1号到7号和8号到14号哪个多」), or one against the one
 # before it (「本月环比」「上周涨了还是跌了」).
 PERIOD_CHANGE = re.compile(r"涨|跌|增长|下降|变化|环比|同比|哪个[^，。？！]{0,4}(多|高|好)|哪段|相比|对比|比起|比较|(跟|和|与)[^，。？！]{0,12}比|比上|"

@@ -11,6 +11,7 @@ urlpatterns = [
     path("sales/summary", views.SalesSummaryView.as_view(), name="sales-summary"),
     path("sales/daily", views.SalesDailyView.as_view(), name="sales-daily"),
     path("sales/products", views.SalesProductView.as_view(), name="sales-products"),
+    path("sales/products/daily", views.SalesProductDailyView.as_view(), name="sales-products-daily"),
     path("sales/channels", views.SalesChannelView.as_view(), name="sales-channels"),
     path("sales/compare", views.SalesCompareView.as_view(), name="sales-compare"),
     path("stock/products", views.StockProductView.as_view(), name="stock-products"),

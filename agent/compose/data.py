@@ -62,6 +62,11 @@ def _lead(tool_result: ToolResult, sources: Sources, question: str) -> str:
 
 def _best_and_weakest_day(r: ToolResult, sources: Sources, question: str, store_named: bool) -> str | None:
     # 「上周哪天生意最好」: the best and the weakest day, not only the list
+    if r.tool == "product_daily" and len(sources.data) >= 2 and any(d["row"]["qty"] for d in sources.data):
+        most = max(sources.data, key=lambda d: d["row"]["qty"])
+        least = min(sources.data, key=lambda d: d["row"]["qty"])
+        return (f"卖得最多的是 {most['row']['date']}（{most['row']['weekday']}）{most['row']['qty']:,}{most['row']['unit']} [{most['ref']}]，"
+                f"最少的是 {least['row']['date']}（{least['row']['weekday']}）{least['row']['qty']:,}{least['row']['unit']} [{least['ref']}]。")
     if r.tool != "daily_trend" or len(sources.data) < 2 or not any(d["row"]["orders"] for d in sources.data):
         return None
     best = max(sources.data, key=lambda d: d["row"]["revenue"])

@@ -169,10 +169,11 @@ def _tool_view(tool: str, summary: str) -> type[APIView]:
 SalesSummaryView = _tool_view("store_sales", "营业额汇总")
 SalesDailyView = _tool_view("daily_trend", "每日营业额趋势（最多 92 天）")
 SalesProductView = _tool_view("product_sales", "单品销量")
+SalesProductDailyView = _tool_view("product_daily", "单品每日销量（最多 92 天）")
 SalesChannelView = _tool_view("channel_sales", "按渠道的营业额和退款")
 SalesCompareView = _tool_view("period_compare", "两段时间的营业额对比")
 StockProductView = _tool_view("product_stock", "单品库存")
 
 
-__all__ = ["OrdersView", "CatalogView", "InventoryAdjustmentsView", "StoresView", "SalesSummaryView", "SalesDailyView", "SalesProductView",
+__all__ = ["OrdersView", "CatalogView", "InventoryAdjustmentsView", "StoresView", "SalesSummaryView", "SalesDailyView", "SalesProductView", "SalesProductDailyView",
            "SalesChannelView", "SalesCompareView", "StockProductView", "InventorySerializer"]

@@ -33,6 +33,7 @@ from . import (
     low_stock,
     member_balance,
     period_compare,
+    product_daily,
     product_sales,
     product_stock,
     store_sales,
@@ -49,7 +50,7 @@ from .top_products import MAX_TOP_N  # noqa: F401
 TOOLS: dict[str, Tool] = {
     module.TOOL.name: module.TOOL
     for module in (store_sales, period_compare, channel_sales, top_products, product_sales, compare_stores, hourly_peak,
-                   daily_trend, low_stock, product_stock, member_balance)
+                   daily_trend, product_daily, low_stock, product_stock, member_balance)
 }
 
 

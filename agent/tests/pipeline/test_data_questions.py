@@ -104,6 +104,24 @@ def test_how_many_of_a_product_sold_is_answered_in_units_and_follow_ups_switch_p
     assert "想查哪个商品的销量" in unknown.answer and not unknown.data and "营业额" not in unknown.answer
 
 
+def test_a_products_sales_day_by_day_keep_the_product_and_follow_ups_switch_it():
+    # 「最近7天科罗娜每天卖几瓶」 was answered with the store's daily revenue, 科罗娜 dropped.
+    staff = make_user("agent_product_daily", role="staff", stores=["GZ-TH"])
+    first, conv, _ = chat_ask(user=staff, query="最近7天科罗娜每天卖几瓶")
+    assert first.intent == "data" and first.data[0]["tool"] == "product_daily", first.data
+    rows = run_tool("product_daily", {"product": "科罗娜", "store": "天河店", "period": "最近7天"}, user=None).rows
+    assert all(f"{r['date']}（{r['weekday']}）：{r['qty']:,}瓶" in first.answer for r in rows)
+    assert "营业额" not in first.answer and "卖得最多的是" in first.answer
+    second, _, _ = chat_ask(user=staff, query="那百威呢", thread_id=conv.thread_id)
+    assert second.data[0]["tool"] == "product_daily" and second.data[0]["params"]["product"] == "百威啤酒"
+    # after the store's daily revenue, 「那科罗娜呢」 is that product's days, not 「cannot split」
+    _, conv, _ = chat_ask(user=staff, query="上周每天营业额")
+    third, _, _ = chat_ask(user=staff, query="那科罗娜呢", thread_id=conv.thread_id)
+    assert third.data[0]["tool"] == "product_daily" and third.data[0]["params"]["period"]["label"].startswith("上周")
+    unknown, _, _ = chat_ask(user=staff, query="上周每天卖几瓶")
+    assert "想查哪个商品的销量" in unknown.answer and not unknown.data
+
+
 def test_a_period_before_the_records_is_bounded_by_the_tool_in_chat_as_in_the_api():
     # One path (ops.tools): the chat planner used to bound periods itself as well.
     from datetime import timedelta

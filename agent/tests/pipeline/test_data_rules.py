@@ -25,6 +25,7 @@ CASES = {
     "no_tool": ("sql", None, None, True),
     "product_on_a_store_tool": ("那科罗娜呢", AFTER_PEAK, "hourly_peak", True),
     "the_product": ("青岛还剩多少", None, "product_stock", False),
+    "daily_of_a_product": ("最近7天科罗娜每天卖几瓶", None, "product_daily", False),
     "store_ranking_of_a_product": ("上周哪家店科罗娜卖得最多", None, "product_sales", False),
     "several_products": ("青岛和科罗娜还剩多少", None, "low_stock", True),
     "two_periods": ("上周生意涨了还是跌了", None, "period_compare", False),

@@ -293,6 +293,19 @@ def test_sales_products_is_the_product_sales_tool(staff_api, pos):
     assert missing.status_code == 400 and "product" in missing.json()
 
 
+def test_sales_products_daily_is_the_product_daily_tool(staff_api, pos):
+    from ops.tools import run_tool
+
+    assert pos.get("/api/v1/sales/products/daily", {"product": "科罗娜", "period": "上周"}).status_code == 403
+    r = staff_api.get("/api/v1/sales/products/daily", {"product": "科罗娜", "period": "上周"})
+    expected = run_tool("product_daily", {"product": "科罗娜", "store": "天河店", "period": "上周"}, user=None).as_dict()
+    assert r.status_code == 200 and r.json() == expected and len(r.json()["rows"]) == 7
+    bad = staff_api.get("/api/v1/sales/products/daily", {"product": "嗨棒", "period": "上周"})
+    assert bad.status_code == 400 and "科罗娜啤酒" in bad.json()["product"][0]
+    extra = staff_api.get("/api/v1/sales/products/daily", {"product": "科罗娜", "period": "上周", "by_store": "true"})
+    assert extra.status_code == 400 and "by_store" in extra.json()
+
+
 def test_schema_and_docs_are_served():
     from django.test import Client
 

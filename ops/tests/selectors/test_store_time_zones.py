@@ -16,6 +16,7 @@ from ops.tools import paid_orders, run_tool
 from ops.tools.channel_sales import channel_sales
 from ops.tools.daily_trend import daily_trend
 from ops.tools.hourly_peak import hourly_peak
+from ops.tools.product_daily import product_daily
 from ops.tools.product_sales import product_sales
 from ops.tools.store_sales import store_sales
 from ops.tools.top_products import top_products
@@ -71,6 +72,11 @@ def test_every_tool_counts_a_stores_day_on_its_own_clock(tokyo):
     assert product_sales(product=beer, store=tokyo, period=THAT_DAY).rows[0]["qty"] == 4
     assert {r["product"]: r["qty"] for r in top_products(store=tokyo, period=THAT_DAY).rows}[beer.name] == 4
     assert [(r["date"], r["orders"]) for r in daily_trend(store=tokyo, period=THAT_DAY).rows] == [("2026-01-05", 2)]
+    two_days = Period(DAY, DAY + timedelta(days=1), "两天")
+    assert [(r["date"], r["qty"]) for r in product_daily(product=beer, store=tokyo, period=two_days).rows] == \
+        [("2026-01-05", 4), ("2026-01-06", 2)]
+    both_days = product_daily(product=beer, store=None, period=two_days, scope=[tokyo, shanghai]).rows
+    assert [(r["date"], r["qty"]) for r in both_days] == [("2026-01-05", 6), ("2026-01-06", 2)]  # each store on its clock
     # the hour is the store's: 06:00 and 05:00 in Tokyo, in the order of the night's trade
     assert [r["hour"] for r in hourly_peak(store=tokyo, period=THAT_DAY).rows] == ["06:00", "05:00"]
     both = [r["hour"] for r in hourly_peak(store=None, period=THAT_DAY, scope=[tokyo, shanghai]).rows]

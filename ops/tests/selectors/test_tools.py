@@ -292,7 +292,7 @@ def test_unknown_tool_and_unknown_params_are_rejected():
         run_tool("store_sales", {"store": "天河店"}, user=None)
     assert "period" in exc.value.message_dict
     assert set(TOOLS) == {"store_sales", "top_products", "product_sales", "compare_stores", "hourly_peak", "daily_trend", "low_stock",
-                          "product_stock", "channel_sales", "period_compare", "member_balance"}
+                          "product_stock", "channel_sales", "period_compare", "member_balance", "product_daily"}
 
 
 @pytest.mark.parametrize("text,store", [
@@ -370,6 +370,36 @@ def test_daily_trend_by_store_is_one_series_per_store_matching_sql():
     with pytest.raises(ValidationError) as exc:
         run_tool("daily_trend", {"period": "上周", "by_store": "yes"}, user=None)
     assert "by_store" in exc.value.message_dict
+
+
+def test_product_daily_has_a_row_per_day_matching_sql_zeros_included():
+    # 「最近7天科罗娜每天卖几瓶」 was answered with the store's daily revenue: the product's bottles, day by day.
+    today = local_today()
+    result = run_tool("product_daily", {"product": "科罗娜", "store": "天河店", "period": "最近7天"}, today=today, user=None)
+    start = today - timedelta(days=7)
+    assert [r["date"] for r in result.rows] == [(start + timedelta(days=i)).isoformat() for i in range(7)]
+    lo, hi = day_bounds(start, today - timedelta(days=1))
+    expected = {
+        str(day): (int(qty), float(amount), n)
+        for day, qty, amount, n in sql_one(
+            "SELECT ((o.created_at AT TIME ZONE 'Asia/Shanghai') - interval '6 hours')::date, SUM(l.qty), SUM(l.amount), "
+            "COUNT(DISTINCT o.id) FROM ops_orderline l JOIN ops_order o ON o.id=l.order_id JOIN ops_store s ON s.id=o.store_id "
+            "JOIN ops_product p ON p.id=l.product_id WHERE s.code='GZ-TH' AND p.name='科罗娜啤酒' AND o.status='paid' "
+            "AND o.created_at >= %s AND o.created_at < %s GROUP BY 1", [lo, hi])
+    }
+    assert expected, "the demo data sells Corona in the last 7 days"
+    for row in result.rows:
+        assert (row["qty"], row["revenue"], row["orders"]) == expected.get(row["date"], (0, 0.0, 0))
+        assert row["product"] == "科罗娜啤酒" and row["unit"] == "瓶"
+    whole = run_tool("product_sales", {"product": "科罗娜", "store": "天河店", "period": "最近7天"}, today=today, user=None)
+    assert sum(r["qty"] for r in result.rows) == whole.rows[0]["qty"]
+    assert result.params["product"] == "科罗娜啤酒" and "每天的销量" in result.summary
+    with pytest.raises(ValidationError) as exc:
+        run_tool("product_daily", {"store": "天河店", "period": "最近7天"}, user=None)
+    assert "product" in exc.value.message_dict
+    with pytest.raises(ValidationError) as exc:
+        run_tool("product_daily", {"product": "科罗娜", "period": {"start": "2026-01-01", "end": "2026-06-30"}}, user=None)
+    assert "最多查 92 天" in exc.value.message_dict["period"][0]
 
 
 def test_daily_trend_is_validated_like_the_others():
