@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from datetime import timedelta
-
 from zoneinfo import ZoneInfo
 
 from django.db.models import Count, F, Sum
@@ -47,7 +46,7 @@ def product_daily(*, product: Product, store: Store | None, period: Period, scop
     for i in range(period.days):
         day = period.start + timedelta(days=i)
         a = per_day.get(day, {})
-        rows.append({"date": day.isoformat(), "weekday": f"周{WEEKDAY_NAMES[day.weekday()]}", "product": product.name,
+        rows.append({"date": day.isoformat(), "weekday": f"周{WEEKDAY_NAMES[day.weekday()]}",
                      "qty": a.get("qty", 0), "unit": product.unit, "revenue": money(a.get("revenue")), "orders": a.get("orders", 0)})
     label, qty = store_label(store, scope), sum(r["qty"] for r in rows)
     if qty:
@@ -57,7 +56,7 @@ def product_daily(*, product: Product, store: Store | None, period: Period, scop
                    f"（只计已支付订单）。")
     else:
         summary = f"{label} {period.describe()} 没有卖出{product.name}（只计已支付订单）。"
-    return ToolResult("product_daily", {}, rows, summary, ["date", "weekday", "product", "qty", "unit", "revenue", "orders"])
+    return ToolResult("product_daily", {}, rows, summary, ["date", "weekday", "qty", "unit", "revenue", "orders"])
 
 
 TOOL = Tool(

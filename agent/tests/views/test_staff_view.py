@@ -157,7 +157,8 @@ def test_every_tool_has_a_label_for_every_column_it_returns():
     today = local_today()
     params = {"store_sales": {"period": "上周"}, "top_products": {"period": "上周"}, "compare_stores": {"period": "上周"},
               "hourly_peak": {"period": "上周"}, "daily_trend": {"period": "上周"}, "low_stock": {}, "member_balance": None,
-              "product_sales": {"product": "青岛啤酒", "period": "上周"}, "product_stock": {"product": "黑牌"},
+              "product_sales": {"product": "青岛啤酒", "period": "上周"}, "product_daily": {"product": "青岛啤酒", "period": "上周"},
+              "product_stock": {"product": "黑牌"},
               "channel_sales": {"period": "上周"}, "period_compare": {"period": "上周", "baseline": "上上周"}}
     for name, spec in TOOLS.items():
         if params[name] is None:

@@ -390,7 +390,7 @@ def test_product_daily_has_a_row_per_day_matching_sql_zeros_included():
     assert expected, "the demo data sells Corona in the last 7 days"
     for row in result.rows:
         assert (row["qty"], row["revenue"], row["orders"]) == expected.get(row["date"], (0, 0.0, 0))
-        assert row["product"] == "科罗娜啤酒" and row["unit"] == "瓶"
+        assert row["unit"] == "瓶"
     whole = run_tool("product_sales", {"product": "科罗娜", "store": "天河店", "period": "最近7天"}, today=today, user=None)
     assert sum(r["qty"] for r in result.rows) == whole.rows[0]["qty"]
     assert result.params["product"] == "科罗娜啤酒" and "每天的销量" in result.summary
