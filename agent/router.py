@@ -54,6 +54,7 @@ class Turn:
     said: str
     proposal_id: str | None = None
     signed_in: bool = True
+    pending: bool = False  # a restock or ticket in this thread waits for the asker's reply
 
 
 @dataclass
@@ -234,6 +235,16 @@ def _asks_where_proposals_stand(q: _Asked) -> Route | None:
                  target={"awaiting_me": awaiting, "kind": kind})
 
 
+def _a_reply_to_nothing_asked(q: _Asked) -> Route | None:
+    """「算了」「五箱吧」 with no restock or ticket waiting for a reply were searched in the rules
+    (and filed as unanswered questions): say that nothing waits, and how to start one."""
+    said = q.turn.said
+    if q.turn.pending or not (vocab.BARE_CANCEL.fullmatch(said) or vocab.BARE_QUANTITY.fullmatch(said)):
+        return None
+    return Route(ACTION, "只回了数量或「算了」，但没有等待回复的补货申请或工单", handler="nothing_pending",
+                 target={"cancel": bool(vocab.BARE_CANCEL.fullmatch(said)), "proposal": q.turn.proposal_id})
+
+
 def _action_words(q: _Asked) -> Route | None:
     if q.scores[ACTION] >= 3:
         return Route(ACTION, f"动作请求 — {q.why(ACTION)}", q.scores)
@@ -319,10 +330,10 @@ def _a_bare_product_name(q: _Asked) -> Route | None:
 
 # The routing rules, in order: the first that reads the question routes it. Its name is in the
 # trace (Route.rule); a question none of them reads is searched as a rules question, undecided.
-# The first three are requests the product answers itself (Route.handler), not questions.
+# The first four are requests the product answers itself (Route.handler), not questions.
 ROUTING_RULES: tuple[tuple[str, Callable[[_Asked], Route | None]], ...] = (
     ("decides_a_proposal", _decides_a_proposal), ("asks_for_a_page", _asks_for_a_page),
-    ("asks_where_proposals_stand", _asks_where_proposals_stand),
+    ("asks_where_proposals_stand", _asks_where_proposals_stand), ("a_reply_to_nothing_asked", _a_reply_to_nothing_asked),
     ("action_words", _action_words), ("restock_a_product", _restock_a_product),
     ("stock_left_of_a_product", _stock_left_of_a_product), ("out_of_the_stores_world", _out_of_the_stores_world),
     ("two_periods_compared", _two_periods_compared), ("data_words_about_a_rule", _data_words_about_a_rule),

@@ -207,6 +207,10 @@ PROPOSAL_STATUS = re.compile(_PROPOSAL_WORDS + r"[^，。？！]{0,10}(批了没
 _NOT_A_TABLE = r"(?!\d|\s*号?\s*(?:桌|台|包|房|位|卡座))"
 PROPOSAL_NUMBER = re.compile(r"(?:提案|补货单|补货申请|工单)\s*#?\s*(\d{1,9})" + _NOT_A_TABLE + r"|#\s*(\d{1,9})" + _NOT_A_TABLE
                              + r"|(?<!\d)(\d{1,9})\s*号(?:提案|补货单|补货申请|工单)")
+# A reply to a step of a restock or a ticket, said alone: 「算了」「先不补了」, 「五箱吧」「就3箱」.
+BARE_CANCEL = re.compile(r"\s*(算了|不用了|不要了|取消|不补了|别补了|先不补了?|先不用了?|先不要了?|不建了|先不建了?)[吧啊呀]?[。！!\s]*")
+BARE_QUANTITY = re.compile(r"\s*(那就|就|要|改成|改为|来)?\s*(\d+|[零〇一二两三四五六七八九十百]+)\s*(箱|瓶|杯|份|件|桶|个)"
+                           r"\s*(吧|就行了?|就好|就够了?|好了|可以了|够了)?[。！!\s]*")
 # 「科罗娜还有多少」「黑方还有没有货」: with a product named, how much of it is left (stock), not a rule.
 # 「补科罗娜」: 补 and a product's name, nothing else (「补签」「补打小票」 name no product).
 RESTOCK_A_PRODUCT = re.compile(r"\s*(我要|我想|要|想|帮忙)?(申请)?补货?\s*[：:，,\s]*(?P<what>[^，。？！\d\s]{1,10}?)\s*[。！!]?\s*")

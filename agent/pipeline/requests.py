@@ -1,6 +1,6 @@
 """The requests the router hands to a handler of their own (Route.handler) instead of a question
 to answer from the rules or the data: 「确认提案7」 (decide_in_chat), 「查看审计记录」
-(point_to_page), 「我的补货申请批了吗」 (proposal_status). The router's rule that read the request
+(point_to_page), 「我的补货申请批了吗」 (proposal_status), 「算了」 with nothing waiting (nothing_pending). The router's rule that read the request
 is in the trace (Route.rule); the handler answers from what that rule found (Route.target)."""
 from __future__ import annotations
 
@@ -39,7 +39,17 @@ def point_to_page(state: AgentState) -> None:
     state.answer = f"「{page['name']}」在 {page['url']}（{page['also']}）。能看到哪些内容取决于你的角色和门店。"
 
 
-HANDLERS = {"decide_in_chat": decide_in_chat, "proposal_status": proposal_status, "point_to_page": point_to_page}
+def nothing_pending(state: AgentState) -> None:
+    """「算了」「五箱吧」 with no restock or ticket waiting for a reply: say so, and how to start one."""
+    target = state.route.target
+    head = "现在没有进行中的补货申请或工单，不需要取消。" if target["cancel"] else "现在没有等你补充数量的补货申请或工单。"
+    made = (f"刚才提交的提案 #{target['proposal']} 已在等待店长确认，在顶部菜单的「操作提案」页面（/proposals/）可以查看。"
+            if target.get("proposal") else "")
+    state.answer = head + made + "要补货可以直接说「补两箱科罗娜」，要登记客诉可以说「帮我建个投诉工单：8号桌客人说酒有异味」。"
+
+
+HANDLERS = {"decide_in_chat": decide_in_chat, "proposal_status": proposal_status, "point_to_page": point_to_page,
+            "nothing_pending": nothing_pending}
 
 
 def answer_request(state: AgentState) -> bool:

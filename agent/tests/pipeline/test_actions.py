@@ -367,3 +367,27 @@ def test_another_product_after_a_restock_and_then_its_quantity_are_one_request(s
     if asked.proposal is None and "要补多少" in asked.answer:
         five, _ = t2.ask("5箱")
         assert five.intent == "action" and five.proposal and five.proposal["payload"]["lines"][0]["product"] == "科罗娜啤酒", five.answer
+
+
+@pytest.mark.parametrize("reply", ["算了", "五箱吧", "就3箱", "先不补了"])
+def test_a_reply_with_no_restock_or_ticket_waiting_says_so_and_is_no_sop_gap(staff, reply):
+    # 「算了」「五箱吧」 in a thread where nothing waited for a reply were searched in the rules,
+    # answered from 《发票开具》 and filed as unanswered questions.
+    from agent.models import UnansweredQuestion
+
+    result, reply_message = Thread(staff).ask(reply)
+    assert result.intent == "action" and not result.refused and not result.citations and result.proposal is None
+    assert "没有" in result.answer and "补两箱科罗娜" in result.answer
+    assert not UnansweredQuestion.objects.filter(question=reply).exists()
+    assert not Proposal.objects.filter(proposed_by=staff).exists()
+
+
+def test_a_quantity_still_fills_the_restock_that_waits_for_it(manager_two_stores):
+    t = Thread(manager_two_stores)
+    t.ask("帮我给天河店申请补货")
+    asked, _ = t.ask("科罗娜")
+    assert asked.proposal is None and "补多少" in asked.answer, asked.answer
+    filled, _ = t.ask("五箱吧")
+    assert filled.proposal is not None and filled.proposal["payload"]["lines"][0]["quantity"] > 0
+    gone, _ = t.ask("算了")  # the proposal was made: nothing waits any more, and the answer points to it
+    assert f"#{filled.proposal['id']}" in gone.answer and "不需要取消" in gone.answer
