@@ -110,6 +110,10 @@ def uncovered_topics() -> list[UncoveredTopic]:
     return _uncovered
 
 
+# One-character modals and negations jieba joins to the next character (能带, 不带, 要带).
+_GLUED_MODALS = frozenset("能会要想可没不别")
+
+
 def contains_word(text: str, word: str) -> bool:
     """Does `text` say `word` as a word: each occurrence must start and end where jieba cuts the
     text, or lie inside one of its words. 「数字人民币」 (数字|人民币) and 「月工资」 (one word) say 工资
@@ -125,7 +129,9 @@ def contains_word(text: str, word: str) -> bool:
     at = text.find(word)
     while at >= 0:
         end = at + len(word)
-        if (at in cuts and end in cuts) or any(s <= at and end <= e for s, e in spans):
+        # jieba glues a modal to the verb after it (「客人能带狗进来吗」: 能带|狗), which hid 带狗.
+        glued = at - 1 in cuts and text[at - 1] in _GLUED_MODALS
+        if ((at in cuts or glued) and end in cuts) or any(s <= at and end <= e for s, e in spans):
             return True
         at = text.find(word, at + 1)
     return False

@@ -120,6 +120,17 @@ def test_a_refused_question_not_about_the_store_is_out_of_scope(staff, settings)
         assert far.answer == vocab.DECLINE["与门店无关"] and "相近的内容" in near.answer
 
 
+@pytest.mark.parametrize("question", ["橙子榨汁能放多久", "薄荷叶怎么保存"])
+def test_a_bar_prep_question_the_rules_miss_is_a_gap_not_off_topic(staff, question):
+    # Both were declined as 「与门店运营无关」: a bartender's question about prepping and storing
+    # garnish is the job's world (the shipped lexicon's 鲜榨果汁, 保质期, 储存), and the SOPs' gap.
+    assert vocab.about_the_store(question)
+    coverage_model()
+    result, _ = answer_question(question, user=staff)
+    assert result.intent == "policy" and result.answer != vocab.DECLINE["与门店无关"]
+    assert not vocab.about_the_store("明年流行什么颜色的羽绒服")
+
+
 def test_the_same_unanswered_question_asked_again_counts_up(staff):
     # Was one row per ask: 150 refused chats made 150 rows on the manager's list.
     coverage_model()
