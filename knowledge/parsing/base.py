@@ -8,8 +8,11 @@ Parsers never touch the database.
 """
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
+
+logger = logging.getLogger(__name__)
 
 
 class FileRejected(ValueError):
@@ -18,6 +21,15 @@ class FileRejected(ValueError):
     def __init__(self, message: str, *, code: str = "invalid"):
         super().__init__(message)
         self.message, self.code = message, code
+
+
+def unreadable(what: str, exc: BaseException, *, code: str) -> FileRejected:
+    """A file its parser could not read, said in a knowledge owner's words. The parser's own reason
+    (「File is not a zip file」, 「XMLSyntaxError」) went to the upload page in English; it goes to
+    the log, for whoever looks into it."""
+    logger.info("upload refused, %s unreadable: %s: %s", what, type(exc).__name__, exc)
+    return FileRejected(f"{what}已损坏，或内容不是扩展名所说的格式，无法打开。请用原来的软件打开它、另存一份再上传；"
+                        "如果是下载或转发来的，请重新获取完整的文件。", code=code)
 
 
 @dataclass

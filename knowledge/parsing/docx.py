@@ -11,7 +11,6 @@ import io
 import re
 
 from .base import (
-    FileRejected,
     OutlineLevels,
     ParsedFile,
     Section,
@@ -19,6 +18,7 @@ from .base import (
     looks_like_heading,
     markdown_table,
     sections_from_outline,
+    unreadable,
 )
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -110,7 +110,7 @@ def parse_docx(data: bytes, *, name: str = "") -> ParsedFile:
     try:
         document = docx.Document(io.BytesIO(data))
     except (PackageNotFoundError, XMLSyntaxError, KeyError, ValueError) as exc:
-        raise FileRejected(f"Word 文件已损坏，无法解析（{type(exc).__name__}）。", code="malformed") from None
+        raise unreadable("Word 文件", exc, code="malformed") from None
     blocks = _blocks(document)
     styled = any(kind == "p" and _style_level(b) not in (None, 0) and b.text.strip() for kind, b in blocks)
     outline = _Outline(document, styled, (document.core_properties.title or "").strip())

@@ -15,7 +15,16 @@ import re
 import statistics
 from collections import Counter
 
-from .base import FileRejected, OutlineLevels, ParsedFile, dedupe_heading_paths, looks_like_heading, markdown_table, sections_from_outline
+from .base import (
+    FileRejected,
+    OutlineLevels,
+    ParsedFile,
+    dedupe_heading_paths,
+    looks_like_heading,
+    markdown_table,
+    sections_from_outline,
+    unreadable,
+)
 
 _PAGE_NUMBER = re.compile(r"^(第\s*\d+\s*页(\s*[/，,]?\s*共\s*\d+\s*页)?|\d+\s*/\s*\d+|-?\s*\d+\s*-?|page\s*\d+(\s*of\s*\d+)?)$", re.IGNORECASE)
 NO_TEXT_LAYER = "这个 PDF 没有文字层（可能是扫描件或图片），需要先做 OCR 再上传。"
@@ -111,7 +120,7 @@ def _read_pages(data: bytes) -> tuple[list, list[float], str]:
     except pdfium.PdfiumError as exc:
         if "password" in str(exc).lower():
             raise FileRejected(ENCRYPTED, code="encrypted") from None
-        raise FileRejected(f"PDF 已损坏，无法解析（{exc}）。", code="malformed") from None
+        raise unreadable("PDF 文件", exc, code="malformed") from None
     tables = _tables(data)
     per_page, sizes = [], []
     try:

@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 
 from django.conf import settings
 
-from .base import FileRejected
+from .base import FileRejected, unreadable
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 MAX_ENTRIES = 2000
@@ -40,7 +40,7 @@ def check_zip(data: bytes, *, what: str = "文件") -> zipfile.ZipFile:
         archive = zipfile.ZipFile(io.BytesIO(data))
         members = archive.infolist()
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise FileRejected(f"{what}已损坏，无法打开（{exc}）。", code="corrupt") from None
+        raise unreadable(what, exc, code="corrupt") from None
     if len(members) > MAX_ENTRIES:
         raise FileRejected(f"{what}里的条目太多（{len(members)} 个），不像是正常文档。", code="zip_bomb")
     total = 0
@@ -63,7 +63,7 @@ def _office_kind(archive: zipfile.ZipFile) -> str | None:
     try:
         content_types = archive.read("[Content_Types].xml").decode("utf-8", "replace") if "[Content_Types].xml" in names else ""
     except (zipfile.BadZipFile, OSError, RuntimeError) as exc:
-        raise FileRejected(f"文件已损坏，无法打开（{exc}）。", code="corrupt") from None
+        raise unreadable("文件", exc, code="corrupt") from None
     if any(n.lower().endswith("vbaproject.bin") for n in names) or "macroenabled" in content_types.lower():
         raise FileRejected("这是启用了宏的 Office 文件（.docm/.xlsm/.pptm），出于安全考虑不接收；请另存为不带宏的格式再上传。", code="macro")
     for part, kind in (("word/document.xml", "docx"), ("xl/workbook.xml", "xlsx"), ("ppt/presentation.xml", "pptx")):
@@ -142,7 +142,7 @@ def unpack_zip(data: bytes) -> list[tuple[str, bytes]]:
         try:
             out.append((name, archive.read(m)))
         except (zipfile.BadZipFile, OSError, RuntimeError, EOFError) as exc:
-            raise FileRejected(f"压缩包里的「{base}」已损坏（{exc}）。", code="corrupt") from None
+            raise unreadable(f"压缩包里的「{base}」", exc, code="corrupt") from None
     if not out:
         raise FileRejected("压缩包里没有文件。", code="empty")
     return out

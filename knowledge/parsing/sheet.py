@@ -9,7 +9,7 @@ import csv
 import io
 import re
 
-from .base import FileRejected, ParsedFile, Section, dedupe_heading_paths, markdown_table
+from .base import ParsedFile, Section, dedupe_heading_paths, markdown_table, unreadable
 from .safety import decode_text
 
 _QUESTION = re.compile(r"^(问题|问|提问|常见问题|question|q)$", re.IGNORECASE)
@@ -53,7 +53,7 @@ def parse_xlsx(data: bytes, *, name: str = "") -> ParsedFile:
     try:
         workbook = openpyxl.load_workbook(io.BytesIO(data), data_only=True)
     except (InvalidFileException, KeyError, ValueError, TypeError, OSError) as exc:
-        raise FileRejected(f"Excel 文件已损坏，无法解析（{type(exc).__name__}）。", code="malformed") from None
+        raise unreadable("Excel 文件", exc, code="malformed") from None
     warnings: list[str] = []
     sections = []
     for sheet in workbook.worksheets:
@@ -79,7 +79,7 @@ def parse_csv(data: bytes, *, name: str = "") -> ParsedFile:
     try:
         rows = [[_clean(c) for c in r] for r in csv.reader(io.StringIO(text), dialect)]
     except csv.Error as exc:
-        raise FileRejected(f"CSV 无法解析（{exc}）。", code="malformed") from None
+        raise unreadable("CSV 文件", exc, code="malformed") from None
     stem = re.sub(r"\.[^.]+$", "", name.rsplit("/", 1)[-1]) or "表格"
     warnings: list[str] = []
     return ParsedFile(title="", sections=_sheet_sections(stem, rows, warnings), kind="csv", warnings=warnings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from .base import FileRejected, ParsedFile, Section, dedupe_heading_paths, markdown_table
+from .base import ParsedFile, Section, dedupe_heading_paths, markdown_table, unreadable
 
 
 def parse_pptx(data: bytes, *, name: str = "") -> ParsedFile:
@@ -15,7 +15,7 @@ def parse_pptx(data: bytes, *, name: str = "") -> ParsedFile:
     try:
         deck = Presentation(io.BytesIO(data))
     except (PackageNotFoundError, KeyError, ValueError, TypeError) as exc:
-        raise FileRejected(f"PowerPoint 文件已损坏，无法解析（{type(exc).__name__}）。", code="malformed") from None
+        raise unreadable("PowerPoint 文件", exc, code="malformed") from None
     sections = []
     for number, slide in enumerate(deck.slides, start=1):
         title_shape = slide.shapes.title

@@ -1,6 +1,7 @@
 """Uploaded files → sections (knowledge/parsing): real files built with the libraries that
 write them, and one test per kind of bad file."""
 import io
+import re
 import zipfile
 from pathlib import Path
 
@@ -295,6 +296,19 @@ def test_malformed_xml_in_a_word_file_is_refused():
     with pytest.raises(FileRejected) as exc:
         parse_file("坏.docx", data)
     assert exc.value.code == "malformed"
+
+
+@pytest.mark.parametrize("name,damage", [
+    ("坏.docx", lambda data: _rezip(data, replace={"word/document.xml": b"<w:document><w:body><w:p>"})),  # XMLSyntaxError
+    ("半截.docx", lambda data: data[: len(data) // 2]),  # File is not a zip file
+    ("半截.xlsx", lambda data: data[: len(data) // 2]),
+])
+def test_a_damaged_file_is_refused_in_the_owners_words_not_the_parsers(name, damage):
+    # The upload page showed 「…（File is not a zip file）」 and 「…（XMLSyntaxError）」.
+    with pytest.raises(FileRejected) as exc:
+        parse_file(name, damage(docx_bytes(lambda d: d.add_paragraph("坏"))))
+    assert "已损坏" in exc.value.message and "另存" in exc.value.message
+    assert not re.search(r"[A-Za-z]{4,}", exc.value.message.replace("Word", "").replace("Excel", "")), exc.value.message
 
 
 def test_an_entity_declaration_in_office_xml_is_refused():
