@@ -253,6 +253,9 @@ SM_EVAL_CORPUS = env("SM_EVAL_CORPUS", "bundled")
 SM_EVAL_CORPORA_DIR = Path(env("SM_EVAL_CORPORA_DIR", str(BASE_DIR / "eval" / "corpora")) or BASE_DIR / "eval" / "corpora")
 # The largest document a knowledge owner may upload (a ZIP of documents: each file, and 4× this unpacked).
 SM_UPLOAD_MAX_MB = env_int("SM_UPLOAD_MAX_MB", 20)
+# How many days back a POS may date an order (a 2001 order moved the first recorded sale back 25
+# years); a chain importing older history raises it for the import, 0 lifts the limit.
+SM_ORDER_MAX_AGE_DAYS = env_int("SM_ORDER_MAX_AGE_DAYS", 731)
 # The domain lexicon (everyday staff words → the words SOPs use); default knowledge/lexicon.txt, "" for none.
 SM_LEXICON_PATH = env("SM_LEXICON_PATH", None)
 

@@ -45,7 +45,7 @@ class OrderInSerializer(serializers.Serializer):
     # 「"store": null」 is how many POS serializers write an unset field: it is read as omitted.
     store = serializers.CharField(required=False, allow_null=True, help_text="门店编码；POS 令牌绑定门店时可省略或为 null")
     external_id = serializers.CharField(max_length=MAX_KEY_LENGTH, help_text="POS 单号，同一门店内唯一（幂等键）")
-    created_at = serializers.DateTimeField(help_text="ISO 8601，如 2026-11-20T21:15:00+08:00；年份 2000–2100，时区偏移在 -14:00 到 +14:00 之间；不带时区时按门店所在时区；不能在未来（容许 5 分钟时钟误差）")
+    created_at = serializers.DateTimeField(help_text="ISO 8601，如 2026-11-20T21:15:00+08:00；年份 2000–2100，时区偏移在 -14:00 到 +14:00 之间；不带时区时按门店所在时区；不能在未来（容许 5 分钟时钟误差），也不能早于 SM_ORDER_MAX_AGE_DAYS 天前（默认 731）")
     channel = serializers.ChoiceField(choices=Order.Channel.choices, default=Order.Channel.DINE_IN)
     status = serializers.ChoiceField(choices=Order.Status.choices, default="paid")
     total = serializers.DecimalField(max_digits=11, decimal_places=2, max_value=MAX_MONEY, min_value=-MAX_MONEY,

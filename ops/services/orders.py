@@ -105,6 +105,13 @@ def _order_created_at(raw: dict, prefix: str, store: Store | None, ctx: dict, er
     if parsed > ctx["now"] + timedelta(minutes=5):
         errors[prefix + "created_at"] = ["下单时间不能在未来。"]
         return None
+    max_age = settings.SM_ORDER_MAX_AGE_DAYS
+    if max_age and parsed < ctx["now"] - timedelta(days=max_age):
+        # A POS whose clock or date format was off sent a 2001 order, accepted (201): it moved
+        # the chain's first recorded sale, and every period bound with it, back 25 years.
+        oldest = timezone.localtime(ctx["now"] - timedelta(days=max_age), TZ).date()
+        errors[prefix + "created_at"] = [f"下单时间早于 {oldest.isoformat()}：只接收 {max_age} 天内的订单，请检查 POS 的时钟和时间格式。"]
+        return None
     return parsed
 
 

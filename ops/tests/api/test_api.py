@@ -75,6 +75,24 @@ def test_single_order_created_then_replayed_then_conflict(pos):
     assert "T-1001" in r3.json()["detail"] and r3.json()["conflicting_external_ids"] == ["T-1001"]
 
 
+def test_an_order_from_years_ago_is_refused_and_the_first_sale_stays(pos, settings):
+    # A 2001-dated order was accepted (201) and became the chain's first recorded sale.
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from ops.selectors import first_sale_date
+
+    first, before = first_sale_date(), counts()
+    r = pos.post("/api/v1/orders", order_payload("OLD-1", created_at="2001-03-04T20:00:00+08:00"), format="json")
+    assert r.status_code == 400 and "只接收 731 天内的订单" in r.json()["created_at"][0], r.json()
+    assert counts() == before and first_sale_date() == first
+    a_year_ago = (timezone.now() - timedelta(days=365)).isoformat()
+    assert pos.post("/api/v1/orders", order_payload("OLD-2", created_at=a_year_ago), format="json").status_code == 201
+    settings.SM_ORDER_MAX_AGE_DAYS = 0  # a chain importing older history lifts the limit
+    assert pos.post("/api/v1/orders", order_payload("OLD-1", created_at="2001-03-04T20:00:00+08:00"), format="json").status_code == 201
+
+
 def test_batch_is_all_or_nothing(pos):
     pos.post("/api/v1/orders", order_payload("B-0"), format="json")
     before = counts()
