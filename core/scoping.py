@@ -41,6 +41,11 @@ def assigned_store_ids(user) -> list[int]:
     return cached
 
 
+# The writes head office (every store readable) makes in every store: resolving the questions its
+# chain-wide SOPs left unanswered, wherever they were asked.
+CHAIN_WIDE_WRITES = frozenset({"agent.change_unansweredquestion"})
+
+
 def store_ids_for(user, perm: str) -> list[int] | None:
     """Store ids the user may exercise `perm` on; ALL (None) means every store.
     `user=None` is an operator at the command line (no request, no identity to check)."""
@@ -48,7 +53,7 @@ def store_ids_for(user, perm: str) -> list[int] | None:
         return ALL
     if not getattr(user, "is_authenticated", False) or not user.has_perm(perm):
         return []
-    if user.is_superuser or (is_read(perm) and user.has_perm("ops.view_all_stores")):
+    if user.is_superuser or ((is_read(perm) or perm in CHAIN_WIDE_WRITES) and user.has_perm("ops.view_all_stores")):
         return ALL
     return assigned_store_ids(user)
 

@@ -50,6 +50,22 @@ def test_a_gap_needs_a_note_and_is_listed_on_the_gaps_page(manager, staff):
     assert "店里能不能养一只猫" in page and "没有门店养宠物的规定" in page
 
 
+def test_head_office_sees_every_stores_unanswered_questions_and_teaches_them(staff):
+    # HQ publishes the chain's SOPs but got a 403 on 后台 › 未解答问题, the list of what they miss.
+    other = make_user("loop_staff_ft", role="staff", stores=["SZ-FT"], is_staff=True)
+    here, there = thumbs_down(staff, "店里能不能养一只猫"), thumbs_down(other, "会员卡能跨店用吗")
+    hq = make_user("loop_hq", role="hq", is_staff=True)
+    c = Client()
+    c.force_login(hq)
+    listed = c.get("/admin/agent/unansweredquestion/")
+    assert listed.status_code == 200 and {here.pk, there.pk} <= set(listed.context_data["cl"].queryset.values_list("pk", flat=True))
+    assert c.get(f"/admin/agent/unansweredquestion/{there.pk}/learn/").status_code == 200
+    r = c.post(f"/admin/agent/unansweredquestion/{here.pk}/learn/", {"action": "gap", "note": "没有门店养宠物的规定"})
+    assert r.status_code == 302
+    here.refresh_from_db()
+    assert here.resolved and here.resolved_by == hq
+
+
 def test_the_admin_gap_form_rejects_an_empty_note_with_a_400(manager, staff):
     item = thumbs_down(staff, "店里能不能养一只狗")
     c = Client()
