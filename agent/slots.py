@@ -369,7 +369,9 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
 
 _TICKET_CATEGORIES = (  # first match wins: a guest made ill is food safety whatever else is said; waiting and rudeness
     # are service even when a drink is named (「等了40分钟酒还没上」)
-    (Ticket.Category.FOOD_SAFETY, r"拉肚子|肚子疼|肚子不舒服|腹痛|吃坏|喝坏|食物中毒|变质|不新鲜|馊|没熟|夹生|异物|头发|虫子?|苍蝇|过敏"),
+    # Served raw (「鸡翅是生的」 was 其他 / 一般): 生的 as the food's state, not 发生的、卫生的、陌生的.
+    (Ticket.Category.FOOD_SAFETY, r"拉肚子|肚子疼|肚子不舒服|腹痛|吃坏|喝坏|食物中毒|变质|不新鲜|馊|没熟|不熟|夹生|半生不熟|"
+                                  r"没[烤煮炸煎蒸烧焖]熟|没[烤煮炸煎蒸烧]透|(?<![发卫陌产])生的(?!气|意|日)|带血丝|异物|头发|虫子?|苍蝇|过敏"),
     (Ticket.Category.SERVICE, r"态度|服务员|服务差|太慢|慢死|等了|等太久|催|没人理|不理|上菜慢|上酒慢|骂"),
     (Ticket.Category.HYGIENE, r"脏|卫生|厕所|洗手间|蟑螂|老鼠|桌子|地面|臭"),
     (Ticket.Category.DRINKS, r"酒|啤|饮料|饮品|异味|怪味|味道|口感|变味|酸|太淡|淡了|苦|没气"),
@@ -388,14 +390,17 @@ def ticket_category(text: str) -> str:
 
 def ticket_severity(text: str) -> str:
     """The SOP: anything about a guest's health is 严重; a claim, exposure or a report elsewhere
-    较重; else 一般 (「投诉」 alone is every ticket's word, not a degree)."""
+    较重, and so is unsafe food nobody is ill from yet; else 一般 (「投诉」 alone is every ticket's word, not a degree)."""
     # 恶心 and 难受 only right after eating or drinking (「吃饭的时候服务员态度恶心」 is a rude waiter),
     # 头疼 not as the idiom (「一直催单，真让人头疼」 is a hassle, not an illness).
     if re.search(r"不舒服|身体不适|就医|医院|[打叫拨]打?120|急救|受伤|过敏|拉肚子|肚子疼|腹痛|胃疼|呕吐|头晕|晕倒|吐了|食物中毒"
                  r"|(?<!让人)(?<!令人)(?<!真)(?<!很)(?<!太)头(疼|痛)(?!的是)"
                  r"|(吃|喝)[完了过](?![^，。！？]{0,6}醉)[^，。！？]{0,6}(恶心|难受)", text):
         return "严重"
-    return "较重" if re.search(r"赔|曝光|媒体|记者|发网上|差评|投诉到|12315|报警", text) else "一般"
+    if re.search(r"赔|曝光|媒体|记者|发网上|差评|投诉到|12315|报警", text):
+        return "较重"
+    # Food that could make a guest ill (served raw, spoiled, a foreign body) before anyone is: more than 一般.
+    return "较重" if ticket_category(text) == Ticket.Category.FOOD_SAFETY else "一般"
 
 
 def _create_ticket(pending: PendingAction, *, user, today) -> Step:

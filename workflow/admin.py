@@ -11,6 +11,7 @@ from core.admin_base import ReadOnlyInline, ScopedAdmin
 from core.errors import Conflict, NotFound
 
 from .models import CONFIRM_PERMS, Proposal, RestockLine, RestockRequest, Ticket
+from .payloads import payload_from_form, ticket_choices
 from .services import (
     REJECT_REASON_MAX,
     can_confirm,
@@ -79,12 +80,9 @@ class ProposalAdmin(StoreScopedAdmin):
     def _decide_one(self, request, proposal):
         action = request.POST["_decide"]
         try:
-            if action in ("amend", "confirm") and proposal.kind == Proposal.Kind.RESTOCK and proposal.status == Proposal.Status.PENDING:
-                lines = [{k: v for k, v in line.items() if k in ("sku", "unit", "reason")}
-                         | {"quantity": int(q) if (q := (request.POST.get(f"qty_{i}") or "").strip()).isdigit() else q}
-                         for i, line in enumerate(proposal.payload.get("lines", []))]
-                if any(f"qty_{i}" in request.POST for i in range(len(lines))):
-                    proposal_amend(proposal=proposal.pk, user=request.user, payload={"lines": lines})
+            if action in ("amend", "confirm") and proposal.status == Proposal.Status.PENDING \
+                    and (payload := payload_from_form(proposal, request.POST)) is not None:
+                proposal_amend(proposal=proposal.pk, user=request.user, payload=payload)
             if action == "confirm":
                 done = proposal_confirm(proposal=proposal.pk, user=request.user)
                 self.message_user(request, f"#{done.pk} 已确认：{done.content_text()}", messages.SUCCESS)
@@ -92,7 +90,8 @@ class ProposalAdmin(StoreScopedAdmin):
                 proposal_reject(proposal=proposal.pk, user=request.user, reason=request.POST.get("reason", ""))
                 self.message_user(request, f"#{proposal.pk} 已拒绝", messages.SUCCESS)
             elif action == "amend":
-                self.message_user(request, f"#{proposal.pk} 的数量已保存（已记入审计）", messages.SUCCESS)
+                what = "数量" if proposal.kind == Proposal.Kind.RESTOCK else "类别和严重程度"
+                self.message_user(request, f"#{proposal.pk} 的{what}已保存（已记入审计）", messages.SUCCESS)
         except ValidationError as exc:
             self.message_user(request, "；".join(exc.messages), messages.ERROR)
         except PermissionDenied as exc:
@@ -104,8 +103,10 @@ class ProposalAdmin(StoreScopedAdmin):
         allowed, why = can_confirm(request.user, proposal)
         pending = proposal.status == Proposal.Status.PENDING
         lines = proposal.payload.get("lines", []) if proposal.kind == Proposal.Kind.RESTOCK else []
+        ticket = proposal.kind == Proposal.Kind.TICKET and allowed and pending
         return {"can_decide": allowed and pending, "why_not": why if pending else "", "reason_max": REJECT_REASON_MAX,
-                "lines": lines if allowed and pending else [], "stock": self._stock(request, proposal, lines)}
+                "lines": lines if allowed and pending else [], "stock": self._stock(request, proposal, lines),
+                "ticket": ticket_choices(proposal.payload) if ticket else None}
 
     @staticmethod
     def _stock(request, proposal, lines) -> list[dict]:

@@ -13,6 +13,7 @@ from core.localtime import local_time
 from ops.models import Store
 
 from .models import Proposal
+from .payloads import ticket_choices
 from .selectors import open_restock_quantities
 from .services import can_confirm, proposal_create
 
@@ -47,6 +48,7 @@ def proposal_dict(p: Proposal, user) -> dict:
         "can_withdraw": p.status == Proposal.Status.PENDING and user is not None and p.proposed_by_id == user.pk,
         "can_amend": p.status == Proposal.Status.PENDING and user is not None and (allowed or p.proposed_by_id == user.pk),
         "decided_by": p.decided_by.username if p.decided_by_id else "", "decision_note": p.decision_note,
+        "ticket_choices": ticket_choices(p.payload) if p.kind == Proposal.Kind.TICKET else None,
     }
 
 

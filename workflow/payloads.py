@@ -160,3 +160,31 @@ def clean_ticket(payload: dict, store: Store) -> dict:
 
 def payload_fingerprint(kind: str, store: Store, payload: dict) -> str:
     return hashlib.sha256(json.dumps([kind, store.code, payload], sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
+
+
+def payload_from_form(proposal, data) -> dict | None:
+    """What a pending proposal asks for, changed by a form's fields over its own payload: a
+    restock's quantities (qty_0, qty_1 …, each line otherwise as proposed), a ticket's category
+    and severity (「鸡翅是生的」 was filed 一般, and only REST could change it). The chat card and
+    the admin read their forms here; None when the form changes nothing it could."""
+    if proposal.kind == "restock":
+        lines = proposal.payload.get("lines", [])
+        if not any(f"qty_{i}" in data for i in range(len(lines))):
+            return None
+        amended = []
+        for i, line in enumerate(lines):
+            raw = (data.get(f"qty_{i}") or "").strip()
+            if not raw.isdigit():
+                raise ValidationError({f"qty_{i}": [f"{line.get('product', line.get('sku'))}的数量要写正整数。"]})
+            amended.append({k: v for k, v in line.items() if k in ("sku", "unit", "reason")} | {"quantity": int(raw)})
+        return {"lines": amended}
+    if not ({"category", "severity"} & set(data)):
+        return None
+    kept = {k: v for k, v in proposal.payload.items() if k in TICKET_FIELDS and v not in (None, "")}
+    return kept | {name: data[name] for name in ("category", "severity") if name in data}
+
+
+def ticket_choices(payload: dict) -> dict:
+    """A ticket's category and severity as a form offers them: every choice, the current one marked."""
+    return {"category": [(c, c == payload.get("category")) for c in TICKET_CATEGORIES],
+            "severity": [(c, c == payload.get("severity")) for c in TICKET_SEVERITIES]}

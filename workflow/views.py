@@ -12,6 +12,7 @@ from core.throttling import throttle_web
 
 from .chat import proposal_dict
 from .models import Proposal
+from .payloads import payload_from_form
 from .selectors import proposals_visible
 from .services import proposal_amend, proposal_confirm, proposal_reject, proposal_withdraw
 
@@ -44,21 +45,16 @@ def audit(request):
     return render(request, "htmx/audit_list.html" if request.htmx else "workflow/audit.html", context)
 
 
-def _amended_quantities(request, pk: int) -> dict:
-    """The card's quantity boxes (qty_0, qty_1 …) over the proposal's own lines: the rest of each
-    line stays as proposed. Only a restock has quantities to change here."""
+def _amended_payload(request, pk: int) -> dict:
+    """The card's form over the proposal's own payload (workflow.payloads.payload_from_form): a
+    restock's quantities, a ticket's category and severity."""
     current = proposals_visible(request.user).filter(pk=pk).first() or Proposal.objects.filter(pk=pk, proposed_by=request.user).first()
     if current is None:
         raise NotFound(f"没有提案 #{pk}。")
-    if current.kind != Proposal.Kind.RESTOCK:
-        raise ValidationError({"payload": ["这里只能改补货数量。"]})
-    lines = []
-    for i, line in enumerate(current.payload.get("lines", [])):
-        raw = (request.POST.get(f"qty_{i}") or "").strip()
-        if not raw.isdigit():
-            raise ValidationError({f"qty_{i}": [f"{line.get('product', line.get('sku'))}的数量要写正整数。"]})
-        lines.append({k: v for k, v in line.items() if k in ("sku", "unit", "reason")} | {"quantity": int(raw)})
-    return {"lines": lines}
+    payload = payload_from_form(current, request.POST)
+    if payload is None:
+        raise ValidationError({"payload": ["没有要修改的内容：补货改数量，工单改类别或严重程度。"]})
+    return payload
 
 
 @login_required
@@ -79,7 +75,7 @@ def decide(request, pk: int, action: str):
         elif action == "withdraw":
             current = proposal_withdraw(proposal=pk, user=request.user, reason=request.POST.get("reason", ""))
         elif action == "amend":
-            current = proposal_amend(proposal=pk, user=request.user, payload=_amended_quantities(request, pk))
+            current = proposal_amend(proposal=pk, user=request.user, payload=_amended_payload(request, pk))
         else:
             raise NotFound("不支持的操作。")
     except (PermissionDenied, ValidationError, Conflict, NotFound) as exc:

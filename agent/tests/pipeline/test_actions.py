@@ -196,6 +196,10 @@ def test_a_product_already_in_a_pending_restock_is_not_requested_twice(staff, ma
     ("吃饭的时候服务员态度恶心，建个工单", "服务态度", "一般"),  # not made ill
     ("客人一直催单，真让人头疼，建个工单", "服务态度", "一般"),  # the idiom
     ("客人说喝完有点头疼，建个工单", "食品安全", "严重"),
+    # Was 其他 / 一般: raw chicken served is unsafe food before anyone is ill.
+    ("客人说鸡翅是生的，帮我建个工单", "食品安全", "较重"),
+    ("3号桌的牛排没煎熟还带血丝，建个工单", "食品安全", "较重"),
+    ("客人说刚才发生的事让他很不满，服务员态度差，建个工单", "服务态度", "一般"),  # 发生的 is no raw food
 ])
 def test_a_tickets_category_and_severity_come_from_the_complaint_not_the_request(text, category, severity):
     from agent.slots import ticket_category, ticket_severity

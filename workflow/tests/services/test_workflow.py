@@ -673,6 +673,36 @@ def test_a_manager_decides_on_the_proposals_own_admin_page_with_its_stock_and_a_
     assert "拒绝时请写明原因" in r.content.decode() and Proposal.objects.get(pk=other.pk).status == "pending"
 
 
+def test_a_tickets_category_and_severity_are_corrected_on_its_card_and_in_the_admin(people):
+    # 「鸡翅是生的」 was filed 一般, and nothing but a REST PATCH could change it.
+    from django.test import Client
+
+    ticket = propose(people["staff"], "ticket")
+    web = Client()
+    web.force_login(people["staff"])
+    card = web.get("/proposals/").content.decode()
+    assert "改类别或严重程度" in card and 'name="severity"' in card
+    r = web.post(f"/proposals/{ticket.pk}/amend", {"category": "食品安全", "severity": "严重"}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 200 and "食品安全 · 严重程度 严重" in r.content.decode()
+    ticket.refresh_from_db()
+    assert (ticket.payload["category"], ticket.payload["severity"]) == ("食品安全", "严重")
+    assert ticket.payload["description"] == TICKET["description"]  # the rest as proposed
+    row = audits(ticket, "amended").get()
+    assert row.before["payload"]["severity"] == TICKET["severity"] and row.after["payload"]["severity"] == "严重"
+    bad = web.post(f"/proposals/{ticket.pk}/amend", {"severity": "特别严重"}, HTTP_HX_REQUEST="true")
+    assert "严重程度只能是" in bad.content.decode() and Proposal.objects.get(pk=ticket.pk).payload["severity"] == "严重"
+    nothing = web.post(f"/proposals/{ticket.pk}/amend", {}, HTTP_HX_REQUEST="true")
+    assert "没有要修改的内容" in nothing.content.decode()
+    # The admin's decision form: corrected and confirmed in one step, the same service.
+    manager = Client()
+    manager.force_login(people["manager"])
+    url = f"/admin/workflow/proposal/{ticket.pk}/change/"
+    assert 'name="severity"' in manager.get(url).content.decode()
+    assert manager.post(url, {"_decide": "confirm", "category": "食品安全", "severity": "较重"}).status_code == 302
+    ticket.refresh_from_db()
+    assert ticket.status == "confirmed" and ticket.result.severity == "较重" and audits(ticket, "amended").count() == 2
+
+
 def test_amending_a_proposal_with_the_other_kinds_content_is_a_conflict(people):
     # make fuzz: the schema cannot know a proposal's kind from its id; content of the other
     # kind contradicts the recorded proposal (409), it is not malformed.
