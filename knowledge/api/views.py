@@ -13,9 +13,9 @@ from rest_framework.views import APIView
 from core.errors import Conflict, NotFound
 from core.validation import as_read, known_query, reject_unknown, strict_positive_int
 
-from ..documents import document_delete, document_publish, document_upload, may_manage
+from ..documents import document_delete, document_publish, document_upload
 from ..models import Document, DocumentVersion
-from ..selectors import IndexNotReady, document_detail, document_file_for, document_summary, documents_for, search
+from ..selectors import IndexNotReady, document_detail, document_file_for, document_summary, documents_for, managed_document, search
 
 MAX_QUERY = 500
 
@@ -163,11 +163,9 @@ class DocumentsView(APIView):
             raise ValidationError({"file": ["请用 multipart/form-data 上传文件，字段名 file。"]})
         document = None
         if request.data.get("document"):
-            pk = strict_positive_int(str(request.data["document"]))
-            document = Document.objects.filter(pk=pk, archived_at__isnull=True).first() if pk else None
-            if document is None or not may_manage(request.user, document):
-                # 404 like POST /knowledge/documents/{id}/publish: an id that names nothing of yours.
-                raise NotFound("没有这篇文档（或它不归你管理）：document 填要上传新版本的文档 id。")
+            # 404 like POST /knowledge/documents/{id}/publish: an id that names nothing of yours.
+            document = managed_document(request.user, strict_positive_int(str(request.data["document"])),
+                                        missing="没有这篇文档（或它不归你管理）：document 填要上传新版本的文档 id。")
         before = DocumentVersion.objects.count()
         version = document_upload(user=request.user, name=upload.name or "document", data=upload.read(), title=request.data.get("title") or "",
                                   audience=request.data.get("audience") or None, stores=_csv(request.data.get("stores")),
@@ -193,11 +191,7 @@ class DocumentDetailView(APIView):
     @extend_schema(summary="删除文档（立即不再回答；各版本和原文件留在审计记录里）", responses={204: None})
     def delete(self, request, pk: int):
         known_query(request.query_params, ())
-        document = Document.objects.filter(pk=pk, archived_at__isnull=True).first()
-        if document is None or not may_manage(request.user, document):
-            # 404 like publish: an id that names nothing of yours (a second DELETE of the same id too).
-            raise NotFound("没有这篇文档（或它不归你管理）。")
-        document_delete(document=document, user=request.user)
+        document_delete(document=managed_document(request.user, pk), user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -209,9 +203,7 @@ class DocumentPublishView(APIView):
     def post(self, request, pk: int):
         body = request.data if isinstance(request.data, dict) else {}
         reject_unknown(body, {"version"})
-        document = Document.objects.filter(pk=pk, archived_at__isnull=True).first()
-        if document is None or not may_manage(request.user, document):
-            raise NotFound("没有这篇文档。")
+        document = managed_document(request.user, pk)
         versions = document.versions.all()
         if body.get("version") is not None:
             number = strict_positive_int(str(body["version"]))

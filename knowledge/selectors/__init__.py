@@ -26,6 +26,7 @@ from .documents import (
     document_file_for,
     document_summary,
     documents_for,
+    managed_document,
     neighbour_sections,
     status_of,
 )
@@ -141,6 +142,7 @@ __all__ = [
     "document_file_for",
     "document_summary",
     "documents_for",
+    "managed_document",
     "neighbour_sections",
     "status_of",
 ]

@@ -86,6 +86,20 @@ def _readable_or_not_found(user, pk: int) -> Document:
     return document
 
 
+def managed_document(user, pk, *, missing: str = "没有这篇文档（或它不归你管理）。") -> Document:
+    """A document the user may manage (upload a version of, publish, delete): not deleted, and
+    theirs to manage; else "not found", exactly like an id that names nothing (a second DELETE
+    of the same id too). The REST upload, publish and delete read it here."""
+    from core.errors import NotFound
+
+    from ..documents import may_manage
+
+    document = Document.objects.filter(pk=pk, archived_at__isnull=True).first() if pk else None
+    if document is None or not may_manage(user, document):
+        raise NotFound(missing)
+    return document
+
+
 def document_detail(pk: int, user) -> dict:
     """A document the user may read or manage (else not found, like one that does not exist)."""
 
