@@ -274,19 +274,24 @@ def _ask_product(t: Turn) -> Step | None:
     return Step("要补哪个商品？请说商品名和数量，例如「青岛啤酒，补20箱」。", t.pending)
 
 
+# Where a pending restock's quantity is changed (the chat card, /proposals/, MCP amend_proposal).
+AMEND_ON_THE_CARD = "在提案卡片（或「操作提案」页面）上点「改数量」即可"
+
+
 def _already_waiting(t: Turn) -> Step | None:
     """A product already waiting is said before the quantity is asked (it asked 「要补多少？」, then
     refused the answer): one pending request per product, a second would be ordered twice."""
     from workflow.chat import pending_restock_for
-    from workflow.models import CONFIRM_PERMS, Proposal
+    from workflow.services import can_confirm
 
     waiting = pending_restock_for(Store.objects.get(name=t.pending.store), t.pending.skus, any_of=True)
     if waiting is None:
         return None
     has = "、".join(f"{line.get('product', line.get('sku'))} {line.get('quantity')}{line.get('unit', '')}"
                    for line in waiting.payload.get("lines", []))
-    change = ("你可以在「操作提案」里拒绝那份后再申请" if t.user.has_perm(CONFIRM_PERMS[Proposal.Kind.RESTOCK])
-              else "请店长拒绝那份后再申请")  # the asker may be the manager
+    # The card below has 改数量 for its proposer and whoever may decide it: it said to reject and apply again.
+    may_change = waiting.proposed_by_id == t.user.pk or can_confirm(t.user, waiting)[0]
+    change = (AMEND_ON_THE_CARD if may_change else f"请提交人（{waiting.proposed_by.username}）或店长在提案卡片上改数量")
     return Step(f"{waiting.store.name}已有待确认的补货提案 #{waiting.pk}（{has}，{waiting.proposed_by.username} 提交），"
                 f"没有重复生成。要改数量，{change}。", None, waiting,
                 detail={"proposal_id": waiting.pk, "created": False, "duplicate_of": waiting.pk})
@@ -325,7 +330,7 @@ def _create_restock(t: Turn) -> Step:
         return Step(f"不能提交这个提案：{exc}", None, detail={"denied": str(exc)})
     except ValidationError as exc:
         return Step("提案内容有误：" + "；".join(messages_of(exc)), t.pending)
-    how = ("（没说数量，按建议量：安全库存 + 近7天销量 − 在库；数量不对可以请店长拒绝后重新说「补X箱」）" if t.suggested else "")
+    how = (f"（没说数量，按建议量：安全库存 + 近7天销量 − 在库；数量不对，{AMEND_ON_THE_CARD}）" if t.suggested else "")
     return Step(f"已为{proposal.store.name}生成补货提案 #{proposal.pk}：{said}{how}。店长确认之前不会下单。",
                 None, proposal, detail={"proposal_id": proposal.pk, "created": created, "suggested_qty": t.suggested})
 

@@ -164,7 +164,12 @@ def test_a_product_already_in_a_pending_restock_is_not_requested_twice(staff, ma
     again, _ = Thread(manager_two_stores).ask("帮我给天河店补5箱科罗娜")  # another person, another amount
     assert again.proposal["id"] == first.proposal["id"]
     assert f"#{first.proposal['id']}" in again.answer and "没有重复生成" in again.answer
+    # The card shown with it has 改数量 for a manager: it said to reject that one and apply again.
+    assert "改数量" in again.answer and "拒绝" not in again.answer
     assert Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").count() == 1
+    colleague = make_user("slots_colleague", role="staff", stores=["GZ-TH"])
+    theirs, _ = Thread(colleague).ask("帮我给天河店补5箱科罗娜")  # neither its proposer nor one who may decide it
+    assert f"请提交人（{staff.username}）或店长在提案卡片上改数量" in theirs.answer
     other, _ = Thread(staff).ask("帮我给天河店补3箱青岛啤酒")  # a product not waiting: proposed as usual
     assert other.proposal["id"] != first.proposal["id"]
     # Asked without a quantity, the waiting proposal is said first: it asked 「要补多少？」 and then
@@ -361,8 +366,8 @@ def test_another_product_after_a_restock_and_then_its_quantity_are_one_request(s
         also, _ = t.ask("5箱")
         assert also.intent == "action" and also.proposal, also.answer
         assert also.proposal["payload"]["lines"][0]["quantity"] == 5 * 24
-    else:  # below its safety stock: the suggested quantity, said as such
-        assert "按建议量" in also.answer
+    else:  # below its safety stock: the suggested quantity, said as such, changed on the card
+        assert "按建议量" in also.answer and "改数量" in also.answer and "拒绝后" not in also.answer
     assert also.proposal["id"] != first.proposal["id"]
     assert [line["product"] for line in also.proposal["payload"]["lines"]] == ["百威啤酒"]
     # And the quantity alone, right after the product was asked for, fills it.
