@@ -74,14 +74,15 @@ def _pending_restocks_by_sku(store: Store) -> dict[str, Proposal]:
     return by_sku
 
 
-def _already_asked(covered: set, waiting: dict) -> list[str]:
-    """What is not offered again: restocks confirmed and on their way, proposals waiting for the manager."""
+def _already_asked(coming: dict[int, list[str]], waiting: dict[int, tuple[Proposal, list[str]]]) -> list[str]:
+    """What is not offered again, each product named: restocks confirmed and on their way (with
+    what is coming), proposals waiting for the manager. 「科罗娜 … 建议补 116瓶」 above 「其余商品
+    已有确认过、还没到货的补货」 read as if the suggestion were still to be ordered."""
     notes = []
-    if covered:
-        notes.append(f"已有确认过、还没到货的补货（提案 {'、'.join(f'#{n}' for n in sorted(covered))}），到货前不再重复申请。")
-    if waiting:
-        notes.append("已有待确认的补货提案 " + "、".join(f"#{p.pk}（{p.proposed_by.username} 提交）" for p in waiting.values())
-                     + "，没有重复生成。")
+    for pk, products in sorted(coming.items()):
+        notes.append(f"{'、'.join(products)}已在确认过、还没到货的补货里（提案 #{pk}），够上面的建议量，到货前不再重复申请。")
+    for proposal, products in waiting.values():
+        notes.append(f"{'、'.join(products)}已在待确认的补货提案 #{proposal.pk}（{proposal.proposed_by.username} 提交）里，没有重复生成。")
     return notes
 
 
@@ -102,31 +103,31 @@ def restock_offer(*, user, rows: list[dict]):
     # Stock already on its way (a confirmed restock not yet received) is not asked for again:
     # after a manager confirmed one, the next 「什么快没货了」 proposed the same lines anew.
     coming = open_restock_quantities(store, [r["sku"] for r in wanted])
-    lines, covered, waiting = [], set(), {}
+    lines, covered, waiting = [], {}, {}
     pending_by_sku = _pending_restocks_by_sku(store)
     for r in wanted:
         on_way, requests = coming.get(r["sku"], (0, []))
         qty = r["suggested_qty"] - on_way
         if qty <= 0:
-            covered.update(requests)
+            covered.setdefault(requests[-1], []).append(f"{r['product']}（在途 {on_way}{r['unit']}）")
             continue
         # A product already on a proposal waiting for the manager is not proposed twice
         # (「科罗娜快没货了吗」 after 「什么快没货了」 proposed 百威、科罗娜 …).
         if (pending := pending_by_sku.get(r["sku"])) is not None:
-            waiting[pending.pk] = pending
+            waiting.setdefault(pending.pk, (pending, []))[1].append(r["product"])
             continue
         reason = f"在库 {r['on_hand']} < 安全库存 {r['safety_stock']}，近7天日均 {r['velocity_per_day']}"
         lines.append({"sku": r["sku"], "quantity": qty, "unit": r["unit"],
                       "reason": reason + (f"，已扣除在途 {on_way}{r['unit']}" if on_way else "")})
     notes = _already_asked(covered, waiting)
     if not lines:
-        first = next(iter(waiting.values()), None)
-        return (proposal_dict(first, user) if first else None), ("这些商品" + "；".join(notes) if notes else ""), None
+        first = next((p for p, _ in waiting.values()), None)
+        return (proposal_dict(first, user) if first else None), "\n".join(notes), None
     names = {r["sku"]: r["product"] for r in wanted}
     said = "、".join(f"{names[line['sku']]} {line['quantity']}{line['unit']}" for line in lines)
     question = (f"要我为{store.name}生成补货提案吗？建议补：{said}（安全库存 + 近7天销量 − 在库）。"
                 f"回复「好」生成，店长确认之前不会下单。")
-    return None, "\n".join([*(("其余商品" + n) for n in notes), question]), {"store": store.name, "lines": lines}
+    return None, "\n".join([*notes, question]), {"store": store.name, "lines": lines}
 
 
 def restock_offer_accept(*, user, store: str, lines: list[dict], today) -> tuple[Proposal | None, str]:

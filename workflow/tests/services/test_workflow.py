@@ -406,6 +406,9 @@ def test_low_stock_after_a_confirmed_restock_asks_only_for_what_is_not_on_its_wa
     proposal_confirm(proposal=first.proposal["id"], user=people["manager"])
     again, _ = answer_question("天河店有啥快没货了", user=people["staff"])
     assert again.proposal is None and f"#{first.proposal['id']}" in again.answer and "还没到货" in again.answer
+    # Each product is named with what is coming: 「建议补 116瓶」 above 「其余商品已有…补货」 read as a contradiction.
+    first_line = first.proposal["payload"]["lines"][0]
+    assert f"{first_line['product']}（在途 " in again.answer and "其余商品" not in again.answer and "这些商品" not in again.answer
     assert Proposal.objects.filter(kind="restock", store__code="GZ-TH", status="pending").count() == 0
     # Once the request is received (its stock booked in), nothing is on its way: what is short is asked for again.
     RestockRequest.objects.filter(proposal_id=first.proposal["id"]).update(status=RestockRequest.Status.RECEIVED)
