@@ -6,6 +6,9 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from knowledge.rendering import TABLE_ROW as _TABLE_ROW
+from knowledge.rendering import text_html
+
 register = template.Library()
 _REF = re.compile(r"\[(D?\d+)\]")
 
@@ -27,23 +30,7 @@ def cite_links(answer: str, message_id) -> str:
     def inline(text: str) -> str:
         return _REF.sub(link, escape(text))
 
-    out, table = [], []
-    lines = _cite_once_per_paragraph((answer or "").split("\n"))
-
-    def flush_table():
-        if table:
-            out.append(_table_html(table, inline))
-            table.clear()
-
-    for line in lines:
-        if _TABLE_ROW.match(line):
-            table.append(line)
-            continue
-        flush_table()
-        out.append(inline(line) + "<br>")
-    flush_table()
-    html = "".join(out)
-    return mark_safe(html[:-4] if html.endswith("<br>") else html)
+    return text_html("\n".join(_cite_once_per_paragraph((answer or "").split("\n"))), inline)
 
 
 _TRAILING_REF = re.compile(r"\[(D?\d+)\]\s*$")
@@ -58,35 +45,6 @@ def _cite_once_per_paragraph(lines: list[str]) -> list[str]:
         if here and after and here.group(1) == after.group(1) and not _TABLE_ROW.match(out[i]) and not _TABLE_ROW.match(out[i + 1]):
             out[i] = out[i][:here.start()].rstrip()
     return out
-
-
-# A Markdown table row as the corpus writes them (「| 充值金额 | 赠送金额 |」), a citation may follow.
-_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*(\[D?\d+\]\s*)*$")
-_TABLE_RULE = re.compile(r"^\s*\|(\s*:?-{3,}:?\s*\|)+\s*$")
-
-
-def _table_html(lines: list[str], inline) -> str:
-    """A table in an answer is shown as a table (it was raw 「| --- |」 text on the chat page);
-    citations after a row stay links, below the table."""
-    refs = []
-    rows = []
-    for line in lines:
-        if _TABLE_RULE.match(line):
-            continue
-        body, _, tail = line.rstrip().rpartition("|")
-        refs.extend(_REF.findall(tail))
-        rows.append([c.strip() for c in body.strip().lstrip("|").split("|")])
-    if not rows:
-        return ""
-    head, *body = rows
-    html = ['<div class="answer-table-wrap"><table class="answer-table"><thead><tr>']
-    html += [f"<th>{inline(c)}</th>" for c in head] + ["</tr></thead><tbody>"]
-    for r in body:
-        html += ["<tr>"] + [f"<td>{inline(c)}</td>" for c in r] + ["</tr>"]
-    html.append("</tbody></table>")
-    html += [inline(f"[{ref}]") for ref in dict.fromkeys(refs)]
-    html.append("</div>")
-    return "".join(html)
 
 
 @register.filter

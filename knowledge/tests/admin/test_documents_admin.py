@@ -49,6 +49,23 @@ def test_upload_preview_correct_publish_in_the_admin(hq):
     assert "冰块与果汁规范" in listing and "上传文档" in listing
 
 
+def test_a_word_table_is_previewed_as_a_table_not_pipes(hq):
+    # The preview showed a Word table as raw 「| 食材 | 冷藏 |」 text.
+    import docx as python_docx
+
+    d = python_docx.Document()
+    d.add_heading("一、存放时间", level=1)
+    table = d.add_table(rows=3, cols=2)
+    for r, (a, b) in enumerate([("食材", "冷藏"), ("汤底", "48 小时"), ("鲜切薄荷", "24 小时")]):
+        table.cell(r, 0).text, table.cell(r, 1).text = a, b
+    out = io.BytesIO()
+    d.save(out)
+    r = hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(out.getvalue())], "title": "存放时间表"})
+    preview = hq.get(r["Location"]).content.decode()
+    assert '<table class="answer-table">' in preview and "<th>食材</th>" in preview and "<td>鲜切薄荷</td>" in preview
+    assert "| 食材 |" not in preview.split('class="section-text"', 1)[1].split("</div>", 1)[0]
+
+
 def test_a_zip_of_documents_makes_one_draft_each_and_a_bad_member_is_named(hq):
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as z:
