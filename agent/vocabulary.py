@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from django.urls import reverse_lazy
 from django.utils.text import format_lazy
@@ -307,6 +308,46 @@ def as_rule_words(text: str) -> str:
 # Lexicon words that are everyday life as much as the job (「推荐几本小说」「孩子不爱写作业」): they
 # alone do not put a question in the store's world.
 LIFE_WORDS = frozenset("推荐 孩子 小孩 宝宝 存款 训练 入库 出水 炸锅 上班族 减肥 旅游".split())
+
+
+# The words a question's intent turns on, repaired when typed by their sound (a pinyin IME picks
+# the wrong characters: 「天河店上周卖了躲少」 was read as a rules question). Only words no common
+# phrase sounds like: 卖了 is also 买了.
+SOUND_REPAIRED = ("多少", "营业额", "销售额", "营收", "销量", "库存", "客单价", "怎么办", "怎么弄")
+_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
+
+
+def sound_repaired(text: str) -> str:
+    """`text` with each stretch of 2–3 characters that is no word at all (jieba's dictionary) but
+    sounds exactly like one of SOUND_REPAIRED replaced by it (「躲少」 → 多少, 「裤存」 → 库存). A real
+    word is never replaced, and a window never cuts through a word jieba found."""
+    import jieba
+    from pypinyin import lazy_pinyin
+
+    from knowledge.text import tokenize
+
+    by_sound = _sounds()
+    tokenize("")  # jieba and its dictionaries loaded
+    known = jieba.dt.FREQ
+    out = text or ""
+    for match in _CJK_RUN.finditer(text or ""):
+        run = match.group()
+        spans = [(s, e) for _, s, e in jieba.tokenize(run) if e - s > 1]
+        for n in (2, 3):
+            for i in range(len(run) - n + 1):
+                window = run[i:i + n]
+                if known.get(window) or any(s < i + n and e > i and not (i <= s and e <= i + n) for s, e in spans):
+                    continue
+                if (word := by_sound.get("".join(lazy_pinyin(window)))) is not None and word != window:
+                    out = out.replace(window, word)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _sounds() -> dict[str, str]:
+    from pypinyin import lazy_pinyin
+
+    return {"".join(lazy_pinyin(w)): w for w in SOUND_REPAIRED}
 
 
 def about_the_store(text: str) -> bool:

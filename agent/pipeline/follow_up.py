@@ -26,6 +26,11 @@ _ELLIPTICAL_MAX = 10
 def resolve_follow_up(state: AgentState) -> None:
     """Make a follow-up stand on its own: 「那退卡呢」 after a membership question searches
     退卡 within the previous answer's document."""
+    repaired = vocab.sound_repaired(state.question)
+    if repaired != state.question:  # 「上周卖了躲少」: read as typed by sound, said in the trace
+        with state.trace.step("repair") as detail:
+            detail.update({"typed": state.question, "read_as": repaired})
+        state.question = repaired
     prev = state.previous
     q = state.question.strip()
     state.resolved_query = q

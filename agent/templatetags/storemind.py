@@ -60,7 +60,7 @@ def intent_label(intent: str) -> str:
 @register.filter
 def step_label(step: str) -> str:
     return {
-        "route": "意图路由", "guards": "并行检索/查数", "retrieval_gate": "检索分闸门", "judge": "证据判定", "rewrite": "改写检索词",
+        "repair": "纠正同音错字", "route": "意图路由", "guards": "并行检索/查数", "retrieval_gate": "检索分闸门", "judge": "证据判定", "rewrite": "改写检索词",
         "retrieve_again": "重新检索", "select_round": "选用轮次", "answer": "生成回答", "refuse": "拒答", "propose": "生成提案",
         "pending_action": "接续待办操作",
         "offer_restock": "补货建议",
@@ -68,7 +68,7 @@ def step_label(step: str) -> str:
 
 
 _PROGRESS = {
-    "route": "理解问题", "guards": "查资料和数据", "retrieval_gate": "检查相关度", "judge": "核对依据", "rewrite": "换个说法再查",
+    "repair": "理解问题", "route": "理解问题", "guards": "查资料和数据", "retrieval_gate": "检查相关度", "judge": "核对依据", "rewrite": "换个说法再查",
     "retrieve_again": "重新查资料", "select_round": "挑选最好的依据", "answer": "写回答", "refuse": "确认无法回答",
     "propose": "生成提案", "pending_action": "接着上一步的操作", "offer_restock": "算补货建议",
 }

@@ -440,3 +440,23 @@ def test_a_daily_trend_across_stores_is_asked_per_store(question, by_store):
 
     plan = plan_data(question, today=local_today())
     assert plan.tool == "daily_trend" and bool(plan.params.get("by_store")) is by_store, plan
+
+
+@pytest.mark.parametrize("typed,read_as", [
+    ("天河店上周卖了躲少", "天河店上周卖了多少"),  # was a rules question answered from 《会员与储值规则》
+    ("裤存还有多少", "库存还有多少"),
+    ("客人喝多了怎么半", "客人喝多了怎么办"),
+    ("我买了两箱", "我买了两箱"),  # 买了 sounds like 卖了: a real phrase is never replaced
+    ("早上买的鸡蛋", "早上买的鸡蛋"),  # a real word (鸡蛋 ≠ 几单)
+])
+def test_a_key_word_typed_by_its_sound_is_read_as_that_word(typed, read_as):
+    assert vocab.sound_repaired(typed) == read_as
+
+
+def test_a_typo_by_sound_is_answered_with_the_figure_and_said_in_the_trace():
+    staff = make_user("agent_sound_typo", role="staff", stores=["GZ-TH"])
+    result, _, reply = chat_ask(user=staff, query="天河店上周卖了躲少")
+    assert result.intent == "data" and result.data[0]["tool"] == "store_sales" and not result.citations
+    step = next(s for s in result.trace if s["step"] == "repair")
+    assert step["detail"] == {"typed": "天河店上周卖了躲少", "read_as": "天河店上周卖了多少"}
+    assert reply.content == result.answer and Message.objects.filter(content="天河店上周卖了躲少").exists()  # stored as typed
