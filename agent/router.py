@@ -328,6 +328,22 @@ def _a_bare_product_name(q: _Asked) -> Route | None:
     return None
 
 
+# A message that is a period and nothing else (「上周」「这个月」「到目前为止」).
+_ONLY_A_PERIOD_MAX_CHARS = 12
+_AROUND_A_PERIOD = re.compile(r"[，。？！?!、\s]|呢$|的$|吧$")
+
+
+def _only_a_period(q: _Asked) -> Route | None:
+    """「上周」 alone was declined as unrelated to the store, and 「到目前为止」 answered from the
+    closest rule: a period says when, and the question is which figure (the data planner asks,
+    or a follow-up keeps the last one's)."""
+    said = _AROUND_A_PERIOD.sub("", q.text)
+    hits = [h for h in q.r.hits if h.signal.name == "时间范围"]
+    if not hits or len(hits) != len(q.r.hits) or len(said) > _ONLY_A_PERIOD_MAX_CHARS or hits[0].signal.regex.sub("", said):
+        return None
+    return Route(DATA, "只说了时间：问这段时间的哪项数据", q.scores, decided=False)
+
+
 # The routing rules, in order: the first that reads the question routes it. Its name is in the
 # trace (Route.rule); a question none of them reads is searched as a rules question, undecided.
 # The first four are requests the product answers itself (Route.handler), not questions.
@@ -339,7 +355,7 @@ ROUTING_RULES: tuple[tuple[str, Callable[[_Asked], Route | None]], ...] = (
     ("two_periods_compared", _two_periods_compared), ("data_words_about_a_rule", _data_words_about_a_rule),
     ("question_words_ask_for_data", _question_words_ask_for_data), ("rules_and_data", _rules_and_data),
     ("a_rise_of_something_else", _a_rise_of_something_else), ("data", _data), ("policy", _policy),
-    ("a_bare_product_name", _a_bare_product_name),
+    ("a_bare_product_name", _a_bare_product_name), ("only_a_period", _only_a_period),
 )
 
 

@@ -460,3 +460,17 @@ def test_a_typo_by_sound_is_answered_with_the_figure_and_said_in_the_trace():
     step = next(s for s in result.trace if s["step"] == "repair")
     assert step["detail"] == {"typed": "天河店上周卖了躲少", "read_as": "天河店上周卖了多少"}
     assert reply.content == result.answer and Message.objects.filter(content="天河店上周卖了躲少").exists()  # stored as typed
+
+
+def test_a_period_alone_asks_which_figure_or_keeps_the_last_one():
+    # 「上周」 alone was declined as 「与门店运营无关」; 「到目前为止」 after a sales question was
+    # answered from 《酒水单与价格管理》 as the closest rule (and filed as unanswered).
+    staff = make_user("agent_period_alone", role="staff", stores=["GZ-TH"])
+    alone, _, _ = chat_ask(user=staff, query="上周")
+    assert alone.intent == "data" and not alone.refused and "想查哪项经营数据" in alone.answer
+    _, conv, _ = chat_ask(user=staff, query="上周卖了多少")
+    so_far, _, _ = chat_ask(user=staff, query="到目前为止", thread_id=conv.thread_id)
+    assert so_far.intent == "data" and "从哪天算起" in so_far.answer and not so_far.citations
+    month, _, _ = chat_ask(user=staff, query="这个月呢", thread_id=conv.thread_id)
+    assert month.data[0]["tool"] == "store_sales" and month.data[0]["params"]["period"]["label"] == "本月"
+    assert not UnansweredQuestion.objects.filter(question__in=["上周", "到目前为止"]).exists()

@@ -25,6 +25,7 @@ CASES = {  # rule: (question, intent)
     "data": ("营业额", "data"),
     "policy": ("补货流程", "policy"),
     "a_bare_product_name": ("科罗娜", "data"),
+    "only_a_period": ("上周", "data"),
 }
 
 
@@ -64,3 +65,11 @@ def test_a_request_is_read_as_typed_and_needs_its_thread():
     assert route_by_rules("批了吧", date(2026, 12, 4), Turn("批了吧")).rule != "decides_a_proposal"
     # a proposal's status is someone's: nobody signed in, no status
     assert route_by_rules("我的补货申请批了吗", date(2026, 12, 4), Turn("我的补货申请批了吗", signed_in=False)).handler == ""
+
+
+@pytest.mark.parametrize("question,only", [("上周", True), ("这个月呢", True), ("到目前为止", True), ("最近7天？", True),
+                                           ("上周的排班", False), ("上周谁值班", False)])
+def test_a_period_said_alone_asks_which_figure(question, only):
+    # 「上周」 alone was declined as unrelated to the store; 「上周的排班」 is no figure.
+    route = route_by_rules(question, date(2026, 12, 4))
+    assert (route.rule == "only_a_period") is only, route
