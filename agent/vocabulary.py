@@ -305,9 +305,9 @@ def as_rule_words(text: str) -> str:
     return _LOOKS_LIKE_PHONE.sub("手机号", _LOOKS_LIKE_MEMBER_NO.sub("会员", text or ""))
 
 
-# Lexicon words that are everyday life as much as the job (「推荐几本小说」「孩子不爱写作业」): they
-# alone do not put a question in the store's world.
-LIFE_WORDS = frozenset("推荐 孩子 小孩 宝宝 存款 训练 入库 出水 炸锅 上班族 减肥 旅游".split())
+# Lexicon words that are everyday life as much as the job (「推荐几本小说」「孩子不爱写作业」「照片怎么
+# 保存」): they alone do not put a question in the store's world.
+LIFE_WORDS = frozenset("推荐 孩子 小孩 宝宝 存款 训练 入库 出水 炸锅 上班族 减肥 旅游 保存 存放 储存 储藏".split())
 
 
 # The words a question's intent turns on, repaired when typed by their sound (a pinyin IME picks

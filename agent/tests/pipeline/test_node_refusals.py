@@ -129,6 +129,8 @@ def test_a_bar_prep_question_the_rules_miss_is_a_gap_not_off_topic(staff, questi
     result, _ = answer_question(question, user=staff)
     assert result.intent == "policy" and result.answer != vocab.DECLINE["与门店无关"]
     assert not vocab.about_the_store("明年流行什么颜色的羽绒服")
+    # everyday life stays out: 保存 alone, a pet at home
+    assert not vocab.about_the_store("照片怎么保存") and not vocab.about_the_store("猫咪不吃饭是怎么回事")
 
 
 def test_the_same_unanswered_question_asked_again_counts_up(staff):
