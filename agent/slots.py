@@ -192,7 +192,11 @@ def _lines(pending: PendingAction, products: dict[str, Product]) -> tuple[list[d
             said.append(f"{product.name} {pending.qty}箱 × {product.case_size}{product.unit} = {quantity}{product.unit}")
         else:
             said.append(f"{product.name} {quantity}{product.unit}")
-        reason = f"聊天申请：{pending.started_with[:60]}" + (
+        # Switched mid-way (「科罗娜快没了，帮我申请补货」 → 「换成精酿IPA」): the first request named another product.
+        named = products_in(pending.started_with)
+        asked = pending.started_with[:60] if not named or product.sku in {p.sku for p in named} else \
+            f"补{product.name}（最初说的是「{pending.started_with[:40]}」）"
+        reason = f"聊天申请：{asked}" + (
             f"（{pending.qty}箱×{product.case_size}{product.unit}）" if pending.unit == Product.Unit.CASE else "")
         lines.append({"sku": product.sku, "quantity": quantity, "unit": product.unit, "reason": reason})
     return lines, "、".join(said)
@@ -308,13 +312,29 @@ def _suggested_quantity(t: Turn) -> None:
         t.suggested = True
 
 
+def _no_case_for_it(t: Turn) -> Step | None:
+    """「5箱」 of a product that comes in no case (精酿IPA by the glass, case size 1) was proposed as
+    「5箱 × 1杯 = 5杯」: ask again in its own unit."""
+    if t.pending.unit != Product.Unit.CASE:
+        return None
+    loose = [t.products[s] for s in t.pending.skus if t.products[s].case_size <= 1 and t.products[s].unit != Product.Unit.CASE]
+    if not loose:
+        return None
+    t.pending.qty, t.pending.unit = None, None
+    names, units = "、".join(p.name for p in loose), "、".join(sorted({p.unit for p in loose}))
+    return Step(f"{names}按{units}计，没有整箱的包装。要补多少{units}？", t.pending)
+
+
 def _ask_quantity(t: Turn) -> Step | None:
     """Asked only when no quantity was said and no single suggestion fills it."""
     _suggested_quantity(t)
     if "qty" not in t.missing:
         return None
-    names = "、".join(t.products[s].name for s in t.pending.skus)
-    units = "、".join(sorted({t.products[s].unit for s in t.pending.skus}))
+    products = [t.products[s] for s in t.pending.skus]
+    names = "、".join(p.name for p in products)
+    units = "、".join(sorted({p.unit for p in products}))
+    if all(p.case_size <= 1 for p in products):  # 精酿IPA by the glass: no case to offer
+        return Step(f"{names}要补多少{units}？", t.pending)
     return Step(f"{names}要补多少？可以说「补20箱」或「补二十{units}」（一箱按每箱数量折算）。", t.pending)
 
 
@@ -342,7 +362,8 @@ Gate = tuple[str, Callable[[Turn], Step | None]]
 STORE_GATES: tuple[Gate, ...] = (("may_propose_here", _may_propose_here), ("ask_store", _ask_store))
 TICKET_GATES: tuple[Gate, ...] = (("ask_description", _ask_description),)
 PRODUCT_GATES: tuple[Gate, ...] = (("ask_product", _ask_product),)
-RESTOCK_GATES: tuple[Gate, ...] = (("already_waiting", _already_waiting), ("ask_quantity", _ask_quantity))
+RESTOCK_GATES: tuple[Gate, ...] = (("already_waiting", _already_waiting), ("no_case_for_it", _no_case_for_it),
+                                    ("ask_quantity", _ask_quantity))
 GATES = STORE_GATES + TICKET_GATES + PRODUCT_GATES + RESTOCK_GATES
 
 

@@ -55,6 +55,26 @@ def test_ask_quantity():
     assert step.detail["gate"] == "ask_quantity" and "要补多少" in step.message
 
 
+def test_no_case_for_it():
+    # 「5箱」 of 精酿IPA (by the glass, case size 1) was proposed as 「5箱 × 1杯 = 5杯」.
+    staff = make_user("gate_loose", role="staff", stores=["GZ-TH"])
+    pending = PendingAction(kind=RESTOCK, store="广州天河店", skus=["B005"], qty=5, unit="箱", started_with="补IPA")
+    step = advance(pending, user=staff, today=TODAY)
+    assert step.detail["gate"] == "no_case_for_it" and "没有整箱" in step.message and "要补多少杯" in step.message
+    assert step.proposal is None and (pending.qty, pending.unit) == (None, None)
+    asked = advance(PendingAction(kind=RESTOCK, store="广州天河店", skus=["B005"]), user=staff, today=TODAY)
+    assert asked.message == "精酿IPA要补多少杯？"  # no 「补20箱」 example for what comes in no case
+
+
+def test_a_switched_products_reason_names_it_not_the_first_request():
+    from agent.slots import _lines
+    from ops.models import Product
+
+    pending = PendingAction(kind=RESTOCK, store="广州天河店", skus=["B005"], qty=30, unit="杯", started_with="科罗娜快没了，帮我申请补货")
+    lines, _ = _lines(pending, {"B005": Product.objects.get(sku="B005")})
+    assert lines[0]["reason"] == "聊天申请：补精酿IPA（最初说的是「科罗娜快没了，帮我申请补货」）"
+
+
 def test_a_suggested_quantity_fills_it_and_then_create_restock():
     staff = make_user("gate_suggest", role="staff", stores=["GZ-TH"])
     step = advance(PendingAction(kind=RESTOCK, store="广州天河店", skus=["B001"], started_with="补青岛"), user=staff, today=TODAY,
