@@ -119,9 +119,17 @@ def _only_store_you_see(r: ToolResult, sources: Sources, question: str, store_na
     return None
 
 
+def _the_usual_busy_hours(r: ToolResult, sources: Sources, question: str, store_named: bool) -> str | None:
+    # 「今天几点最忙」 at 14:00, before the bar opens: 「没有已支付订单」 and nothing else to go on.
+    period = r.params.get("period") or {}
+    if r.tool != "hourly_peak" or r.rows or period.get("start") != period.get("end") or not str(period.get("label", "")).startswith("今天"):
+        return None
+    return "要看平时几点最忙，可以问「一般几点最忙」（按最近四周统计）。"
+
+
 # What the question asked of the rows, said after them, in this order; each line only when it applies.
 AFTER_THE_ROWS = (_best_and_weakest_day, _the_store_that_sold_most, _the_change, _daily_average, _refunds_in_one_line,
-                  _the_total, _only_store_you_see)
+                  _the_total, _only_store_you_see, _the_usual_busy_hours)
 
 
 def extractive_data_answer(tool_result: ToolResult, sources: Sources, question: str = "", *, store_named: bool = False) -> str:

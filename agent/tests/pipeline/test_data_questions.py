@@ -474,3 +474,18 @@ def test_a_period_alone_asks_which_figure_or_keeps_the_last_one():
     month, _, _ = chat_ask(user=staff, query="这个月呢", thread_id=conv.thread_id)
     assert month.data[0]["tool"] == "store_sales" and month.data[0]["params"]["period"]["label"] == "本月"
     assert not UnansweredQuestion.objects.filter(question__in=["上周", "到目前为止"]).exists()
+
+
+def test_busiest_hours_of_a_day_without_orders_yet_point_to_the_usual_ones():
+    # 「今天几点最忙」 at 14:00, before the bar opens, said 「没有已支付订单」 and nothing else.
+    from agent.compose.data import extractive_data_answer
+    from ops.tools import ToolResult
+
+    today = local_today().isoformat()
+    empty = ToolResult("hourly_peak", {"store": "广州天河店", "period": {"label": "今天", "start": today, "end": today}}, [],
+                       "广州天河店 今天 没有已支付订单。", ["hour", "orders", "revenue"])
+    answer = extractive_data_answer(empty, compose.number_sources([], empty), "今天几点最忙")
+    assert "「一般几点最忙」" in answer
+    last_week = ToolResult("hourly_peak", {"store": "广州天河店", "period": {"label": "上周", "start": "2026-11-23", "end": "2026-11-29"}},
+                           [], "广州天河店 上周 没有已支付订单。", ["hour", "orders", "revenue"])
+    assert "一般几点最忙" not in extractive_data_answer(last_week, compose.number_sources([], last_week), "上周几点最忙")
