@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from core.errors import Conflict, NotFound
 from core.validation import as_read, known_query, reject_unknown, strict_positive_int
 
-from ..documents import document_delete, document_publish, document_upload
+from ..documents import document_delete, document_publish, document_scope_set, document_upload
 from ..models import Document, DocumentVersion
 from ..selectors import IndexNotReady, document_detail, document_file_for, document_summary, documents_for, managed_document, search
 
@@ -132,6 +132,11 @@ UploadIn = inline_serializer("DocumentUpload", {
     "stores": serializers.CharField(required=False, help_text="适用门店：门店编码或名称，逗号分隔；不填为全部门店"),
     "cities": serializers.CharField(required=False, help_text="适用城市，逗号分隔（该城市现在和将来的门店）"),
     "document": serializers.IntegerField(required=False, help_text="作为这篇文档的新版本上传")})
+ScopeIn = inline_serializer("DocumentScope", {
+    "audience": serializers.ChoiceField(choices=Document.Audience.values, required=False, help_text="staff 全体员工或 manager 仅店长"),
+    "stores": serializers.ListField(child=serializers.CharField(), required=False, help_text="适用门店：编码或名称；[] 表示全部门店"),
+    "cities": serializers.ListField(child=serializers.CharField(), required=False, help_text="适用城市（该城市现在和将来的门店）")})
+SCOPE_FIELDS = {"audience", "stores", "cities"}
 PublishIn = inline_serializer("DocumentPublish", {"version": serializers.IntegerField(required=False, min_value=1, help_text="默认：最新的草稿")})
 UPLOAD_FIELDS = {"file", "title", "audience", "stores", "cities", "document"}
 
@@ -181,12 +186,29 @@ class DocumentDetailView(APIView):
     throttle_scope = "api_write"
 
     def get_throttles(self):
-        return super().get_throttles() if self.request.method == "DELETE" else []
+        return super().get_throttles() if self.request.method in ("DELETE", "PATCH") else []
 
     @extend_schema(summary="一篇文档：状态、在用版本、所有版本及与上一版的差异、在用（或最新草稿）的章节", responses=DocumentDetailOut)
     def get(self, request, pk: int):
         known_query(request.query_params, ())
         return Response(document_detail(pk, request.user))
+
+    @extend_schema(summary="修改文档的可见范围和适用门店/城市（立即生效，记入审计）", request=ScopeIn, responses=DocumentOut)
+    def patch(self, request, pk: int):
+        known_query(request.query_params, ())
+        body = request.data if isinstance(request.data, dict) else None
+        if not body:
+            raise ValidationError({"detail": ["请求体要是 JSON 对象，写 audience、stores、cities 中的至少一项。"]})
+        reject_unknown(body, SCOPE_FIELDS)
+        lists = {}
+        for name in ("stores", "cities"):
+            value = body.get(name)
+            if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                raise ValidationError({name: ["要写字符串列表，如 [\"GZ-TH\"]；[] 表示全部。"]})
+            lists[name] = value
+        document = document_scope_set(document=managed_document(request.user, pk), user=request.user,
+                                       audience=body.get("audience"), **lists)
+        return Response(document_summary(document, request.user))
 
     @extend_schema(summary="删除文档（立即不再回答；各版本和原文件留在审计记录里）", responses={204: None})
     def delete(self, request, pk: int):

@@ -179,6 +179,34 @@ def test_rest_delete_takes_a_document_out_of_answers_once_and_audits_it(people):
     assert DocumentVersion.objects.filter(document_id=doc_id).exists()  # the versions stay for the audit trail
 
 
+def test_rest_patch_rescopes_a_document_at_once_and_audits_it(people):
+    # Over REST a head-office system could upload, publish and delete a document, not change whom it reaches.
+    version = publish_now(document_upload(user=people["hq"], name="a.docx", data=docx("冰块与果汁规范", SOP)), people["hq"])
+    doc_id, url = version.document_id, f"/api/v1/knowledge/documents/{version.document_id}"
+    staff, hq, manager = APIClient(), APIClient(), APIClient()
+    staff.force_authenticate(people["staff_ft"])
+    hq.force_authenticate(people["hq"])
+    manager.force_authenticate(people["manager"])
+    assert search("雪峰冰桶多久换一次", user=people["staff_ft"], k=1).top.document == "冰块与果汁规范"
+    r = hq.patch(url, {"stores": ["GZ-TH"]}, format="json")
+    assert r.status_code == 200 and r.json()["stores"] == ["GZ-TH"], r.content
+    hit = search("雪峰冰桶多久换一次", user=people["staff_ft"], k=1).top  # 福田 no longer reads it
+    assert hit is None or hit.document != "冰块与果汁规范"
+    assert search("雪峰冰桶多久换一次", user=people["staff_th"], k=1).top.document == "冰块与果汁规范"
+    row = AuditLog.objects.get(action=AuditLog.Action.DOCUMENT_SCOPE_CHANGED, actor=people["hq"])
+    assert row.after["stores"] != row.before["stores"]
+    assert hq.patch(url, {"stores": ["GZ-TH"]}, format="json").status_code == 200  # the same again: nothing written
+    assert AuditLog.objects.filter(action=AuditLog.Action.DOCUMENT_SCOPE_CHANGED).count() == 1
+    assert hq.patch(url, {"title": "x"}, format="json").status_code == 400  # unknown field
+    assert hq.patch(url, {"stores": "GZ-TH"}, format="json").status_code == 400  # not a list
+    assert hq.patch(url, {"stores": ["三里屯店"]}, format="json").status_code == 400
+    assert hq.patch(url, {}, format="json").status_code == 400
+    assert staff.patch(url, {"audience": "manager"}, format="json").status_code == 404  # not theirs to manage
+    widened = manager.patch(url, {"stores": []}, format="json")  # 天河's manager manages it now, but not for every store
+    assert widened.status_code == 403 and "自己的门店" in widened.json()["detail"]
+    assert hq.patch(url, {"audience": "manager"}, format="json").json()["audience"] == "manager"
+
+
 def test_citations_name_the_version_and_a_pdf_page(people):
     from agent.compose import number_sources
     from agent.templatetags.storemind import source_label
