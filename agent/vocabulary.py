@@ -312,14 +312,15 @@ LIFE_WORDS = frozenset("推荐 孩子 小孩 宝宝 存款 训练 入库 出水 
 
 # The words a question's intent turns on, repaired when typed by their sound (a pinyin IME picks
 # the wrong characters: 「天河店上周卖了躲少」 was read as a rules question). Only words no common
-# phrase sounds like: 卖了 is also 买了.
-SOUND_REPAIRED = ("多少", "营业额", "销售额", "营收", "销量", "库存", "客单价", "怎么办", "怎么弄")
+# phrase sounds like: 卖了 is also 买了, 销量 a colleague 小梁, 怎么办 「凉菜怎么拌」. A two-character
+# one only with its first character wrong (躲少, 裤存), never 「多烧一会」「多勺糖」.
+SOUND_REPAIRED = ("多少", "库存", "营业额", "销售额", "客单价")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 
 
 def sound_repaired(text: str) -> str:
     """`text` with each stretch of 2–3 characters that is no word at all (jieba's dictionary) but
-    sounds exactly like one of SOUND_REPAIRED replaced by it (「躲少」 → 多少, 「裤存」 → 库存). A real
+    sounds exactly like one of SOUND_REPAIRED replaced by it (「躲少」 → 多少, 「营业鹅」 → 营业额). A real
     word is never replaced, and a window never cuts through a word jieba found."""
     import jieba
     from pypinyin import lazy_pinyin
@@ -338,7 +339,8 @@ def sound_repaired(text: str) -> str:
                 window = run[i:i + n]
                 if known.get(window) or any(s < i + n and e > i and not (i <= s and e <= i + n) for s, e in spans):
                     continue
-                if (word := by_sound.get("".join(lazy_pinyin(window)))) is not None and word != window:
+                word = by_sound.get("".join(lazy_pinyin(window)))
+                if word is not None and word != window and (n > 2 or window[1:] == word[1:]):
                     out = out.replace(window, word)
     return out
 
