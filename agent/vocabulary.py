@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 from django.urls import reverse_lazy
 from django.utils.text import format_lazy
@@ -315,41 +314,19 @@ LIFE_WORDS = frozenset("推荐 孩子 小孩 宝宝 存款 训练 入库 出水 
 # phrase sounds like: 卖了 is also 买了, 销量 a colleague 小梁, 怎么办 「凉菜怎么拌」. A two-character
 # one only with its first character wrong (躲少, 裤存), never 「多烧一会」「多勺糖」.
 SOUND_REPAIRED = ("多少", "库存", "营业额", "销售额", "客单价")
-_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
-
-
 def sound_repaired(text: str) -> str:
     """`text` with each stretch of 2–3 characters that is no word at all (jieba's dictionary) but
     sounds exactly like one of SOUND_REPAIRED replaced by it (「躲少」 → 多少, 「营业鹅」 → 营业额). A real
     word is never replaced, and a window never cuts through a word jieba found."""
-    import jieba
-    from pypinyin import lazy_pinyin
+    from knowledge.lexicon import non_word_windows, pinyin_of
 
-    from knowledge.text import tokenize
-
-    by_sound = _sounds()
-    tokenize("")  # jieba and its dictionaries loaded
-    known = jieba.dt.FREQ
+    by_sound = {pinyin_of(w): w for w in SOUND_REPAIRED}
     out = text or ""
-    for match in _CJK_RUN.finditer(text or ""):
-        run = match.group()
-        spans = [(s, e) for _, s, e in jieba.tokenize(run) if e - s > 1]
-        for n in (2, 3):
-            for i in range(len(run) - n + 1):
-                window = run[i:i + n]
-                if known.get(window) or any(s < i + n and e > i and not (i <= s and e <= i + n) for s, e in spans):
-                    continue
-                word = by_sound.get("".join(lazy_pinyin(window)))
-                if word is not None and word != window and (n > 2 or window[1:] == word[1:]):
-                    out = out.replace(window, word)
+    for window in non_word_windows(out, (2, 3)):
+        word = by_sound.get(pinyin_of(window))
+        if word is not None and word != window and (len(window) > 2 or window[1:] == word[1:]):
+            out = out.replace(window, word)
     return out
-
-
-@lru_cache(maxsize=1)
-def _sounds() -> dict[str, str]:
-    from pypinyin import lazy_pinyin
-
-    return {"".join(lazy_pinyin(w)): w for w in SOUND_REPAIRED}
 
 
 def about_the_store(text: str) -> bool:

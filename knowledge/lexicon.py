@@ -123,10 +123,10 @@ def _corpus_pinyin() -> tuple[frozenset[str], dict[str, tuple[str, ...]]]:
     return index_cached(("corpus_pinyin",), build)
 
 
-def corpus_homophones_for(text: str) -> list[tuple[str, list[str]]]:
-    """For each stretch of 2–4 Chinese characters in `text` that is no word at all (neither the
-    corpus's nor jieba's dictionary's) but sounds exactly like a word the corpus uses, that word:
-    [(「炸路」, [「炸炉」])]. A real word is never replaced by one that merely sounds like it."""
+def non_word_windows(text: str, sizes: tuple[int, ...] = (2, 3, 4)) -> list[str]:
+    """Each stretch of `sizes` Chinese characters in `text` that is no word in jieba's dictionary
+    and cuts through no word jieba found (「客人一直」 has no 「人一」 in it), once: where a word typed
+    by its sound can be (「炸路」 for 炸炉, 「躲少」 for 多少)."""
     import jieba
 
     from .text import tokenize
@@ -136,12 +136,23 @@ def corpus_homophones_for(text: str) -> list[tuple[str, list[str]]]:
     windows = []
     for match in _CJK_RUN.finditer(text or ""):
         run = match.group()
-        # A window may not cut through a word jieba found: 「客人一直」 has no 「人一」 in it.
         spans = [(s, e) for _, s, e in jieba.tokenize(run) if e - s > 1]
-        for n in (2, 3, 4):
+        for n in sizes:
             windows += [run[i : i + n] for i in range(len(run) - n + 1)
                         if not any(s < i + n and e > i and not (i <= s and e <= i + n) for s, e in spans)]
-    candidates = [w for w in dict.fromkeys(windows) if not known.get(w)]
+    return [w for w in dict.fromkeys(windows) if not known.get(w)]
+
+
+def pinyin_of(word: str) -> str:
+    """Toneless pinyin, kept per word."""
+    return _pinyin(word)
+
+
+def corpus_homophones_for(text: str) -> list[tuple[str, list[str]]]:
+    """For each stretch of 2–4 Chinese characters in `text` that is no word at all (neither the
+    corpus's nor jieba's dictionary's) but sounds exactly like a word the corpus uses, that word:
+    [(「炸路」, [「炸炉」])]. A real word is never replaced by one that merely sounds like it."""
+    candidates = non_word_windows(text)
     if not candidates:
         return []
     corpus_terms, by_sound = _corpus_pinyin()

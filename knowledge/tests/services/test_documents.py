@@ -182,7 +182,7 @@ def test_rest_delete_takes_a_document_out_of_answers_once_and_audits_it(people):
 def test_rest_patch_rescopes_a_document_at_once_and_audits_it(people):
     # Over REST a head-office system could upload, publish and delete a document, not change whom it reaches.
     version = publish_now(document_upload(user=people["hq"], name="a.docx", data=docx("冰块与果汁规范", SOP)), people["hq"])
-    doc_id, url = version.document_id, f"/api/v1/knowledge/documents/{version.document_id}"
+    url = f"/api/v1/knowledge/documents/{version.document_id}"
     staff, hq, manager = APIClient(), APIClient(), APIClient()
     staff.force_authenticate(people["staff_ft"])
     hq.force_authenticate(people["hq"])
