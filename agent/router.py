@@ -330,14 +330,15 @@ def _a_bare_product_name(q: _Asked) -> Route | None:
 
 # A message that is a period and nothing else (「上周」「这个月」「到目前为止」).
 _ONLY_A_PERIOD_MAX_CHARS = 12
-_AROUND_A_PERIOD = re.compile(r"[，。？！?!、\s]|呢$|的$|吧$")
+_AROUND_A_PERIOD = re.compile(r"[，。？！?!、\s]+")
+_PARTICLE_AFTER_A_PERIOD = re.compile(r"[呢的吧啊]+$")
 
 
 def _only_a_period(q: _Asked) -> Route | None:
     """「上周」 alone was declined as unrelated to the store, and 「到目前为止」 answered from the
     closest rule: a period says when, and the question is which figure (the data planner asks,
     or a follow-up keeps the last one's)."""
-    said = _AROUND_A_PERIOD.sub("", q.text)
+    said = _PARTICLE_AFTER_A_PERIOD.sub("", _AROUND_A_PERIOD.sub("", q.text))
     hits = [h for h in q.r.hits if h.signal.name == "时间范围"]
     if not hits or len(hits) != len(q.r.hits) or len(said) > _ONLY_A_PERIOD_MAX_CHARS or hits[0].signal.regex.sub("", said):
         return None

@@ -395,9 +395,9 @@ def advance(pending: PendingAction, *, user, today, suggest=None) -> Step:
 
 _TICKET_CATEGORIES = (  # first match wins: a guest made ill is food safety whatever else is said; waiting and rudeness
     # are service even when a drink is named (「等了40分钟酒还没上」)
-    # Served raw (「鸡翅是生的」 was 其他 / 一般): 生的 as the food's state, not 发生的、卫生的、陌生的.
+    # Served raw (「鸡翅是生的」 was 其他 / 一般): 生的 as the food's state, not 发生的、卫生的、服务生的、先生的.
     (Ticket.Category.FOOD_SAFETY, r"拉肚子|肚子疼|肚子不舒服|腹痛|吃坏|喝坏|食物中毒|变质|不新鲜|馊|没熟|不熟|夹生|半生不熟|"
-                                  r"没[烤煮炸煎蒸烧焖]熟|没[烤煮炸煎蒸烧]透|(?<![发卫陌产])生的(?!气|意|日)|带血丝|异物|头发|虫子?|苍蝇|过敏"),
+                                  r"没[烤煮炸煎蒸烧焖]熟|没[烤煮炸煎蒸烧]透|(?<![发卫陌产务先学医])生的(?!气|意|日)|带血丝|异物|头发|虫子?|苍蝇|过敏"),
     (Ticket.Category.SERVICE, r"态度|服务员|服务差|太慢|慢死|等了|等太久|催|没人理|不理|上菜慢|上酒慢|骂"),
     (Ticket.Category.HYGIENE, r"脏|卫生|厕所|洗手间|蟑螂|老鼠|桌子|地面|臭"),
     (Ticket.Category.DRINKS, r"酒|啤|饮料|饮品|异味|怪味|味道|口感|变味|酸|太淡|淡了|苦|没气"),

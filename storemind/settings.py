@@ -256,6 +256,8 @@ SM_UPLOAD_MAX_MB = env_int("SM_UPLOAD_MAX_MB", 20)
 # How many days back a POS may date an order (a 2001 order moved the first recorded sale back 25
 # years); a chain importing older history raises it for the import, 0 lifts the limit.
 SM_ORDER_MAX_AGE_DAYS = env_int("SM_ORDER_MAX_AGE_DAYS", 731)
+if SM_ORDER_MAX_AGE_DAYS < 0:  # a cutoff in the future would refuse every order
+    raise ImproperlyConfigured("SM_ORDER_MAX_AGE_DAYS must be 0 (no limit) or a number of days.")
 # The domain lexicon (everyday staff words → the words SOPs use); default knowledge/lexicon.txt, "" for none.
 SM_LEXICON_PATH = env("SM_LEXICON_PATH", None)
 

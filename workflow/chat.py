@@ -13,7 +13,6 @@ from core.localtime import local_time
 from ops.models import Store
 
 from .models import Proposal
-from .payloads import ticket_choices
 from .selectors import open_restock_quantities
 from .services import can_confirm, proposal_create
 
@@ -48,7 +47,6 @@ def proposal_dict(p: Proposal, user) -> dict:
         "can_withdraw": p.status == Proposal.Status.PENDING and user is not None and p.proposed_by_id == user.pk,
         "can_amend": p.status == Proposal.Status.PENDING and user is not None and (allowed or p.proposed_by_id == user.pk),
         "decided_by": p.decided_by.username if p.decided_by_id else "", "decision_note": p.decision_note,
-        "ticket_choices": ticket_choices(p.payload) if p.kind == Proposal.Kind.TICKET else None,
     }
 
 
@@ -74,13 +72,14 @@ def _pending_restocks_by_sku(store: Store) -> dict[str, Proposal]:
     return by_sku
 
 
-def _already_asked(coming: dict[int, list[str]], waiting: dict[int, tuple[Proposal, list[str]]]) -> list[str]:
+def _already_asked(coming: dict[tuple[int, ...], list[str]], waiting: dict[int, tuple[Proposal, list[str]]]) -> list[str]:
     """What is not offered again, each product named: restocks confirmed and on their way (with
     what is coming), proposals waiting for the manager. 「科罗娜 … 建议补 116瓶」 above 「其余商品
     已有确认过、还没到货的补货」 read as if the suggestion were still to be ordered."""
     notes = []
-    for pk, products in sorted(coming.items()):
-        notes.append(f"{'、'.join(products)}已在确认过、还没到货的补货里（提案 #{pk}），够上面的建议量，到货前不再重复申请。")
+    for pks, products in sorted(coming.items()):
+        notes.append(f"{'、'.join(products)}已在确认过、还没到货的补货里（提案 {'、'.join(f'#{pk}' for pk in pks)}），"
+                     "已够上面的建议量，到货前不再重复申请。")
     for proposal, products in waiting.values():
         notes.append(f"{'、'.join(products)}已在待确认的补货提案 #{proposal.pk}（{proposal.proposed_by.username} 提交）里，没有重复生成。")
     return notes
@@ -109,7 +108,7 @@ def restock_offer(*, user, rows: list[dict]):
         on_way, requests = coming.get(r["sku"], (0, []))
         qty = r["suggested_qty"] - on_way
         if qty <= 0:
-            covered.setdefault(requests[-1], []).append(f"{r['product']}（在途 {on_way}{r['unit']}）")
+            covered.setdefault(tuple(requests), []).append(f"{r['product']}（在途 {on_way}{r['unit']}）")
             continue
         # A product already on a proposal waiting for the manager is not proposed twice
         # (「科罗娜快没货了吗」 after 「什么快没货了」 proposed 百威、科罗娜 …).

@@ -42,9 +42,8 @@ def point_to_page(state: AgentState) -> None:
 def nothing_pending(state: AgentState) -> None:
     """「算了」「五箱吧」 with no restock or ticket waiting for a reply: say so, and how to start one."""
     target = state.route.target
-    head = "现在没有进行中的补货申请或工单，不需要取消。" if target["cancel"] else "现在没有等你补充数量的补货申请或工单。"
-    made = (f"上面的提案 #{target['proposal']} 在等待确认，在顶部菜单的「操作提案」页面（/proposals/）可以查看或改数量。"
-            if target.get("proposal") else "")
+    head = "现在没有进行中的补货申请或工单，不需要取消。" if target["cancel"] else "现在没有在等你回复的补货申请或工单。"
+    made = f"提案 #{target['proposal']} 的进度在顶部菜单的「操作提案」页面（/proposals/）。" if target.get("proposal") else ""
     state.answer = head + made + "要补货可以直接说「补两箱科罗娜」，要登记客诉可以说「帮我建个投诉工单：8号桌客人说酒有异味」。"
 
 

@@ -109,8 +109,9 @@ def _order_created_at(raw: dict, prefix: str, store: Store | None, ctx: dict, er
     if max_age and parsed < ctx["now"] - timedelta(days=max_age):
         # A POS whose clock or date format was off sent a 2001 order, accepted (201): it moved
         # the chain's first recorded sale, and every period bound with it, back 25 years.
-        oldest = timezone.localtime(ctx["now"] - timedelta(days=max_age), TZ).date()
-        errors[prefix + "created_at"] = [f"下单时间早于 {oldest.isoformat()}：只接收 {max_age} 天内的订单，请检查 POS 的时钟和时间格式。"]
+        oldest = timezone.localtime(ctx["now"] - timedelta(days=max_age), TZ)
+        errors[prefix + "created_at"] = [f"下单时间早于 {oldest:%Y-%m-%d %H:%M}（{max_age} 天前）：只接收 {max_age} 天内的订单，"
+                                         "请检查 POS 的时钟和时间格式。"]
         return None
     return parsed
 

@@ -1,10 +1,18 @@
-"""The audit list's one-line details: what was proposed, why it was rejected."""
+"""The audit list's one-line details (what was proposed, why it was rejected) and a proposal card's choices."""
 from django import template
 
 from core.audit import reason_for_people
 from core.models import AuditLog
 
 register = template.Library()
+
+
+@register.filter
+def ticket_choices(payload: dict) -> dict:
+    """A pending ticket's category and severity as its card's form offers them."""
+    from ..payloads import ticket_choices as choices
+
+    return choices(payload or {})
 
 
 @register.filter

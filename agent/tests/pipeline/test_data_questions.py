@@ -112,6 +112,7 @@ def test_a_products_sales_day_by_day_keep_the_product_and_follow_ups_switch_it()
     rows = run_tool("product_daily", {"product": "科罗娜", "store": "天河店", "period": "最近7天"}, user=None).rows
     assert all(f"{r['date']}（{r['weekday']}）：{r['qty']:,}瓶" in first.answer for r in rows)
     assert "营业额" not in first.answer and "卖得最多的是" in first.answer
+    assert f"合计 {sum(r['qty'] for r in rows):,}瓶" in first.answer
     second, _, _ = chat_ask(user=staff, query="那百威呢", thread_id=conv.thread_id)
     assert second.data[0]["tool"] == "product_daily" and second.data[0]["params"]["product"] == "百威啤酒"
     # after the store's daily revenue, 「那科罗娜呢」 is that product's days, not 「cannot split」

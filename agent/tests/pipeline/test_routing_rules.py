@@ -67,7 +67,7 @@ def test_a_request_is_read_as_typed_and_needs_its_thread():
     assert route_by_rules("我的补货申请批了吗", date(2026, 12, 4), Turn("我的补货申请批了吗", signed_in=False)).handler == ""
 
 
-@pytest.mark.parametrize("question,only", [("上周", True), ("这个月呢", True), ("到目前为止", True), ("最近7天？", True),
+@pytest.mark.parametrize("question,only", [("上周", True), ("这个月呢", True), ("到目前为止", True), ("最近7天？", True), ("这个月呢？", True), ("上周呢?", True),
                                            ("上周的排班", False), ("上周谁值班", False)])
 def test_a_period_said_alone_asks_which_figure(question, only):
     # 「上周」 alone was declined as unrelated to the store; 「上周的排班」 is no figure.
