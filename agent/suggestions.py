@@ -28,7 +28,11 @@ def data_follow_ups(tool: str, params: dict) -> list[str]:
     values = {"period": period, "store": store, "product": params.get("product") or ""}
     if not period and tool != "product_sales":
         return []
-    return [text.format(**values) for text in _NEXT.get(tool, ())][:MAX_SUGGESTIONS]
+    asked = params.get("period") if isinstance(params.get("period"), dict) else {}
+    one_day = bool(asked.get("start")) and asked.get("start") == asked.get("end")
+    # 「今天几点最忙」 offered 「今天广州天河店每天卖了多少」: one day has no days to list.
+    texts = [t.replace("每天卖了多少", "卖了多少") if one_day else t for t in _NEXT.get(tool, ())]
+    return [text.format(**values) for text in texts][:MAX_SUGGESTIONS]
 
 
 def section_follow_ups(document_id: int, section_path: str, title: str) -> list[str]:

@@ -37,3 +37,13 @@ def test_a_figure_offers_its_natural_next_questions_about_the_same_store_and_per
 def test_a_refusal_offers_nothing(staff):
     result, _ = answer_question("今天天气怎么样", user=staff)
     assert result.context["suggestions"] == []
+
+
+def test_a_single_days_figures_suggest_no_list_of_days():
+    # 「今天几点最忙」 was followed by 「今天广州天河店每天卖了多少」.
+    from agent.suggestions import data_follow_ups
+
+    today = {"label": "今天", "start": "2026-12-05", "end": "2026-12-05"}
+    assert data_follow_ups("hourly_peak", {"store": "广州天河店", "period": today})[0] == "今天广州天河店卖了多少"
+    week = {"label": "上周", "start": "2026-11-23", "end": "2026-11-29"}
+    assert data_follow_ups("hourly_peak", {"store": "广州天河店", "period": week})[0] == "上周广州天河店每天卖了多少"
