@@ -23,8 +23,9 @@ PATH_SEP = " > "
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _SENTENCE_END = re.compile(r"(?<=[。！？；!?])")
 _ALIASES = re.compile(r"^\s*(?:>\s*)?常见问法\s*[：:]\s*(.+)$")
-# The rule under a Markdown table's header row (「|---|:---:|」), as the parsers write every table.
-TABLE_RULE = re.compile(r"^\|?\s*:?-{2,}")
+# The rule under a Markdown table's header row (「|---|:---:|」, as the parsers write every table),
+# the whole line: a body row whose first cell is 「--」 (nothing to say) is not one.
+TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 
 
 @dataclass

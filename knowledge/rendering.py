@@ -8,10 +8,11 @@ from collections.abc import Callable
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from .chunking import TABLE_RULE
+
 # A Markdown table row as SOPs and parsed Word/Excel tables write them (「| 充值金额 | 赠送金额 |」);
 # in an answer a citation may follow it.
 TABLE_ROW = re.compile(r"^\s*\|.*\|\s*(\[D?\d+\]\s*)*$")
-TABLE_RULE_ROW = re.compile(r"^\s*\|(\s*:?-{3,}:?\s*\|)+\s*$")
 _REF = re.compile(r"\[(D?\d+)\]")
 
 
@@ -20,7 +21,7 @@ def table_html(lines: list[str], inline: Callable[[str], str]) -> str:
     cell's text. Citations after a row are kept, below the table."""
     refs, rows = [], []
     for line in lines:
-        if TABLE_RULE_ROW.match(line):
+        if TABLE_RULE.match(line):
             continue
         body, _, tail = line.rstrip().rpartition("|")
         refs.extend(_REF.findall(tail))

@@ -84,3 +84,15 @@ def test_real_corpus_has_enough_documents_and_chunks(settings):
     for d in docs:
         assert {"title", "doc_type", "audience", "version", "updated"} <= set(d.meta), d.title
     assert any(d.meta["audience"] == "manager" for d in docs)
+
+
+def test_a_table_rule_is_the_whole_separator_line_one_pattern_for_chunking_and_rendering():
+    # Two patterns (a prefix `-{2,}` here, `-{3,}` in the preview) took a body row whose first
+    # cell says 「--」 (nothing) for the rule and dropped it from the table.
+    from knowledge.chunking import TABLE_RULE
+    from knowledge.rendering import text_html
+
+    assert TABLE_RULE.match("|---|:---:|") and TABLE_RULE.match("| --- | --- |") and TABLE_RULE.match("---|---")
+    assert not TABLE_RULE.match("| -- | 无需登记 |") and not TABLE_RULE.match("-- 注意：冰块现用现取")
+    html = str(text_html("| 金额 | 处理 |\n| --- | --- |\n| -- | 无需登记 |\n| 50 元以上 | 报店长 |"))
+    assert "<td>--</td><td>无需登记</td>" in html and html.count("<tr>") == 3
