@@ -19,6 +19,17 @@ _NEXT = {
     "product_daily": ("{period}{store}{product}卖了多少", "{product}还剩多少"),
 }
 
+# After a single day's figures (「今天几点最忙」): a day has no days to list, and the day's total
+# is the natural next question where the answer was not already it.
+_ONE_DAY_NEXT = {
+    "store_sales": ("{period}{store}热销前五", "{period}{store}几点最忙"),
+    "channel_sales": ("{period}{store}卖了多少", "{period}{store}热销前五"),
+    "period_compare": ("{period}{store}热销前五", "{period}{store}几点最忙"),
+    "hourly_peak": ("{period}{store}卖了多少", "{period}{store}热销前五"),
+    "top_products": ("{period}{store}卖了多少", "{period}{store}几点最忙"),
+    "compare_stores": ("{period}热销前五",),
+}
+
 
 def data_follow_ups(tool: str, params: dict) -> list[str]:
     period = (params.get("period") or {}).get("label", "") if isinstance(params.get("period"), dict) else str(params.get("period") or "")
@@ -30,8 +41,8 @@ def data_follow_ups(tool: str, params: dict) -> list[str]:
         return []
     asked = params.get("period") if isinstance(params.get("period"), dict) else {}
     one_day = bool(asked.get("start")) and asked.get("start") == asked.get("end")
-    # 「今天几点最忙」 offered 「今天广州天河店每天卖了多少」: one day has no days to list.
-    texts = [t.replace("每天卖了多少", "卖了多少") if one_day else t for t in _NEXT.get(tool, ())]
+    # 「今天几点最忙」 offered 「今天广州天河店每天卖了多少」.
+    texts = _ONE_DAY_NEXT.get(tool, _NEXT.get(tool, ())) if one_day else _NEXT.get(tool, ())
     return [text.format(**values) for text in texts][:MAX_SUGGESTIONS]
 
 

@@ -47,3 +47,15 @@ def test_a_single_days_figures_suggest_no_list_of_days():
     assert data_follow_ups("hourly_peak", {"store": "广州天河店", "period": today})[0] == "今天广州天河店卖了多少"
     week = {"label": "上周", "start": "2026-11-23", "end": "2026-11-29"}
     assert data_follow_ups("hourly_peak", {"store": "广州天河店", "period": week})[0] == "上周广州天河店每天卖了多少"
+
+
+def test_no_tool_offers_a_list_of_days_after_one_day_nor_the_question_just_answered():
+    # The one-day form was a text replace: 「今天天河店卖了多少」 offered itself again
+    # (每天卖了多少 → 卖了多少), and 「今天各店每天营业额趋势」 stayed.
+    from agent.suggestions import _NEXT, data_follow_ups
+
+    today = {"label": "今天", "start": "2026-12-05", "end": "2026-12-05"}
+    for tool in _NEXT:
+        offered = data_follow_ups(tool, {"store": "广州天河店", "period": today, "product": "科罗娜"})
+        assert offered and not any("每天" in t for t in offered), tool
+    assert "今天广州天河店卖了多少" not in data_follow_ups("store_sales", {"store": "广州天河店", "period": today})
