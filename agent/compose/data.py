@@ -65,9 +65,8 @@ def _best_and_weakest_day(r: ToolResult, sources: Sources, question: str, store_
     if r.tool == "product_daily" and len(sources.data) >= 2 and any(d["row"]["qty"] for d in sources.data):
         most = max(sources.data, key=lambda d: d["row"]["qty"])
         least = min(sources.data, key=lambda d: d["row"]["qty"])
-        unit = most["row"]["unit"]
-        total = (f"合计 {sum(d['row']['qty'] for d in sources.data):,}{unit}，"
-                 f"销售额 ¥{sum(d['row']['revenue'] for d in sources.data):,.2f}（只计已支付订单）；")
+        # The tool's own total (its summary: 「…每天的销量：合计 12瓶，销售额 ¥1,234.00；最多…」), not a second sum here.
+        total = r.summary.split("：", 1)[-1].split("；", 1)[0] + "（只计已支付订单）；"
         return (total + f"卖得最多的是 {most['row']['date']}（{most['row']['weekday']}）{most['row']['qty']:,}{most['row']['unit']} [{most['ref']}]，"
                 f"最少的是 {least['row']['date']}（{least['row']['weekday']}）{least['row']['qty']:,}{least['row']['unit']} [{least['ref']}]。")
     if r.tool != "daily_trend" or len(sources.data) < 2 or not any(d["row"]["orders"] for d in sources.data):
