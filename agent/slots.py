@@ -62,11 +62,19 @@ class PendingAction:
     not_a_product: str = ""  # 「喜力」 in 「补两箱喜力」: what was asked for that we do not sell
     store_said: str = ""  # how the store was named (「天河店」): a refusal echoes it, never the full name
     offer_lines: list = field(default_factory=list)  # a restock offered after a stock answer, proposed on 「好」
+    # sku → [qty, unit] already settled for that product alone: 「补5箱科罗娜和精酿IPA」 keeps 科罗娜's 5箱
+    # while the glass-sold IPA is asked again in its own unit (qty / unit then apply to the others).
+    settled: dict = field(default_factory=dict)
+
+    def quantity_of(self, sku: str) -> tuple[int | None, str | None]:
+        qty, unit = self.settled.get(sku) or (self.qty, self.unit)
+        return qty, unit
 
     def missing(self) -> list[str]:
         if self.kind == TICKET:
             return [s for s, ok in (("store", self.store), ("description", self.description)) if not ok]
-        return [s for s, ok in (("store", self.store), ("product", self.skus), ("qty", self.qty)) if not ok]
+        has_qty = bool(self.skus) and all(self.quantity_of(sku)[0] for sku in self.skus) or bool(self.qty)
+        return [s for s, ok in (("store", self.store), ("product", self.skus), ("qty", has_qty)) if not ok]
 
     def as_dict(self) -> dict:
         return {**asdict(self), "missing": self.missing()}
@@ -187,9 +195,10 @@ def _lines(pending: PendingAction, products: dict[str, Product]) -> tuple[list[d
     lines, said = [], []
     for sku in pending.skus:
         product = products[sku]
-        quantity = product.in_sales_units(pending.qty, pending.unit)
-        if pending.unit == Product.Unit.CASE and product.unit != Product.Unit.CASE:
-            said.append(f"{product.name} {pending.qty}箱 × {product.case_size}{product.unit} = {quantity}{product.unit}")
+        qty, unit = pending.quantity_of(sku)
+        quantity = product.in_sales_units(qty, unit)
+        if unit == Product.Unit.CASE and product.unit != Product.Unit.CASE:
+            said.append(f"{product.name} {qty}箱 × {product.case_size}{product.unit} = {quantity}{product.unit}")
         else:
             said.append(f"{product.name} {quantity}{product.unit}")
         # Switched mid-way (「科罗娜快没了，帮我申请补货」 → 「换成精酿IPA」): the first request named another product.
@@ -197,13 +206,13 @@ def _lines(pending: PendingAction, products: dict[str, Product]) -> tuple[list[d
         asked = pending.started_with[:60] if not named or product.sku in {p.sku for p in named} else \
             f"补{product.name}（最初说的是「{pending.started_with[:40]}」）"
         reason = f"聊天申请：{asked}" + (
-            f"（{pending.qty}箱×{product.case_size}{product.unit}）" if pending.unit == Product.Unit.CASE else "")
+            f"（{qty}箱×{product.case_size}{product.unit}）" if unit == Product.Unit.CASE else "")
         lines.append({"sku": product.sku, "quantity": quantity, "unit": product.unit, "reason": reason})
     return lines, "、".join(said)
 
 
 def _key(user, pending: PendingAction, today) -> str:
-    slots = f"{pending.kind}|{pending.store}|{','.join(pending.skus)}|{pending.qty}|{pending.unit}|{pending.description}|{pending.started_with}|{today}"
+    slots = f"{pending.kind}|{pending.store}|{','.join(pending.skus)}|{pending.qty}|{pending.unit}|{sorted(pending.settled.items())}|{pending.description}|{pending.started_with}|{today}"
     return f"chat:{user.pk}:{pending.kind}:{hashlib.sha256(slots.encode()).hexdigest()[:16]}"
 
 
@@ -306,23 +315,30 @@ def _suggested_quantity(t: Turn) -> None:
     if "qty" not in t.missing or t.suggest is None:
         return
     figures = t.suggest(t.pending.store)
-    known = {sku: figures[sku] for sku in t.pending.skus if figures.get(sku)}
-    if len(known) == len(t.pending.skus) and len(set(known.values())) == 1:
+    open_skus = [sku for sku in t.pending.skus if sku not in t.pending.settled]
+    known = {sku: figures[sku] for sku in open_skus if figures.get(sku)}
+    if len(known) == len(open_skus) and len(set(known.values())) == 1:
         t.pending.qty, t.pending.unit = next(iter(known.values())), None  # the low-stock suggestion
         t.suggested = True
 
 
 def _no_case_for_it(t: Turn) -> Step | None:
     """「5箱」 of a product that comes in no case (精酿IPA by the glass, case size 1) was proposed as
-    「5箱 × 1杯 = 5杯」: ask again in its own unit."""
+    「5箱 × 1杯 = 5杯」: ask again in its own unit. The products of the same request that do come in
+    cases keep their 「5箱」 (「补5箱科罗娜和精酿IPA」 → 「30杯」 made 科罗娜 30瓶 too)."""
     if t.pending.unit != Product.Unit.CASE:
         return None
-    loose = [t.products[s] for s in t.pending.skus if t.products[s].case_size <= 1 and t.products[s].unit != Product.Unit.CASE]
+    open_skus = [s for s in t.pending.skus if s not in t.pending.settled]
+    loose = [t.products[s] for s in open_skus if t.products[s].case_size <= 1 and t.products[s].unit != Product.Unit.CASE]
     if not loose:
         return None
+    cased = [t.products[s] for s in open_skus if t.products[s] not in loose]
+    for product in cased:
+        t.pending.settled[product.sku] = [t.pending.qty, t.pending.unit]
+    kept = "、".join(f"{p.name} {t.pending.qty}箱" for p in cased)
     t.pending.qty, t.pending.unit = None, None
     names, units = "、".join(p.name for p in loose), "、".join(sorted({p.unit for p in loose}))
-    return Step(f"{names}按{units}计，没有整箱的包装。要补多少{units}？", t.pending)
+    return Step((f"{kept}已记下。" if kept else "") + f"{names}按{units}计，没有整箱的包装。要补多少{units}？", t.pending)
 
 
 def _ask_quantity(t: Turn) -> Step | None:
@@ -330,7 +346,7 @@ def _ask_quantity(t: Turn) -> Step | None:
     _suggested_quantity(t)
     if "qty" not in t.missing:
         return None
-    products = [t.products[s] for s in t.pending.skus]
+    products = [t.products[s] for s in t.pending.skus if s not in t.pending.settled]
     names = "、".join(p.name for p in products)
     units = "、".join(sorted({p.unit for p in products}))
     if all(p.case_size <= 1 for p in products):  # 精酿IPA by the glass: no case to offer

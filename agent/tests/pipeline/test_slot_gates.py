@@ -94,3 +94,19 @@ def test_every_gate_has_a_case():
     cases = [name for name in globals() if name.startswith("test_") and name != "test_every_gate_has_a_case"]
     gates = [gate for gate, _ in GATES] + ["create_ticket", "create_restock"]
     assert [gate for gate in gates if not any(gate in case for case in cases)] == []
+
+
+def test_a_mixed_request_keeps_the_cased_products_quantity_while_the_glass_sold_one_is_asked_again():
+    # 「帮我补5箱科罗娜和精酿IPA」 → 「30杯」 proposed 精酿IPA 30杯 and 科罗娜啤酒 30瓶: the 5箱 said for 科罗娜 was lost.
+    from ops.models import Product
+
+    staff = make_user("gate_mixed", role="staff", stores=["GZ-TH"])
+    corona = Product.objects.get(name="科罗娜啤酒")
+    pending = PendingAction(kind=RESTOCK, store="广州天河店", skus=[corona.sku, "B005"], qty=5, unit="箱", started_with="帮我补5箱科罗娜和精酿IPA")
+    step = advance(pending, user=staff, today=TODAY)
+    assert step.detail["gate"] == "no_case_for_it" and step.message.startswith("科罗娜啤酒 5箱已记下。") and "要补多少杯" in step.message
+    assert pending.missing() == ["qty"]
+    pending.qty, pending.unit = 30, "杯"  # the reply 「30杯」
+    done = advance(PendingAction.from_dict(pending.as_dict()), user=staff, today=TODAY)
+    lines = {line["sku"]: line["quantity"] for line in done.proposal.payload["lines"]}
+    assert lines == {corona.sku: 5 * corona.case_size, "B005": 30}
