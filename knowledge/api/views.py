@@ -132,10 +132,14 @@ UploadIn = inline_serializer("DocumentUpload", {
     "stores": serializers.CharField(required=False, help_text="适用门店：门店编码或名称，逗号分隔；不填为全部门店"),
     "cities": serializers.CharField(required=False, help_text="适用城市，逗号分隔（该城市现在和将来的门店）"),
     "document": serializers.IntegerField(required=False, help_text="作为这篇文档的新版本上传")})
+_NOT_A_LIST = {"not_a_list": "要写字符串列表，如 [\"GZ-TH\"]；[] 表示全部。"}
 ScopeIn = inline_serializer("DocumentScope", {
-    "audience": serializers.ChoiceField(choices=Document.Audience.values, required=False, help_text="staff 全体员工或 manager 仅店长"),
-    "stores": serializers.ListField(child=serializers.CharField(), required=False, help_text="适用门店：编码或名称；[] 表示全部门店"),
-    "cities": serializers.ListField(child=serializers.CharField(), required=False, help_text="适用城市（该城市现在和将来的门店）")})
+    "audience": serializers.ChoiceField(choices=Document.Audience.values, required=False, allow_null=True,
+                                        help_text="staff 全体员工或 manager 仅店长；不写或 null 为不改"),
+    "stores": serializers.ListField(child=serializers.CharField(), required=False, allow_null=True, error_messages=_NOT_A_LIST,
+                                    help_text="适用门店：编码或名称；[] 表示全部门店；不写或 null 为不改"),
+    "cities": serializers.ListField(child=serializers.CharField(), required=False, allow_null=True, error_messages=_NOT_A_LIST,
+                                    help_text="适用城市（该城市现在和将来的门店）；不写或 null 为不改")})
 SCOPE_FIELDS = {"audience", "stores", "cities"}
 PublishIn = inline_serializer("DocumentPublish", {"version": serializers.IntegerField(required=False, min_value=1, help_text="默认：最新的草稿")})
 UPLOAD_FIELDS = {"file", "title", "audience", "stores", "cities", "document"}
@@ -200,14 +204,10 @@ class DocumentDetailView(APIView):
         if not body:
             raise ValidationError({"detail": ["请求体要是 JSON 对象，写 audience、stores、cities 中的至少一项。"]})
         reject_unknown(body, SCOPE_FIELDS)
-        lists = {}
-        for name in ("stores", "cities"):
-            value = body.get(name)
-            if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-                raise ValidationError({name: ["要写字符串列表，如 [\"GZ-TH\"]；[] 表示全部。"]})
-            lists[name] = value
-        document = document_scope_set(document=managed_document(request.user, pk), user=request.user,
-                                       audience=body.get("audience"), **lists)
+        scope = type(ScopeIn)(data=body)  # the documented request body is what is checked
+        scope.is_valid(raise_exception=True)
+        document = document_scope_set(document=managed_document(request.user, pk), user=request.user, **{
+            name: scope.validated_data.get(name) for name in ("audience", "stores", "cities")})
         return Response(document_summary(document, request.user))
 
     @extend_schema(summary="删除文档（立即不再回答；各版本和原文件留在审计记录里）", responses={204: None})

@@ -199,6 +199,10 @@ def test_rest_patch_rescopes_a_document_at_once_and_audits_it(people):
     assert AuditLog.objects.filter(action=AuditLog.Action.DOCUMENT_SCOPE_CHANGED).count() == 1
     assert hq.patch(url, {"title": "x"}, format="json").status_code == 400  # unknown field
     assert hq.patch(url, {"stores": "GZ-TH"}, format="json").status_code == 400  # not a list
+    # Checked by the documented body (ScopeIn), each error under its field.
+    for bad, field in (({"audience": "boss"}, "audience"), ({"stores": [""]}, "stores"), ({"cities": {"a": 1}}, "cities")):
+        r = hq.patch(url, bad, format="json")
+        assert r.status_code == 400 and field in r.json(), (bad, r.content)
     assert hq.patch(url, {"stores": ["三里屯店"]}, format="json").status_code == 400
     assert hq.patch(url, {}, format="json").status_code == 400
     assert staff.patch(url, {"audience": "manager"}, format="json").status_code == 404  # not theirs to manage
