@@ -42,6 +42,15 @@ ANSWER_TYPES = {
     "ratio": (r"几倍|百分之|比例|几成|多少倍|折扣是多少|打几折", r"\d+(\.\d+)?\s*(%|倍|成|折)|百分之"),
     "count": (r"几次|几个|多少个|几份|几张|几人|几位|几名|多少人|多少份|多少次|几瓶|几杯|几克|多少克|多少毫升|几毫升",
               r"\d+\s*(次|个|份|张|人|位|名|瓶|杯|克|g|ml|毫升|斤|公斤|kg)"),
+    "distance": (r"几公里|多少公里|多少千米|多远|多少米|几米",
+                 r"\d+(\.\d+)?\s*(公里|千米|km|米)|[一二两三四五六七八九十半]+\s*(公里|千米)"),
+    # A number to call: SOPs that name a hotline often say only 「见应急联系卡」, and 「报修热线号码是多少」
+    # answered from such a section quoted no number. Stated as one a phone would dial, or as an
+    # emergency number after the word that calls it (120 alone is as often 120℃ or 120g).
+    "phone": (r"(电话|号码|手机号|热线|联系方式)[^，。？！,?!\s]{0,4}(多少|是啥|是什么|是几)(?!钱|次|个|天)"
+              r"|手机号?(是)?多少(?!钱|次|个|天)|(打|拨)(什么|啥|哪个|几号)(电话|号码)",
+              r"(?<!\d)(400[-\s]?\d{3}[-\s]?\d{4}|0\d{2,3}[-\s]?\d{7,8}|1[3-9]\d{9}|\d{7,8})(?!\d)"
+              r"|(拨打|打|报警|急救|火警|电话|热线)\D{0,3}(110|119|120|122|12315)(?!\d)"),
 }
 _NOUN_TAGS = ("n", "vn", "eng", "j")
 # Nouns by their tag that name nothing a rule would be about (「什么时候」「有点酸」「感觉不对」).

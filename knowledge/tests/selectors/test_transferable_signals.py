@@ -36,6 +36,10 @@ audience: staff
 ## 四、宠物
 
 导盲犬可以进店，其他宠物请顾客在门外看管。
+
+## 五、设备报修
+
+制冰机、封口机故障时，拍照后在报修群提交工单；营业中无法出品时拨打设备报修热线 400-820-1234。
 """
 
 
@@ -127,6 +131,18 @@ def test_a_question_asking_a_figure_its_section_never_states_is_a_type_miss(tea)
     assert sig["type_miss"] == 1.0 and sig["type_match"] == 0.0
     sig, _ = _signals("醉酒顾客怎么处理")
     assert sig["type_miss"] == sig["type_match"] == 0.0
+
+
+def test_a_question_asking_a_phone_number_or_a_distance_its_section_never_states_is_a_type_miss(tea):
+    # 「工程部报修热线号码是多少」 was answered from a section that only says 「见应急联系卡」.
+    sig, _ = _signals("制冰机坏了 报修热线号码是多少")
+    assert sig["type_match"] == 1.0 and sig["type_miss"] == 0.0
+    sig, _ = _signals("醉酒顾客劝离时值班经理电话是多少")
+    assert sig["type_miss"] == 1.0 and sig["type_match"] == 0.0
+    sig, _ = _signals("外卖配送范围是几公里")  # a distance no section states
+    assert sig["type_miss"] == 1.0
+    asked = [k for k, (ask, _) in answerability._ANSWER_TYPES.items() if ask.search("制冰机坏了 报修热线一天能打几次")]
+    assert asked == ["count"]  # no number to dial asked for
 
 
 def test_the_question_form_signal_reads_only_the_forms_the_product_wrote(tea):
