@@ -133,7 +133,7 @@ def test_a_question_asking_a_figure_its_section_never_states_is_a_type_miss(tea)
     assert sig["type_miss"] == sig["type_match"] == 0.0
 
 
-def test_a_question_asking_a_phone_number_or_a_distance_its_section_never_states_is_a_type_miss(tea):
+def test_a_question_asking_a_phone_number_a_distance_or_a_charge_its_section_never_states_is_a_type_miss(tea):
     # 「工程部报修热线号码是多少」 was answered from a section that only says 「见应急联系卡」.
     sig, _ = _signals("制冰机坏了 报修热线号码是多少")
     assert sig["type_match"] == 1.0 and sig["type_miss"] == 0.0
@@ -141,6 +141,10 @@ def test_a_question_asking_a_phone_number_or_a_distance_its_section_never_states
     assert sig["type_miss"] == 1.0 and sig["type_match"] == 0.0
     sig, _ = _signals("外卖配送范围是几公里")  # a distance no section states
     assert sig["type_miss"] == 1.0
+    sig, _ = _signals("醉酒顾客劝离 要另外收钱吗")  # whether it costs: no amount, 免费 or charge in that section
+    assert sig["type_miss"] == 1.0
+    sig, _ = _signals("退款超过50元要加钱吗")
+    assert sig["type_match"] == 1.0
     asked = [k for k, (ask, _) in answerability._ANSWER_TYPES.items() if ask.search("制冰机坏了 报修热线一天能打几次")]
     assert asked == ["count"]  # no number to dial asked for
 
