@@ -476,3 +476,34 @@ CANCELLED = "好的，已取消这次{what}，没有提交任何提案。"
 
 def cancelled(pending: PendingAction) -> Step:
     return Step(CANCELLED.format(what=_what(pending.kind)), None, detail={"cancelled": pending.kind})
+
+
+def amend_quantity_in_chat(*, user, proposal_id, said: str) -> str | None:
+    """「改成3箱」 right after the chat said the restock already waits as #N: the quantity of that
+    proposal's one product, changed through the audited service behind the card's 改数量 (the
+    same content again changes nothing); of several products, where to change which. None where
+    it cannot apply: not a pending restock, no case for 「箱」, or not the asker's to change."""
+    from core.errors import Conflict
+    from workflow.models import Proposal
+    from workflow.services import proposal_amend
+
+    parsed = parse(said)
+    proposal = Proposal.objects.filter(pk=int(proposal_id), kind=Proposal.Kind.RESTOCK, status=Proposal.Status.PENDING).first() \
+        if parsed.qty and str(proposal_id).isdigit() else None
+    lines = (proposal.payload or {}).get("lines", []) if proposal else []
+    if len(lines) > 1:  # which of its products is meant is not said
+        names = "、".join(str(line.get("product") or line.get("sku")) for line in lines)
+        return f"补货提案 #{proposal.pk} 里有 {len(lines)} 种商品（{names}），请在提案卡片上点「改数量」改对应的那一行。"
+    if len(lines) != 1:
+        return None
+    product = Product.objects.filter(sku=lines[0].get("sku")).first()
+    if product is None or (parsed.unit == Product.Unit.CASE and product.case_size <= 1 and product.unit != Product.Unit.CASE):
+        return None
+    quantity = product.in_sales_units(parsed.qty, parsed.unit)
+    try:
+        proposal_amend(proposal=proposal, user=user, payload={"lines": [{**lines[0], "quantity": quantity}]})
+    except (PermissionDenied, ValidationError, Conflict, NotFound):
+        return None
+    as_said = f"{parsed.qty}箱（{quantity}{product.unit}）" if parsed.unit == Product.Unit.CASE and product.unit != Product.Unit.CASE \
+        else f"{quantity}{product.unit}"
+    return f"已把补货提案 #{proposal.pk} 的{product.name}改为 {as_said}，改动记入审计。店长确认之前不会下单。"

@@ -40,8 +40,16 @@ def point_to_page(state: AgentState) -> None:
 
 
 def nothing_pending(state: AgentState) -> None:
-    """「算了」「五箱吧」 with no restock or ticket waiting for a reply: say so, and how to start one."""
+    """「算了」「五箱吧」 with no restock or ticket waiting for a reply: say so, and how to start one;
+    a quantity right after the chat named a pending restock changes that proposal (slots.amend_quantity_in_chat)."""
     target = state.route.target
+    # 「改成3箱」 under 「科罗娜已在待确认的补货提案 #1 里」: that proposal, not a new request.
+    if not target["cancel"] and target.get("proposal") and state.user is not None:
+        from ..slots import amend_quantity_in_chat
+
+        if (amended := amend_quantity_in_chat(user=state.user, proposal_id=target["proposal"], said=state.question)):
+            state.answer = amended
+            return
     head = "现在没有进行中的补货申请或工单，不需要取消。" if target["cancel"] else "现在没有在等你回复的补货申请或工单。"
     made = f"提案 #{target['proposal']} 的进度在顶部菜单的「操作提案」页面（/proposals/）。" if target.get("proposal") else ""
     state.answer = head + made + "要补货可以直接说「补两箱科罗娜」，要登记客诉可以说「帮我建个投诉工单：8号桌客人说酒有异味」。"

@@ -401,3 +401,37 @@ def test_a_quantity_still_fills_the_restock_that_waits_for_it(manager_two_stores
     assert filled.proposal is not None and filled.proposal["payload"]["lines"][0]["quantity"] > 0
     gone, _ = t.ask("算了")  # the proposal was made: nothing waits any more, and the answer points to it
     assert f"提案 #{filled.proposal['id']} 的进度" in gone.answer and "不需要取消" in gone.answer
+
+
+def test_a_quantity_after_being_told_the_restock_already_waits_changes_that_proposal(staff):
+    # 「帮我补5箱科罗娜」 → 「已有待确认的补货提案 #1 … 要改数量在卡片上点改数量」 → 「改成3箱」 was answered
+    # 「现在没有在等你回复的补货申请」, and the proposal kept its old quantity.
+    from core.models import AuditLog
+    from ops.models import Product
+
+    corona = Product.objects.get(name="科罗娜啤酒")
+    t = Thread(staff)
+    first, _ = t.ask("帮我补5箱科罗娜")
+    assert first.proposal is not None, first.answer
+    t2 = Thread(staff)
+    told, _ = t2.ask("帮我补4箱科罗娜")
+    assert "已有待确认的补货提案" in told.answer, told.answer
+    changed, _ = t2.ask("改成3箱")
+    proposal = Proposal.objects.get(pk=first.proposal["id"])
+    assert proposal.payload["lines"][0]["quantity"] == 3 * corona.case_size, changed.answer
+    assert f"#{proposal.pk}" in changed.answer and "改为 3箱" in changed.answer
+    assert AuditLog.objects.filter(action=AuditLog.Action.AMENDED, target_id=proposal.pk).count() == 1
+    t2.ask("改成3箱")  # the same again: nothing more written
+    assert AuditLog.objects.filter(action=AuditLog.Action.AMENDED, target_id=proposal.pk).count() == 1
+
+
+def test_a_quantity_for_a_waiting_restock_of_several_products_says_where_to_change_which(staff):
+    t = Thread(staff)
+    t.ask("帮我补5箱科罗娜和精酿IPA")
+    made, _ = t.ask("30杯")
+    assert made.proposal is not None and len(made.proposal["payload"]["lines"]) == 2, made.answer
+    t2 = Thread(staff)
+    t2.ask("帮我补4箱科罗娜")
+    which, _ = t2.ask("改成3箱")
+    assert "2 种商品" in which.answer and "改数量" in which.answer, which.answer
+    assert Proposal.objects.get(pk=made.proposal["id"]).payload == made.proposal["payload"]
