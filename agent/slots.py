@@ -485,12 +485,14 @@ def amend_quantity_in_chat(*, user, proposal_id, said: str) -> str | None:
     it cannot apply: not a pending restock, no case for 「箱」, or not the asker's to change."""
     from core.errors import Conflict
     from workflow.models import Proposal
+    from workflow.selectors import proposal_for_status
     from workflow.services import proposal_amend
 
     parsed = parse(said)
-    proposal = Proposal.objects.filter(pk=int(proposal_id), kind=Proposal.Kind.RESTOCK, status=Proposal.Status.PENDING).first() \
-        if parsed.qty and str(proposal_id).isdigit() else None
-    lines = (proposal.payload or {}).get("lines", []) if proposal else []
+    proposal = proposal_for_status(user, int(proposal_id)) if parsed.qty and str(proposal_id).isdigit() else None  # only one they may see
+    if proposal is None or proposal.kind != Proposal.Kind.RESTOCK or proposal.status != Proposal.Status.PENDING:
+        return None
+    lines = (proposal.payload or {}).get("lines", [])
     if len(lines) > 1:  # which of its products is meant is not said
         names = "、".join(str(line.get("product") or line.get("sku")) for line in lines)
         return f"补货提案 #{proposal.pk} 里有 {len(lines)} 种商品（{names}），请在提案卡片上点「改数量」改对应的那一行。"
