@@ -409,3 +409,8 @@ def best_tool(scores: dict[str, int]) -> str | None:
 def is_bare_restock_order(text: str) -> bool:
     """「补两箱」「青岛啤酒，补20箱」: an order by its words alone (no 帮我 …)."""
     return any(h.signal.name == "补货指令" for h in match(text))
+
+
+# A guest's complaint told as it happened (「客人说鸡翅是生的」「8号桌客人嫌酒太淡」): when the rules have nothing for
+# it, the refusal offers to file it as a ticket.
+GUEST_COMPLAINS = re.compile(r"(客人|顾客|客户|那桌|[0-9一二三四五六七八九十]+号桌)[^，。？！?!]{0,6}(说|反映|反应|投诉|嫌|抱怨|吐槽)")

@@ -47,7 +47,20 @@ def refusal_text(state: AgentState) -> str:
     head = f"制度里没有关于{missing}的规定" if missing else "现有的门店制度文档里没有能回答这个问题的内容"
     near = f"；相近的内容在《{nearest}》" if nearest else ""
     return (f"抱歉，{head}{near}，我不能凭空作答。请咨询店长或区域经理；这个问题已记录到\"未解答问题\"，"
-            "管理人员会据此补充制度。")
+            "管理人员会据此补充制度。") + file_it_as_a_ticket(state.question)
+
+
+def file_it_as_a_ticket(question: str) -> str:
+    """「客人说鸡翅是生的」 was refused with nowhere to go: a guest's complaint the rules have nothing
+    for can still be filed (a ticket's category read from its words, as the ticket itself is)."""
+    from workflow.models import Ticket
+
+    from ..slots import ticket_category
+
+    said = question.strip().rstrip("。！？?!")
+    if not vocab.GUEST_COMPLAINS.search(said) or ticket_category(said) == Ticket.Category.OTHER or len(said) > 60:
+        return ""
+    return f"\n要登记为客诉工单，可以说「帮我建个投诉工单：{said}」。"
 
 
 def uncovered_words(uncovered: dict) -> str:

@@ -168,3 +168,19 @@ def test_a_product_the_bar_sells_is_the_stores_world(staff):
     # 「那百威呢」 after a ticket turn was declined as 「这个请求与门店运营无关」.
     assert not pipeline.refusals.far_from_domain(state_for("那百威呢", staff))
     assert pipeline.refusals.far_from_domain(state_for("比特币现在多少钱一个", staff))
+
+
+def test_a_guests_complaint_the_rules_do_not_cover_is_offered_as_a_ticket(staff):
+    # 「客人说鸡翅是生的」 was refused with nowhere to go; a ticket is what can still be done.
+    from agent.pipeline.refusals import file_it_as_a_ticket
+
+    assert file_it_as_a_ticket("客人说鸡翅是生的。") == "\n要登记为客诉工单，可以说「帮我建个投诉工单：客人说鸡翅是生的」。"
+    assert file_it_as_a_ticket("3号桌客人嫌酒太淡") and file_it_as_a_ticket("顾客反映洗手间很脏")
+    assert file_it_as_a_ticket("员工可以带盆栽上班吗") == ""  # no guest complaining
+    assert file_it_as_a_ticket("客人说想要靠窗的座位") == ""  # a wish, no complaint category
+    coverage_model()
+    result, _, _ = chat_ask(user=staff, query="客人说鸡翅是生的")
+    if result.refused:  # the hint belongs to a refusal only
+        assert "帮我建个投诉工单：客人说鸡翅是生的" in result.answer
+    filed, _, _ = chat_ask(user=staff, query="帮我建个投诉工单：客人说鸡翅是生的")
+    assert filed.proposal is not None and filed.proposal["payload"]["category"] == "食品安全", filed.answer
