@@ -47,6 +47,15 @@ ANSWER_TYPES = {
                r"\d+(\.\d+)?\s*(元|块)|¥\s*\d|免费|不收|收取|收费|另收|加收|扣|赔|自费|自付|承担|原价|成本价|费用"),
     "distance": (r"几公里|多少公里|多少千米|多远|多少米|几米",
                  r"\d+(\.\d+)?\s*(公里|千米|km|米)|[一二两三四五六七八九十半]+\s*(公里|千米)"),
+    # Which brand or where from (「鲜奶用的哪个牌子」「牛腩是哪里产的」): SOPs that name a brand
+    # or an origin say so with the word. 「有哪些牌子」 (what the store sells) is not asked as one.
+    "brand": (r"(什么|啥|哪个|哪家|哪种)(牌子|品牌)|(牌子|品牌)是(什么|啥|哪)|哪里产|哪儿产|哪产的|产地|哪个厂|哪家厂|(用的|用)(什么|啥)豆",
+              r"品牌|牌子|产地|产自|原产|厂家|厂商|进口|国产|供应商|指定"),
+    # Where a worker gets a supply or a replacement (「小票纸用完了去哪领」「工服能再领吗」):
+    # answered by a section that says how it is issued. A coupon a guest claims (「能领生日券吗」)
+    # is not asked as one.
+    "supply": (r"(去|到|在|找)(哪|哪里|哪儿|谁)(申)?领|再领|补领|重新领|领新的",
+               r"领取|领用|申领|补领|发放|配发|补发|申购|请购|仓库|库房"),
     # A number to call: SOPs that name a hotline often say only 「见应急联系卡」, and 「报修热线号码是多少」
     # answered from such a section quoted no number. Stated as one a phone would dial, or as an
     # emergency number after the word that calls it (120 alone is as often 120℃ or 120g).

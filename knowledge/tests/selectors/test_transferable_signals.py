@@ -149,6 +149,25 @@ def test_a_question_asking_a_phone_number_a_distance_or_a_charge_its_section_nev
     assert asked == ["count"]  # no number to dial asked for
 
 
+def test_a_question_asking_a_brand_or_where_to_get_a_supply_its_section_never_states_is_a_type_miss(tea):
+    # 「客人问鲜奶用的是哪个牌子的」 and 「小票纸用完了去哪领」 were answered from sections that name
+    # neither a brand nor how anything is issued.
+    sig, _ = _signals("冷藏柜用的是哪个牌子的")
+    assert sig["type_miss"] == 1.0 and sig["type_match"] == 0.0
+    sig, _ = _signals("制冰机坏了 封口膜用完了去哪领")
+    assert sig["type_miss"] == 1.0 and sig["type_match"] == 0.0
+
+    def asked(question):
+        return [k for k, (ask, _) in answerability._ANSWER_TYPES.items() if ask.search(question)]
+
+    assert asked("冷藏柜用的是哪个牌子的") == ["brand"] and asked("牛腩是哪里产的") == ["brand"]
+    assert asked("工服弄脏了能再领一套吗") == ["supply"]
+    assert asked("店里的啤酒有哪些牌子") == [] and asked("新会员能领生日券吗") == []  # what is sold; a guest's coupon
+    brand, supply = answerability._ANSWER_TYPES["brand"][1], answerability._ANSWER_TYPES["supply"][1]
+    assert brand.search("鲜奶统一使用总部指定品牌") and brand.search("牛腩产自内蒙古")
+    assert supply.search("工服由门店统一发放，每人两套") and supply.search("耗材每周一向仓库申领")
+
+
 def test_the_question_form_signal_reads_only_the_forms_the_product_wrote(tea):
     from knowledge.models import Sentence
 
