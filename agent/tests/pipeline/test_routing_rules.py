@@ -52,10 +52,19 @@ def test_every_rule_has_a_case_and_every_case_a_rule():
                                                      "also": "「操作提案」页面下方也有最近的记录"}),
     ("提案6是什么", Turn("提案6是什么"), "proposal_status", {"proposal": 6}),
     ("有哪些待我确认的补货申请", Turn("有哪些待我确认的补货申请"), "proposal_status", {"awaiting_me": True, "kind": "restock"}),
+    # A manager's own words for the list were answered with the rule on restock approval.
+    ("有需要我确认的补货吗", Turn("有需要我确认的补货吗"), "proposal_status", {"awaiting_me": True, "kind": "restock"}),
+    ("我有几个要审批的补货申请", Turn("我有几个要审批的补货申请"), "proposal_status", {"awaiting_me": True, "kind": "restock"}),
+    ("今天有没有要我批的工单", Turn("今天有没有要我批的工单"), "proposal_status", {"awaiting_me": True, "kind": "ticket"}),
 ])
 def test_a_request_names_its_handler_and_what_it_acts_on(question, turn, handler, target):
     route = route_by_rules(question, date(2026, 12, 4), turn)
     assert (route.handler, route.target, route.as_dict()["handler"]) == (handler, target, handler)
+
+
+@pytest.mark.parametrize("question", ["补货需要店长审批吗", "超过5000元的补货要审批吗", "哪些补货要区域经理审批", "补货申请要谁审批"])
+def test_a_question_about_who_approves_is_a_rule_not_the_asker_s_list(question):
+    assert route_by_rules(question, date(2026, 12, 4), Turn(question)).handler != "proposal_status"
 
 
 def test_a_request_is_read_as_typed_and_needs_its_thread():
