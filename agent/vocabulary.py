@@ -223,9 +223,10 @@ AWAITING_ME = re.compile(r"(待|等)[我你]?(确认|审批|处理|批)的?[^，
                          + _PROPOSAL_WORDS + r"[^，。？！]{0,6}(待|等)[我你](确认|审批|处理|批)|"
                          r"(员工|店员|大家|他们)(提|交|申请)的" + _PROPOSAL_WORDS + r"[^，。？！]{0,4}(有哪些|有几个|有多少)|"
                          # 「有需要我确认的补货吗」「我有几个要审批的补货申请」: 我/你 or 有几个… says whose list;
-                         # 「补货需要店长审批吗」 names someone else and asks the rule.
+                         # 「补货需要店长审批吗」 names someone else and asks the rule, and 「我要确认一下补货到了没有」
+                         # (no 的: checking, not proposals to decide) is a delivery.
                          r"((需要|要|该|得)[我你]|[我你](需要|要|该|得)|(有几个|有多少|有哪些|有没有)(需要|要|待|该))"
-                         r"[我你]?(来)?(确认|审批|处理|批)的?[^，。？！]{0,4}" + _PROPOSAL_WORDS)
+                         r"[我你]?(来)?(确认|审批|处理|批)的[^，。？！]{0,4}" + _PROPOSAL_WORDS)
 
 # 「查看审计记录」「未解答问题在哪看」: where a page of the product is, said in one line (it
 # was declined as unrelated to the store). Each: the page's words, its name, its address (by

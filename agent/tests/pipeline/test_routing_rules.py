@@ -62,7 +62,8 @@ def test_a_request_names_its_handler_and_what_it_acts_on(question, turn, handler
     assert (route.handler, route.target, route.as_dict()["handler"]) == (handler, target, handler)
 
 
-@pytest.mark.parametrize("question", ["补货需要店长审批吗", "超过5000元的补货要审批吗", "哪些补货要区域经理审批", "补货申请要谁审批"])
+@pytest.mark.parametrize("question", ["补货需要店长审批吗", "超过5000元的补货要审批吗", "哪些补货要区域经理审批", "补货申请要谁审批",
+                                      "我要确认一下补货到了没有", "我得确认下补货数量对不对"])
 def test_a_question_about_who_approves_is_a_rule_not_the_asker_s_list(question):
     assert route_by_rules(question, date(2026, 12, 4), Turn(question)).handler != "proposal_status"
 
