@@ -10,6 +10,7 @@ Reads the index's word statistics; never writes.
 """
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -104,9 +105,27 @@ def _pinyin(word: str) -> str:
     return "".join(lazy_pinyin(word))
 
 
-def _corpus_pinyin() -> tuple[frozenset[str], dict[str, tuple[str, ...]]]:
-    """The corpus's words of 2–4 Chinese characters, and the same by their toneless pinyin; kept
-    per process until the next ingest."""
+# The most readings one word is indexed or looked up under (a word of four characters that
+# each have three readings has 81).
+MAX_READINGS = 16
+
+
+@lru_cache(maxsize=65536)
+def _readings(word: str) -> tuple[str, ...]:
+    """Every toneless pinyin of a word, character by character: 「空调」 is kongtiao and kongdiao
+    (调 reads both), so 「空凋」 typed as kong-diao finds it. The reading in context comes first."""
+    from pypinyin import Style, pinyin
+
+    per_char = [pinyin(ch, style=Style.NORMAL, heteronym=True)[0] for ch in word]
+    out = [_pinyin(word)]
+    for combo in itertools.islice(itertools.product(*per_char), MAX_READINGS):
+        out.append("".join(combo))
+    return tuple(dict.fromkeys(out))
+
+
+def _corpus_pinyin() -> tuple[frozenset[str], dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
+    """The corpus's words of 2–4 Chinese characters, the same by their toneless pinyin as read in
+    context, and by every pinyin they can be read as; kept per process until the next ingest."""
     from django.db import connection
 
     from .selectors import index_cached
@@ -115,18 +134,30 @@ def _corpus_pinyin() -> tuple[frozenset[str], dict[str, tuple[str, ...]]]:
         with connection.cursor() as cur:
             cur.execute("SELECT term FROM knowledge_termstat WHERE char_length(term) BETWEEN 2 AND 4 AND term ~ '^[一-龥]+$'")
             terms = [r[0] for r in cur.fetchall()]
-        out: dict[str, list[str]] = {}
+        as_read: dict[str, list[str]] = {}
+        any_reading: dict[str, list[str]] = {}
         for t in terms:
-            out.setdefault(_pinyin(t), []).append(t)
-        return frozenset(terms), {k: tuple(sorted(v)) for k, v in out.items()}
+            as_read.setdefault(_pinyin(t), []).append(t)
+            for reading in _readings(t):
+                any_reading.setdefault(reading, []).append(t)
+        return (frozenset(terms), {k: tuple(sorted(v)) for k, v in as_read.items()},
+                {k: tuple(sorted(v)) for k, v in any_reading.items()})
 
     return index_cached(("corpus_pinyin",), build)
 
 
-def non_word_windows(text: str, sizes: tuple[int, ...] = (2, 3, 4)) -> list[str]:
+# jieba's dictionary holds 349,000 words, half of them seen three times or fewer in its source
+# texts (「报费」 3): a word that rare, which the corpus does not use while it uses a word that
+# sounds the same (报废), was more likely typed by its sound than meant.
+RARE_WORD_FREQ = 3
+
+
+def non_word_windows(text: str, sizes: tuple[int, ...] = (2, 3, 4), *, rare_below: int = 0) -> list[str]:
     """Each stretch of `sizes` Chinese characters in `text` that is no word in jieba's dictionary
-    and cuts through no word jieba found (「客人一直」 has no 「人一」 in it), once: where a word typed
-    by its sound can be (「炸路」 for 炸炉, 「躲少」 for 多少)."""
+    (or one seen at most `rare_below` times) and cuts through no dictionary word jieba found
+    (「客人一直」 has no 「人一」 in it), once: where a word typed by its sound can be (「炸路」
+    for 炸炉, 「躲少」 for 多少). A word jieba only guessed (「空凋开」, from its character model) is
+    no dictionary word and blocks nothing: 「空凋」 inside it is a window."""
     import jieba
 
     from .text import tokenize
@@ -136,11 +167,11 @@ def non_word_windows(text: str, sizes: tuple[int, ...] = (2, 3, 4)) -> list[str]
     windows = []
     for match in _CJK_RUN.finditer(text or ""):
         run = match.group()
-        spans = [(s, e) for _, s, e in jieba.tokenize(run) if e - s > 1]
+        spans = [(s, e) for word, s, e in jieba.tokenize(run) if e - s > 1 and known.get(word)]
         for n in sizes:
             windows += [run[i : i + n] for i in range(len(run) - n + 1)
                         if not any(s < i + n and e > i and not (i <= s and e <= i + n) for s, e in spans)]
-    return [w for w in dict.fromkeys(windows) if not known.get(w)]
+    return [w for w in dict.fromkeys(windows) if (known.get(w) or 0) <= rare_below]
 
 
 def pinyin_of(word: str) -> str:
@@ -148,19 +179,36 @@ def pinyin_of(word: str) -> str:
     return _pinyin(word)
 
 
+def _guessed_words(text: str) -> list[str]:
+    """Words of two or more characters jieba found in `text` by its character model, not in its
+    dictionary (「空凋开」): where a character typed for another is most likely."""
+    import jieba
+
+    known = jieba.dt.FREQ
+    return [word for run in _CJK_RUN.findall(text or "") for word, _, _ in jieba.tokenize(run) if len(word) > 1 and not known.get(word)]
+
+
 def corpus_homophones_for(text: str) -> list[tuple[str, list[str]]]:
     """For each stretch of 2–4 Chinese characters in `text` that is no word at all (neither the
     corpus's nor jieba's dictionary's) but sounds exactly like a word the corpus uses, that word:
     [(「炸路」, [「炸炉」])]. A real word is never replaced by one that merely sounds like it."""
-    candidates = non_word_windows(text)
+    candidates = non_word_windows(text, rare_below=RARE_WORD_FREQ)
     if not candidates:
         return []
-    corpus_terms, by_sound = _corpus_pinyin()
+    corpus_terms, as_read, any_reading = _corpus_pinyin()
+    guessed = _guessed_words(text)
     out = []
     for w in candidates:
         if w in corpus_terms:
             continue
-        targets = [t for t in by_sound.get(_pinyin(w), ()) if t != w]
+        # The stretch as it reads in context (what was typed); inside a word jieba had to guess
+        # (「空凋开」), against every reading of the corpus's words (空调 as kong-diao). Between
+        # words it knows, the other readings matched ordinary phrases: 「谁来」 (shui-lai) 说来.
+        if any(w in g for g in guessed):
+            found = [t for r in _readings(w) for t in any_reading.get(r, ())]
+        else:
+            found = list(as_read.get(_pinyin(w), ()))
+        targets = list(dict.fromkeys(t for t in found if t != w))
         if targets:
             out.append((w, targets[:3]))
     return out
