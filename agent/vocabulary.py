@@ -122,7 +122,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("渠道占比", DATA, r"(外卖|堂食|团购|美团|饿了么|抖音)[^，。？！]{0,4}(占比|占多少|占几成|比例|比重)", 2, STORE_SALES),
     # 「…涨了还是跌了」「本月环比」「11月1号到7号和8号到14号哪个多」: a change in the figures (data_guard
     # compares the periods the question names, or one with the one before it).
-    Signal("涨跌", DATA, r"涨了还是跌了|涨还是跌|是涨是跌|环比|同比|(增长|下降|涨|跌)了(多少|几)|比[^，。？！]{1,8}(多|少)了?(多少|几)|哪(个|段)[^，。？！]{0,3}(多|高)", 2, STORE_SALES),
+    Signal("涨跌", DATA, r"涨了还是跌了|涨还是跌|是涨是跌|环比|同比|(增长|下降|涨|跌)了(多少|几)|比[^，。？！]{1,8}(多|少)了?(多少|几)|哪(个|段)[^，。？！]{0,3}(多(?!少)|高)", 2, STORE_SALES),
     # How many were sold (「科罗娜卖了几瓶」「卖出去多少杯」); 「一瓶能卖几杯」 (no 了/出/掉) is a rule.
     # With a product named, data_guard asks product_sales instead of the store's revenue.
     Signal(COUNTED_SALES, DATA, rf"卖(了|出了?|掉了?|出去了?)\s*(多少|几|{N})\s*(瓶|杯|份|箱|桶|扎|支|罐|打)|卖(出|掉)(去)?了?多少", 2, STORE_SALES),

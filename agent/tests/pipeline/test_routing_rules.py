@@ -83,3 +83,11 @@ def test_a_period_said_alone_asks_which_figure(question, only):
     # 「上周」 alone was declined as unrelated to the store; 「上周的排班」 is no figure.
     route = route_by_rules(question, date(2026, 12, 4))
     assert (route.rule == "only_a_period") is only, route
+
+
+@pytest.mark.parametrize("question,intent", [("croissant 用哪个炉 多少度", "policy"), ("冰淇淋机用哪个档 多少秒", "policy"),
+                                             ("福田店和天河店哪个多", "data"), ("上周哪段时间单量高", "data")])
+def test_which_one_then_how_much_asks_a_setting_not_a_comparison(question, intent):
+    # 「哪个…多」 compares (which store sold more); 「哪个炉 多少度」 asks for a setting and was routed
+    # as a rise or fall of a store figure, then declined as outside the store's world.
+    assert route_by_rules(question, date(2026, 12, 4)).intent == intent
