@@ -10,7 +10,6 @@ Reads the index's word statistics; never writes.
 """
 from __future__ import annotations
 
-import itertools
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -105,27 +104,9 @@ def _pinyin(word: str) -> str:
     return "".join(lazy_pinyin(word))
 
 
-# The most readings one word is indexed or looked up under (a word of four characters that
-# each have three readings has 81).
-MAX_READINGS = 16
-
-
-@lru_cache(maxsize=65536)
-def _readings(word: str) -> tuple[str, ...]:
-    """Every toneless pinyin of a word, character by character: 「空调」 is kongtiao and kongdiao
-    (调 reads both), so 「空凋」 typed as kong-diao finds it. The reading in context comes first."""
-    from pypinyin import Style, pinyin
-
-    per_char = [pinyin(ch, style=Style.NORMAL, heteronym=True)[0] for ch in word]
-    out = [_pinyin(word)]
-    for combo in itertools.islice(itertools.product(*per_char), MAX_READINGS):
-        out.append("".join(combo))
-    return tuple(dict.fromkeys(out))
-
-
-def _corpus_pinyin() -> tuple[frozenset[str], dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
-    """The corpus's words of 2–4 Chinese characters, the same by their toneless pinyin as read in
-    context, and by every pinyin they can be read as; kept per process until the next ingest."""
+def _corpus_pinyin() -> tuple[frozenset[str], dict[str, tuple[str, ...]]]:
+    """The corpus's words of 2–4 Chinese characters, and the same by their toneless pinyin; kept
+    per process until the next ingest."""
     from django.db import connection
 
     from .selectors import index_cached
@@ -134,14 +115,10 @@ def _corpus_pinyin() -> tuple[frozenset[str], dict[str, tuple[str, ...]], dict[s
         with connection.cursor() as cur:
             cur.execute("SELECT term FROM knowledge_termstat WHERE char_length(term) BETWEEN 2 AND 4 AND term ~ '^[一-龥]+$'")
             terms = [r[0] for r in cur.fetchall()]
-        as_read: dict[str, list[str]] = {}
-        any_reading: dict[str, list[str]] = {}
+        out: dict[str, list[str]] = {}
         for t in terms:
-            as_read.setdefault(_pinyin(t), []).append(t)
-            for reading in _readings(t):
-                any_reading.setdefault(reading, []).append(t)
-        return (frozenset(terms), {k: tuple(sorted(v)) for k, v in as_read.items()},
-                {k: tuple(sorted(v)) for k, v in any_reading.items()})
+            out.setdefault(_pinyin(t), []).append(t)
+        return frozenset(terms), {k: tuple(sorted(v)) for k, v in out.items()}
 
     return index_cached(("corpus_pinyin",), build)
 
@@ -156,8 +133,8 @@ def non_word_windows(text: str, sizes: tuple[int, ...] = (2, 3, 4), *, rare_belo
     """Each stretch of `sizes` Chinese characters in `text` that is no word in jieba's dictionary
     (or one seen at most `rare_below` times) and cuts through no dictionary word jieba found
     (「客人一直」 has no 「人一」 in it), once: where a word typed by its sound can be (「炸路」
-    for 炸炉, 「躲少」 for 多少). A word jieba only guessed (「空凋开」, from its character model) is
-    no dictionary word and blocks nothing: 「空凋」 inside it is a window."""
+    for 炸炉, 「躲少」 for 多少). A word jieba only guessed (「外麦平」, from its character model)
+    is no dictionary word and blocks nothing."""
     import jieba
 
     from .text import tokenize
@@ -179,15 +156,6 @@ def pinyin_of(word: str) -> str:
     return _pinyin(word)
 
 
-def _guessed_words(text: str) -> list[str]:
-    """Words of two or more characters jieba found in `text` by its character model, not in its
-    dictionary (「空凋开」): where a character typed for another is most likely."""
-    import jieba
-
-    known = jieba.dt.FREQ
-    return [word for run in _CJK_RUN.findall(text or "") for word, _, _ in jieba.tokenize(run) if len(word) > 1 and not known.get(word)]
-
-
 def corpus_homophones_for(text: str) -> list[tuple[str, list[str]]]:
     """For each stretch of 2–4 Chinese characters in `text` that is no word at all (neither the
     corpus's nor jieba's dictionary's) but sounds exactly like a word the corpus uses, that word:
@@ -195,20 +163,12 @@ def corpus_homophones_for(text: str) -> list[tuple[str, list[str]]]:
     candidates = non_word_windows(text, rare_below=RARE_WORD_FREQ)
     if not candidates:
         return []
-    corpus_terms, as_read, any_reading = _corpus_pinyin()
-    guessed = _guessed_words(text)
+    corpus_terms, by_sound = _corpus_pinyin()
     out = []
     for w in candidates:
         if w in corpus_terms:
             continue
-        # The stretch as it reads in context (what was typed); inside a word jieba had to guess
-        # (「空凋开」), against every reading of the corpus's words (空调 as kong-diao). Between
-        # words it knows, the other readings matched ordinary phrases: 「谁来」 (shui-lai) 说来.
-        if any(w in g for g in guessed):
-            found = [t for r in _readings(w) for t in any_reading.get(r, ())]
-        else:
-            found = list(as_read.get(_pinyin(w), ()))
-        targets = list(dict.fromkeys(t for t in found if t != w))
+        targets = [t for t in by_sound.get(_pinyin(w), ()) if t != w]
         if targets:
             out.append((w, targets[:3]))
     return out
