@@ -123,18 +123,10 @@ def _corpus_pinyin() -> tuple[frozenset[str], dict[str, tuple[str, ...]]]:
     return index_cached(("corpus_pinyin",), build)
 
 
-# jieba's dictionary holds 349,000 words, half of them seen three times or fewer in its source
-# texts (「报费」 3): a word that rare, which the corpus does not use while it uses a word that
-# sounds the same (报废), was more likely typed by its sound than meant.
-RARE_WORD_FREQ = 3
-
-
-def non_word_windows(text: str, sizes: tuple[int, ...] = (2, 3, 4), *, rare_below: int = 0) -> list[str]:
+def non_word_windows(text: str, sizes: tuple[int, ...] = (2, 3, 4)) -> list[str]:
     """Each stretch of `sizes` Chinese characters in `text` that is no word in jieba's dictionary
-    (or one seen at most `rare_below` times) and cuts through no dictionary word jieba found
-    (「客人一直」 has no 「人一」 in it), once: where a word typed by its sound can be (「炸路」
-    for 炸炉, 「躲少」 for 多少). A word jieba only guessed (「外麦平」, from its character model)
-    is no dictionary word and blocks nothing."""
+    and cuts through no word jieba found (「客人一直」 has no 「人一」 in it), once: where a word typed
+    by its sound can be (「炸路」 for 炸炉, 「躲少」 for 多少)."""
     import jieba
 
     from .text import tokenize
@@ -144,11 +136,11 @@ def non_word_windows(text: str, sizes: tuple[int, ...] = (2, 3, 4), *, rare_belo
     windows = []
     for match in _CJK_RUN.finditer(text or ""):
         run = match.group()
-        spans = [(s, e) for word, s, e in jieba.tokenize(run) if e - s > 1 and known.get(word)]
+        spans = [(s, e) for _, s, e in jieba.tokenize(run) if e - s > 1]
         for n in sizes:
             windows += [run[i : i + n] for i in range(len(run) - n + 1)
                         if not any(s < i + n and e > i and not (i <= s and e <= i + n) for s, e in spans)]
-    return [w for w in dict.fromkeys(windows) if (known.get(w) or 0) <= rare_below]
+    return [w for w in dict.fromkeys(windows) if not known.get(w)]
 
 
 def pinyin_of(word: str) -> str:
@@ -160,7 +152,7 @@ def corpus_homophones_for(text: str) -> list[tuple[str, list[str]]]:
     """For each stretch of 2–4 Chinese characters in `text` that is no word at all (neither the
     corpus's nor jieba's dictionary's) but sounds exactly like a word the corpus uses, that word:
     [(「炸路」, [「炸炉」])]. A real word is never replaced by one that merely sounds like it."""
-    candidates = non_word_windows(text, rare_below=RARE_WORD_FREQ)
+    candidates = non_word_windows(text)
     if not candidates:
         return []
     corpus_terms, by_sound = _corpus_pinyin()
