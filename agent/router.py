@@ -284,7 +284,17 @@ def _data_words_about_a_rule(q: _Asked) -> Route | None:
         return Route(POLICY, f"问的是价格（酒水单），不是销售数据 — {q.why(POLICY, DATA)}", q.scores)
     if _someone_elses_card(q.r, q.text) or (vocab.PUBLISHES.search(q.text) and _data_only_describes(q.text)):
         return Route(POLICY, f"问的是能不能这样做（别人要查会员的卡，或要把数字发到社交媒体）— {q.why(POLICY, DATA)}", q.scores)
+    if _peak_only_says_when(q):
+        return Route(POLICY, f"「高峰」只是说在什么时候，没有问哪个时段最忙 — {q.why(POLICY, DATA)}", q.scores)
     return None
+
+
+def _peak_only_says_when(q: _Asked) -> bool:
+    """The rush is the only data word, said as the time something happens (「午高峰…最多几分钟要出」),
+    with no period named and the busiest hours not asked for."""
+    periods = any(h.signal.name == "时间范围" for h in q.r.hits)
+    return (_core_data_signals(q.r) == {"高峰时段"} and not periods and bool(vocab.PEAK_AS_A_TIME.search(q.text))
+            and not vocab.PEAK_ASKED.search(q.text))
 
 
 def _question_words_ask_for_data(q: _Asked) -> Route | None:

@@ -91,3 +91,12 @@ def test_which_one_then_how_much_asks_a_setting_not_a_comparison(question, inten
     # 「哪个…多」 compares (which store sold more); 「哪个炉 多少度」 asks for a setting and was routed
     # as a rise or fall of a store figure, then declined as outside the store's world.
     assert route_by_rules(question, date(2026, 12, 4)).intent == intent
+
+
+@pytest.mark.parametrize("question,intent", [("午高峰现抄的饭最多几分钟要出", "policy"), ("早高峰review几点做", "policy"),
+                                             ("午高峰我在后场做报表 ok吗", "policy"), ("高峰期店长能在办公室做报表吗", "policy"),
+                                             ("福田店昨天高峰是几点", "data"), ("各店上周高峰时段", "data"),
+                                             ("天河店上个月的高峰期", "data"), ("上周高峰期是几点", "data"), ("高峰时段是几点", "data")])
+def test_the_rush_as_the_time_something_happens_is_no_question_for_the_busiest_hours(question, intent):
+    # 「午高峰…最多几分钟要出」 asks a rule about the rush; it was routed to the busiest-hours query.
+    assert route_by_rules(question, date(2026, 12, 4)).intent == intent
