@@ -100,3 +100,11 @@ def test_which_one_then_how_much_asks_a_setting_not_a_comparison(question, inten
 def test_the_rush_as_the_time_something_happens_is_no_question_for_the_busiest_hours(question, intent):
     # 「午高峰…最多几分钟要出」 asks a rule about the rush; it was routed to the busiest-hours query.
     assert route_by_rules(question, date(2026, 12, 4)).intent == intent
+
+
+@pytest.mark.parametrize("question,intent", [("包装食品保质期剩多少就拒收", "policy"), ("重做杯数占比超过多少要查原因", "policy"),
+                                             ("冷藏温度高于多少就要报修", "policy"),
+                                             ("天河店科罗娜还剩多少", "data"), ("福田店上周营业额超过多少了", "data")])
+def test_a_threshold_a_rule_sets_is_a_rules_question(question, intent):
+    # 「剩多少就拒收」 asks where a rule draws the line; it was routed to the stock query.
+    assert route_by_rules(question, date(2026, 12, 4)).intent == intent
