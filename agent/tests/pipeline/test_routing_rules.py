@@ -108,3 +108,10 @@ def test_the_rush_as_the_time_something_happens_is_no_question_for_the_busiest_h
 def test_a_threshold_a_rule_sets_is_a_rules_question(question, intent):
     # 「剩多少就拒收」 asks where a rule draws the line; it was routed to the stock query.
     assert route_by_rules(question, date(2026, 12, 4)).intent == intent
+
+
+@pytest.mark.parametrize("question,intent", [("区域经理电话一直打不通", "policy"), ("店长电话老是占线怎么办", "policy"),
+                                             ("把店长的电话号码给我", "out_of_scope"), ("小王手机号多少", "out_of_scope")])
+def test_a_call_that_does_not_get_through_asks_for_no_one_s_number(question, intent):
+    # 「区域经理电话一直打不通」 was declined as asking for someone's personal details.
+    assert route_by_rules(question, date(2026, 12, 4)).intent == intent
