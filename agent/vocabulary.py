@@ -289,11 +289,11 @@ THIRD_PARTY_WANTS = re.compile(
     # 「客人打电话问卡里还剩多少」: what may be told over the phone is the question, not the figure
     r"(打|来)(个|了)?电话[^，。？！]{0,3}问|电话里[^，。？！]{0,3}问|"
     r"(查|看|问)[他她]的?(弟弟|哥哥|姐姐|妹妹|老公|老婆|丈夫|妻子|男朋友|女朋友|朋友|家人|爸|妈|儿子|女儿|同事)")
-# Posting a figure where the public sees it (the social-media rules), not sending it to someone.
 # 「午高峰现抄的饭最多几分钟要出」「高峰期店长能在办公室做报表吗」: the rush as the time something
 # happens, not the busiest hours asked for (「福田店昨天高峰是几点」「各店上周高峰时段」).
 PEAK_AS_A_TIME = re.compile(r"[早午晚]高峰|高峰期|高峰的时候|高峰时(?!段)")
 PEAK_ASKED = re.compile(r"高峰(期|时段|时间)?(是|在)?(几点|哪|什么时|啥时)|哪(个|段)时|最忙|最旺|每小时|按小时")
+# Posting a figure where the public sees it (the social-media rules), not sending it to someone.
 PUBLISHES = re.compile(r"(发|晒|传)[^，。？！]{0,3}(朋友圈|抖音|小红书|微博|视频号|快手)")
 # Pay *rules* (when pay rises, when it is paid, what is docked) are about the job; a named
 # person's pay (「小王工资扣了多少」「店长工资涨到多少了」) is still declined.

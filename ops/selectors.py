@@ -28,8 +28,8 @@ ALL_STORES_WORDS = (
 # 「两个店」 are stores; 「两个店长」「每个店员」 are people.
 _ALL_STORES = re.compile(r"(全部|所有|各|每|几|[2-9两三四五六七八九十])\s*(家|个|间)?\s*(门店|分店|店)(?![长员主])|(?:" + "|".join(ALL_STORES_WORDS) + r")(?![长员主])")
 # A run of Chinese characters right before 店 that might be a store nobody has heard of.
-# 「高峰期店长…」 names a person, not a store called 高峰期: 店长 and 店员 end no store's name.
-_STORE_MENTION = re.compile(r"([\u4e00-\u9fff]{2,8})(?:门店|分店|店)(?![长员])")
+# 「高峰期店长…」 names a person, not a store called 高峰期: as in _ALL_STORES, 店长/店员/店主 are people.
+_STORE_MENTION = re.compile(r"([\u4e00-\u9fff]{2,8})(?:门店|分店|店)(?![长员主])")
 # Words that end in 店 or precede 店 in questions but are not store names.
 _NOT_A_STORE = ("门店", "本店", "我店", "我们店", "这家店", "那家店", "每家店", "各店", "全店", "另一家店", "别的店", "其他店", "隔壁店", "分店",
                 "开店", "闭店", "进店", "到店", "在店", "离店", "跨店", "店长", "店员", "旗舰店", "新店", "老店", "酒店", "饭店", "商店")

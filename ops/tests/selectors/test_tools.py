@@ -312,7 +312,7 @@ def test_stores_come_only_from_the_list_and_aliases(text, store):
 
 
 @pytest.mark.parametrize("text", ["库存低到多少要报给店长", "国庆期间哪家店卖得最好", "上周哪间店卖得最好", "团购券的销量算哪家店",
-                                  "我们店昨天", "上周几家店的营业额排个名", "高峰期店长能在办公室做报表吗", "晚班店员能提前走吗"])
+                                  "我们店昨天", "上周几家店的营业额排个名", "高峰期店长能在办公室做报表吗", "晚班店员能提前走吗", "隔壁网红店主想来拍视频"])
 def test_phrases_before_store_words_are_not_taken_for_store_names(text):
     match = find_store_in_text(text)
     assert match is None or match.store is None
