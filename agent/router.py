@@ -324,7 +324,19 @@ def _a_rise_of_something_else(q: _Asked) -> Route | None:
 
 
 def _data(q: _Asked) -> Route | None:
-    return Route(DATA, f"数据问题 — {q.why(DATA)}", q.scores) if q.r.is_data else None
+    if not q.r.is_data:
+        return None
+    if not _names_its_subject(q.text) and _data_sets_the_scene(q.text):
+        return Route(POLICY, f"数据词只是交代情况，问的是后面的做法 — {q.why(POLICY, DATA)}", q.scores)
+    return Route(DATA, f"数据问题 — {q.why(DATA)}", q.scores)
+
+
+def _data_sets_the_scene(text: str) -> bool:
+    """「毛肚断货了，从隔壁店调一点，多久要交接完？」: the data words tell what happened and another
+    clause asks what to do (no clause with a data word asks for a figure)."""
+    clauses = [c for c in _CLAUSES.split(text) if c.strip()]
+    asks_elsewhere = any(_read(c).data_core == 0 and (_ASKS.search(c) or re.search(r"多久|多长时间", c)) for c in clauses)
+    return asks_elsewhere and _data_only_describes(text)
 
 
 def _policy(q: _Asked) -> Route | None:

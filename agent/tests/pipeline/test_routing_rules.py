@@ -122,3 +122,12 @@ def test_a_call_that_does_not_get_through_asks_for_no_one_s_number(question, int
 def test_a_target_a_rule_sets_is_a_rules_question(question, intent):
     # 「…营业额的指标是多少」 asks the target in the rules; it was routed to the revenue query.
     assert route_by_rules(question, date(2026, 12, 4)).intent == intent
+
+
+@pytest.mark.parametrize("question,intent", [("毛肚断货了，从隔壁店调一点，多久要交接完？", "policy"),
+                                             ("科罗娜卖光了，客人还要，怎么跟他说", "policy"),
+                                             ("天河店科罗娜断货了，还剩几箱", "data"), ("上周营业额，跟前一周比怎么样", "data"),
+                                             ("福田店昨天营业额", "data")])
+def test_data_words_that_set_the_scene_before_a_question_about_what_to_do_ask_a_rule(question, intent):
+    # 「毛肚断货了…多久要交接完」 was routed to the stock query: the stock-out is the situation.
+    assert route_by_rules(question, date(2026, 12, 4)).intent == intent
