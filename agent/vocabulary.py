@@ -159,8 +159,8 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("怎么办", POLICY, r"怎么(?!样)|咋(办|处理|整|弄)|如何(?!\s*$)|怎样", 2, frame=True),
     # 「科罗娜卖光了 跟客人推啥替代」: what to offer instead is the 沽清 rule (it was read as stock left).
     Signal("推荐什么", POLICY, r"推荐?[点个]?(啥|什么|哪个|哪款)|(啥|什么)替代|替代品", 2, frame=True),
-    # 指标/KPI: the target a rule sets (「有效客诉每万元营业额的指标是多少」), not the store's figure.
-    Signal("规定", POLICY, r"规定|规则|流程|制度|标准|要求|政策|条款|须知|注意事项|口径|考核|指标|KPI|kpi", 2),
+    # 指标/KPI (any case: signals ignore it): the target a rule sets (「有效客诉每万元营业额的指标是多少」), not the store's figure.
+    Signal("规定", POLICY, r"规定|规则|流程|制度|标准|要求|政策|条款|须知|注意事项|口径|考核|指标|KPI", 2),
     Signal("谁来做", POLICY, r"谁(来)?(批|审批|同意|签字|负责|处理|说)|(跟|找|告诉|通知|报给|问)谁|要谁|要报|上报|报上去|报备|做哪些准备|要准备|提前几天", 2),
     # … and a threshold a rule sets (「保质期剩多少就拒收」「占比超过多少要查原因」): 多少 asks where the
     # line is, not for a figure of the store's.

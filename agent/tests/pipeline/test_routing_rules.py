@@ -117,7 +117,7 @@ def test_a_call_that_does_not_get_through_asks_for_no_one_s_number(question, int
     assert route_by_rules(question, date(2026, 12, 4)).intent == intent
 
 
-@pytest.mark.parametrize("question,intent", [("有效客诉每万元营业额的指标是多少", "policy"), ("外卖出餐超时率 KPI 多少", "policy"),
+@pytest.mark.parametrize("question,intent", [("有效客诉每万元营业额的指标是多少", "policy"), ("外卖出餐超时率 KPI 多少", "policy"), ("米饭报废率 kpi 是多少", "policy"),
                                              ("天河店上周营业额多少", "data")])
 def test_a_target_a_rule_sets_is_a_rules_question(question, intent):
     # 「…营业额的指标是多少」 asks the target in the rules; it was routed to the revenue query.
