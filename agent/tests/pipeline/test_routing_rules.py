@@ -131,3 +131,24 @@ def test_a_target_a_rule_sets_is_a_rules_question(question, intent):
 def test_data_words_that_set_the_scene_before_a_question_about_what_to_do_ask_a_rule(question, intent):
     # 「毛肚断货了…多久要交接完」 was routed to the stock query: the stock-out is the situation.
     assert route_by_rules(question, date(2026, 12, 4)).intent == intent
+
+
+@pytest.mark.parametrize("question,intent", [("A 类故障除了在 app 上提工单还要干嘛", "policy"), ("除了登记客诉之外，还要通知谁", "policy"),
+                                             ("除了退款还要帮我提个工单", "action"), ("帮我提个工单", "action")])
+def test_what_is_already_done_besides_is_no_request(question, intent):
+    # 「除了在 app 上提工单还要干嘛」 asks what else to do; it was routed as a request to file a ticket.
+    assert route_by_rules(question, date(2026, 12, 4)).intent == intent
+
+
+@pytest.mark.parametrize("question,intent", [("店长要调走了，库存要盘一遍吗", "policy"), ("月底库存要盘吗", "policy"), ("盘库存要几个人", "policy"),
+                                             ("天河店库存还有多少", "data"), ("天河店库存", "data")])
+def test_counting_the_stock_is_a_procedure_not_a_stock_query(question, intent):
+    # 「库存要盘一遍吗」 asks whether to take stock; it was routed to the stock query.
+    assert route_by_rules(question, date(2026, 12, 4)).intent == intent
+
+
+@pytest.mark.parametrize("question,intent", [("我们店日营业额一万左右全职编制应该几个人", "policy"), ("营业额5万以上的店要配几个值班经理", "policy"),
+                                             ("天河店上周营业额一万多吗", "data"), ("上周营业额超过一万了吗", "data")])
+def test_a_figure_given_as_a_condition_asks_for_no_figure(question, intent):
+    # 「日营业额一万左右…应该几个人」 gives the revenue and asks a staffing rule; it was routed to the revenue query.
+    assert route_by_rules(question, date(2026, 12, 4)).intent == intent
