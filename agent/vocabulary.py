@@ -174,8 +174,10 @@ SIGNALS: tuple[Signal, ...] = (
     # --- out of scope: declined with a one-line reason --------------------------------------------
     # Topics: declined unless the question is also about the store (「客人在减肥…」 is about a guest).
     Signal("与门店无关", OUT_OF_SCOPE, r"天气|会不会下雨|会下雨吗|要不要带伞|股票|基金|彩票|你是谁|你叫什么|新闻|比赛结果|电影|菜谱|减肥", 3),
-    # Tasks: a poem about beer is still a poem.
-    Signal("代写与作业", OUT_OF_SCOPE, r"等于几|解方程|写(一首|首|一篇|篇)?[^，。？！]{0,8}(诗|歌词|小说|绝句|律诗|对联)|写(一篇|篇)?作文|作文|翻译|讲个?笑话|作业|数学题", 3),
+    # Tasks: a poem about beer is still a poem; a letter to a girlfriend or a program is not the store's.
+    Signal("代写与作业", OUT_OF_SCOPE, r"等于几|解方程|写(一首|首|一篇|篇)?[^，。？！]{0,8}(诗|歌词|小说|绝句|律诗|对联)|写(一篇|篇)?作文|作文|翻译|讲个?笑话|作业|数学题"
+           r"|写[^，。？！]{0,6}(情书|情话|表白)|写[^，。？！]{0,8}给(我的?)?(女朋友|男朋友|女友|男友|老婆|老公|对象|前任)"
+           r"|写[^，。？！]{0,8}(代码|程序|脚本|算法)|冒泡排序|编程", 3),
     # 「外卖收入多少」 is the store's revenue: 收入 is pay only of a person.
     Signal("薪资", OUT_OF_SCOPE, r"(工资|薪水|薪资|月薪|年薪|奖金|(员工|店员|店长|服务员|调酒师|经理|主管|我|你|他|她)的?收入)[^，。？！]{0,4}(是|有|拿)?(多少|几千|几万)", 3),
     # Asking *for* someone's number, ID or address; a phone call said in passing (「店长打电话说晚点到」,

@@ -152,3 +152,10 @@ def test_counting_the_stock_is_a_procedure_not_a_stock_query(question, intent):
 def test_a_figure_given_as_a_condition_asks_for_no_figure(question, intent):
     # 「日营业额一万左右…应该几个人」 gives the revenue and asks a staffing rule; it was routed to the revenue query.
     assert route_by_rules(question, date(2026, 12, 4)).intent == intent
+
+
+@pytest.mark.parametrize("question,intent", [("帮我写一封给女朋友的道歉信", "out_of_scope"), ("帮我用Java写一个冒泡排序", "out_of_scope"),
+                                             ("帮我写一封给客人的道歉信", "policy"), ("收银程序卡住了怎么办", "policy")])
+def test_a_letter_to_a_girlfriend_or_a_program_is_not_the_store_s_writing(question, intent):
+    # 「帮我写一封给女朋友的道歉信」 was searched in the rules; an apology to a guest stays a store matter.
+    assert route_by_rules(question, date(2026, 12, 4)).intent == intent
