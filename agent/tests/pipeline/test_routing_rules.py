@@ -162,6 +162,7 @@ def test_a_letter_to_a_girlfriend_or_a_program_is_not_the_store_s_writing(questi
 
 
 @pytest.mark.parametrize("question,intent", [("晚上那个时段人效特别低是不是说明排班有问题", "policy"), ("这个时段客人少可以提前收档吗", "policy"),
+                                             ("某个时段人效很高是不是说明人排少了", "policy"),
                                              ("天河店上周哪个时段最忙", "data"), ("天河店昨天各时段的销售", "data")])
 def test_that_time_of_day_names_a_time_it_does_not_ask_for_hours(question, intent):
     # 「那个时段人效特别低是不是说明…」 was routed to the busiest-hours query.
