@@ -12,7 +12,7 @@ from ..llm import LLMUnavailable, trim_history
 from ..router import BOTH
 from . import prompts
 from .judge import LLM_ERROR_CHARS
-from .refusals import REFUSAL_TEXT, uncovered_owner, uncovered_words
+from .refusals import generic_refusal, uncovered_owner, uncovered_words, who_to_ask
 from .state import AgentState
 
 # Without an LLM, an answer whose answerability score is within this many log-odds above the
@@ -81,7 +81,7 @@ def _extractive(state: AgentState, detail: dict, note: str, owner: str) -> list[
             parts.append(compose.hedge(state.sources))
         parts.append(compose.extractive_policy_answer(state.question, state.sources, query_terms(state.rules_query)))
     elif state.route.intent == BOTH:
-        parts.append(owner or "制度文档里没有找到这部分的规定，请咨询店长。")
+        parts.append(owner or f"制度文档里没有找到这部分的规定，{who_to_ask(state.user)}。")
     return parts
 
 
@@ -98,6 +98,6 @@ def compose_answer(state: AgentState) -> None:
         draft = "\n".join(p for p in parts if p)
         answer, report = compose.apply_guards(state.question, draft, state.sources, state.tool_result, state.audiences,
                                               mandatory=bool(state.sources.citations))
-        state.answer = answer or REFUSAL_TEXT
+        state.answer = answer or generic_refusal(state.user)
         detail.update(mode="llm" if written is not None else "extractive", guards=report,
                       citations=len(state.sources.citations), data_rows=len(state.sources.data))

@@ -12,10 +12,28 @@ REFUSAL_TEXT = (
     "请咨询店长或区域经理；这个问题已记录到\"未解答问题\"，管理人员会据此补充制度。"
 )
 
+# Who answers what the SOPs do not, by who is asking: a store manager was told to ask the store
+# manager. Head office publishes the SOPs, so it is told where the gap is filed.
+WHO_TO_ASK = {
+    "manager": "请咨询区域经理或总部",
+    "hq": "请与负责这部分制度的部门确认，并可在后台「未解答问题」里把它标为制度缺失",
+}
+DEFAULT_WHO_TO_ASK = "请咨询店长或区域经理"
+
+
+def who_to_ask(user) -> str:
+    from core.roles import role_label
+
+    return WHO_TO_ASK.get(role_label(user), DEFAULT_WHO_TO_ASK)
+
+
+def generic_refusal(user) -> str:
+    return REFUSAL_TEXT.replace(DEFAULT_WHO_TO_ASK, who_to_ask(user))
+
 
 def refuse(state: AgentState, layer: str, reason: str) -> None:
     state.refused, state.refusal_layer, state.refusal_reason = True, layer, reason
-    state.answer = refusal_text(state) if layer in ("answerability", "uncovered") else REFUSAL_TEXT
+    state.answer = refusal_text(state) if layer in ("answerability", "uncovered") else generic_refusal(state.user)
     with state.trace.step("refuse", layer=layer, reason=reason):
         pass
 
@@ -46,7 +64,7 @@ def refusal_text(state: AgentState) -> str:
     nearest = state.chosen.hits[0].document if state.chosen and state.chosen.hits and related else ""
     head = f"制度里没有关于{missing}的规定" if missing else "现有的门店制度文档里没有能回答这个问题的内容"
     near = f"；相近的内容在《{nearest}》" if nearest else ""
-    return (f"抱歉，{head}{near}，我不能凭空作答。请咨询店长或区域经理；这个问题已记录到\"未解答问题\"，"
+    return (f"抱歉，{head}{near}，我不能凭空作答。{who_to_ask(state.user)}；这个问题已记录到\"未解答问题\"，"
             "管理人员会据此补充制度。") + file_it_as_a_ticket(state.question)
 
 

@@ -29,6 +29,18 @@ def test_near_domain_refusal_names_what_is_missing_and_lands_on_the_unanswered_l
     assert unrelated.refused and "「经费」" in unrelated.answer and "相近的内容" not in unrelated.answer
 
 
+def test_a_refusal_sends_each_asker_to_someone_above_them(staff, manager):
+    # A store manager was told 「请咨询店长或区域经理」: to ask themselves.
+    coverage_model()
+    hq = make_user("agent_hq", role="hq", stores=[])
+    said = {who: chat_ask(user=user, query="员工可以带盆栽上班吗")[0] for who, user in
+            (("staff", staff), ("manager", manager), ("hq", hq))}
+    assert all(r.refused for r in said.values())
+    assert "请咨询店长或区域经理" in said["staff"].answer
+    assert "请咨询区域经理或总部" in said["manager"].answer and "店长" not in said["manager"].answer
+    assert "制度缺失" in said["hq"].answer and "请咨询店长" not in said["hq"].answer
+
+
 def test_a_topic_the_sops_leave_to_others_is_refused_and_sent_to_whoever_answers_it(staff):
     # 「我想辞职要提前多久说」 was answered with 请假's 「提前 2 周申请」.
     with _answers_everything():
