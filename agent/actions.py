@@ -78,14 +78,20 @@ def continue_pending(state) -> tuple[ActionOutcome | None, str]:
         return ActionOutcome(message, proposal_dict(proposal, state.user) if proposal else None,
                              detail={"kind": pending.kind, "accepted_offer": True, "proposal_id": proposal.pk if proposal else None}), "接受补货建议"
     route = state.route
+    if pending.kind == slots.RESTOCK and "product" in pending.missing() and not parsed.products and not parsed.not_a_product:
+        # 「喜力啊」 answering 「要补哪个商品？」 was declined as off-topic: a name alone answers the question asked.
+        parsed.not_a_product = slots.bare_product_answer(state.question)
     if route.intent == ACTION and not (pending.kind == slots.RESTOCK and vocab.is_bare_restock_order(state.question)):
         # 「补两箱」 alone is an order too, but here it fills the restock being asked for.
         return None, "新的请求取代了它"
-    if route.decided and route.intent in (DATA, BOTH, POLICY, OUT_OF_SCOPE) and not (parsed.qty or parsed.yes):
+    if route.decided and route.intent in (DATA, BOTH, POLICY, OUT_OF_SCOPE) and not (parsed.qty or parsed.yes or parsed.not_a_product):
         return None, f"与它无关的问题（{route.intent}），待办动作过期"
     if parsed.store_problem:
         return ActionOutcome(parsed.store_problem, detail={"kind": pending.kind}, pending=pending.as_dict()), "门店不认识"
     changed = slots.merge(pending, parsed, state.question)
+    if not changed and pending.kind == slots.RESTOCK and parsed.not_a_product:
+        step = slots.advance(pending, user=state.user, today=state.today)  # says it is not sold, and what is
+        return _outcome(step, state, kind=pending.kind, filled=[]), f"「{parsed.not_a_product}」不是在售商品"
     if not changed:
         return None, "没有补上任何一项，待办动作过期"
     # No suggested quantity here: in a conversation we ask, so the person says how much.

@@ -94,6 +94,36 @@ def test_a_product_we_do_not_sell_is_named_in_the_question_back(staff):
     assert "商品里没有" not in result.answer
 
 
+@pytest.mark.parametrize("question", ["补货 喜力 5箱", "喜力补5箱"])
+def test_a_product_we_do_not_sell_named_before_the_quantity_is_named_back(staff, question):
+    # 「补货 喜力 5箱」 (a new-user walkthrough) asked 「要补哪个商品？」 as if nothing had been named.
+    result, _ = Thread(staff).ask(question)
+    assert result.proposal is None and "商品里没有「喜力」" in result.answer
+    result, _ = Thread(staff).ask("补货 科罗娜 2箱")
+    assert "商品里没有" not in result.answer and result.proposal is not None
+
+
+def test_a_name_alone_answers_which_product_even_one_we_do_not_sell(staff):
+    # 「喜力啊」, answering 「要补哪个商品？」, was declined as unrelated to the store.
+    t = Thread(staff)
+    t.ask("帮我申请补货")
+    result, _ = t.ask("喜力啊")
+    assert result.intent == "action" and "商品里没有「喜力」" in result.answer
+    result, _ = t.ask("那就百威吧，两箱")
+    assert [line["sku"] for line in result.proposal["payload"]["lines"]] == ["B002"]
+    t2 = Thread(staff)
+    t2.ask("帮我申请补货")
+    result, _ = t2.ask("今天卖了多少")  # a question is still a new question: the request expires
+    assert result.intent == "data"
+
+
+@pytest.mark.parametrize("question", ["再补10瓶黑牌", "再补两箱科罗娜"])
+def test_once_more_is_still_an_order(staff, question):
+    # 「再补10瓶黑牌」 was answered with whisky facts; 「帮我补10瓶黑牌」 made a proposal.
+    result, _ = Thread(staff).ask(question)
+    assert result.intent == "action" and result.proposal is not None
+
+
 def test_cancelling_leaves_nothing_behind(staff):
     t = Thread(staff)
     before = len(proposals(staff))
