@@ -32,7 +32,7 @@ RESTOCK, TICKET = "restock", "ticket"
 _QTY = re.compile(r"(\d+|[零〇一二两三四五六七八九十百千万]+)\s*(箱|瓶|杯|份|件|桶|个)")
 _CANCEL = re.compile(r"^(算了|不用了|不要了|取消|撤销|不补了|别补了|先不补|先不用|先不要|不建了|先不建)|算了[吧啊]?[。！!]?$|(取消|撤销)(这个|这次)?(申请|补货|工单|提案)")
 _YES = re.compile(r"^(好|好的|行|可以|嗯|对|是|是的|要|ok|okay|就这样|没问题|改吧|那就|生成|帮我生成)", re.IGNORECASE)
-_TICKET_WORDS = re.compile(r"工单|投诉单|客诉单|" + vocab.TICKET_REQUEST)  # 「帮我登记个投诉」「登记客人的投诉」
+_TICKET_WORDS = re.compile(r"工单|投诉单|客诉单|" + vocab.TICKET_REQUEST + "|" + vocab.FILE_A_COMPLAINT)  # 「帮我登记个投诉」「登记客人的投诉」
 # The request's own words, taken out of a ticket's description (「客人投诉酒有怪味 帮我建个投诉单」 lost 「怪味」
 # to a 「four characters before 建」 prefix).
 # A bare 「工单」 and the store it is for (「帮天河店建工单」) are request words too: descriptions read
@@ -158,7 +158,7 @@ def start(question: str, *, user, history: list[tuple[str, str]]) -> tuple[Pendi
     parsed = parse(question)
     pending = PendingAction(kind=kind, started_with=question[:200])
     if kind == TICKET:
-        description = _REQUEST_WORDS.sub("", question).strip(_DESCRIPTION_EDGES)
+        description = _REQUEST_WORDS.sub("", re.sub(vocab.FILE_IT, "", question)).strip(_DESCRIPTION_EDGES)
         # What is left of 「帮我登记这个投诉」 is still the request (「登记这个投诉」), not a complaint.
         description = re.sub(vocab.TICKET_REQUEST, "", description).strip(_DESCRIPTION_EDGES)
         if len(description) < 5 and history:

@@ -52,6 +52,11 @@ BARE_NAME = re.compile(r"^(那么?|那个|还有)?\s*(?P<what>.+?)\s*(呢|怎么
 # over a restock (「登记客人的投诉」 was asked 「要补哪个商品？」: the two patterns differed). 「登记了」 is done.
 TICKET_REQUEST = (r"(帮我|给我|请|麻烦)?[^，。？！]{0,4}(创建|登记|提交|建|开|提(?!交))(?![了过完好])(一?个|一?张|一下)?[^，。？！]{0,4}"
                   r"(工单|投诉单|客诉单|(客诉|投诉)(?!怎|要|流程|规定|电话))")
+# 「客人说吃了拉肚子 帮我建个单」「客人投诉菜里有头发，帮我登记一下」: a guest's complaint, then a
+# request to file it that names no 工单 (only 「投诉工单」 worked). The request ends the message.
+FILE_IT = r"[，,。\s]*(帮我|给我|请|麻烦|替我)(建|开|提|登记|记)(一?个|一?张|一下)?单?\s*[。！!]?\s*$"
+FILE_A_COMPLAINT = (r"(客人|顾客|客户|那桌|[0-9一二三四五六七八九十]+号桌)[^？?]{0,6}(说|反映|反应|投诉|嫌|抱怨|吐槽)[^？?]{1,60}?"
+                    + FILE_IT)
 # A question about every store, or about which one: a one-store asker is told what they can see.
 WHICH_STORE = re.compile(r"哪(家|个|间)(门)?店|哪家")
 ALL_STORES_ASKED = re.compile(r"各店|各门店|各家|每家|[两三四五六七八九几]家店|所有(门)?店|全部(门)?店|全部门店|每个店|全公司|整个公司|全品牌|全国|总共几家")
@@ -110,6 +115,7 @@ SIGNALS: tuple[Signal, ...] = (
     # asks for the product and the quantity. (「补科罗娜」: the router checks the name against the product list.)
     Signal("要补货", ACTION, r"^\s*(我要|我想|要|想|帮忙)?(申请)?补货\s*[。！!]?\s*$", 3),
     Signal("请求建工单", ACTION, TICKET_REQUEST, 3),
+    Signal("客诉请求登记", ACTION, FILE_A_COMPLAINT, 3),
 
     # --- data: each points to the tool that answers it ------------------------------------------
     Signal("营业额", DATA, r"卖了多少|卖得?多少钱|买了多少|卖[得的]?(怎么样|如何|咋样|好不好|还行吗)|生意(怎么样|如何|咋样|好不好|好吗)|营业额|销售额|营收|流水|业绩|"

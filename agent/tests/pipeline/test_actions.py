@@ -124,6 +124,17 @@ def test_once_more_is_still_an_order(staff, question):
     assert result.intent == "action" and result.proposal is not None
 
 
+@pytest.mark.parametrize("question,description", [("客人说吃了拉肚子 帮我建个单", "客人说吃了拉肚子"),
+                                                  ("客人投诉菜里有头发，帮我登记一下", "客人投诉菜里有头发")])
+def test_a_complaint_then_file_it_makes_a_ticket_without_the_word_ticket(staff, question, description):
+    # Only 「投诉工单」 worked (a new-user walkthrough): these two were answered from the rules.
+    result, _ = Thread(staff).ask(question)
+    assert result.intent == "action" and result.proposal is not None
+    assert result.proposal["payload"]["description"] == description
+    result, _ = Thread(staff).ask("客人投诉了要登记吗")  # asking whether to is a rules question
+    assert result.intent == "policy" and result.proposal is None
+
+
 def test_cancelling_leaves_nothing_behind(staff):
     t = Thread(staff)
     before = len(proposals(staff))
