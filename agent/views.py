@@ -101,18 +101,21 @@ def _ask(request):
 def _page(request):
     """The chat page, or one thread's turns (HTMX), or a new thread."""
     user = request.user
-    conv = None
+    conv, missing = None, False
     if request.GET.get("thread") and not request.GET.get("new"):
         conv = Conversation.objects.of_owner(user).filter(thread_id=request.GET["thread"]).first()
-        if conv is None:
-            raise Http404("没有这个会话。")
+        # A deleted thread's old link showed Django's English debug page under `make run`: the chat
+        # page itself says so (still a 404) and a question asked there starts a new thread.
+        missing = conv is None
     elif not request.GET.get("new"):
         conv = Conversation.objects.in_sidebar(user).first()
     context = {"turns": thread_turns(conv, user), "thread_id": conv.thread_id if conv else "", "conversation": conv,
-               "conversations": Conversation.objects.in_sidebar(user)[:30], "stream": get_llm().available}
+               "conversations": Conversation.objects.in_sidebar(user)[:30], "stream": get_llm().available,
+               "missing_thread": missing}
+    status = 404 if missing else 200
     if request.htmx:
-        return render(request, "htmx/turns.html", context)
-    return render(request, "agent/chat.html", context)
+        return render(request, "htmx/turns.html", context, status=status)
+    return render(request, "agent/chat.html", context, status=status)
 
 
 def _turn_context(user, query: str, thread_id: str | None, conv, reply) -> dict:

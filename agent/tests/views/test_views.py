@@ -55,7 +55,13 @@ def test_errors_render_as_messages(staff_client):
     assert r.status_code == 200 and 'class="error"' in r.content.decode() and "问题不能为空" in r.content.decode()
     r = staff_client.post("/", {"query": "酒" * 2001})
     assert r.status_code == 400 and "不能超过 2000" in r.content.decode()
-    assert staff_client.get("/?thread=does-not-exist").status_code == 404
+    # A deleted or unknown thread's link: the chat page itself, in Chinese (it was Django's English
+    # debug page under `make run`), still a 404; the same sentence for an HTMX request.
+    missing = staff_client.get("/?thread=does-not-exist")
+    assert missing.status_code == 404 and "这个会话不存在或已被删除" in missing.content.decode()
+    assert 'name="query"' in missing.content.decode()
+    partial = staff_client.get("/?thread=does-not-exist", **HX)
+    assert partial.status_code == 404 and 'class="error"' in partial.content.decode()
 
 
 def test_llm_backend_down_still_answers(manager_client, settings):
