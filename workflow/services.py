@@ -9,6 +9,7 @@ Every transition writes its audit row in the same transaction; a denial writes a
 """
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -29,7 +30,7 @@ from ops.models import Order, Product, Store
 from ops.selectors import UnknownStore, resolve_store_for
 
 from .models import CONFIRM_PERMS, Proposal, RestockLine, RestockRequest, Ticket
-from .payloads import RESTOCK_FIELDS, TICKET_FIELDS, clean_restock, clean_ticket, payload_fingerprint
+from .payloads import MAX_REASON, RESTOCK_FIELDS, TICKET_FIELDS, clean_restock, clean_ticket, payload_fingerprint
 from .selectors import proposals_visible
 
 
@@ -233,6 +234,28 @@ def proposal_withdraw(*, proposal: Proposal | int, user, reason: str = "") -> Pr
     _deny(user, locked, "withdraw", "只有提交人可以撤回提案；有权限的人请用「拒绝」并写明原因。")
 
 
+# A line's reason says what was asked (「帮我补两箱科罗娜（2箱×24瓶）」); once its quantity is changed
+# it says so too: a manager saw 72瓶 beside 「2箱×24瓶」 and could not tell which was meant.
+_CHANGED_NOTE = re.compile(r"；已改为 [^；]*$")
+
+
+def _note_changed_quantities(before: dict, after: dict) -> None:
+    """Mark each line of `after` whose quantity differs from `before`; a line sent again as it was
+    (its reason without the mark) keeps the stored reason, so the same content changes nothing."""
+    old = {line["sku"]: line for line in (before or {}).get("lines", [])}
+    for line in after["lines"]:
+        if (was := old.get(line["sku"])) is None:
+            continue
+        reason = _CHANGED_NOTE.sub("", line.get("reason") or "")
+        if (was["quantity"], was["unit"]) == (line["quantity"], line["unit"]):
+            if reason in ("", _CHANGED_NOTE.sub("", was.get("reason") or "")):
+                line["reason"] = was.get("reason") or ""
+            continue
+        note = f"已改为 {line['quantity']}{line['unit']}"
+        reason = reason[:MAX_REASON - len(note) - 1]
+        line["reason"] = f"{reason}；{note}" if reason else note
+
+
 def proposal_amend(*, proposal: Proposal | int, user, payload: dict) -> Proposal:
     """Change what a pending proposal asks for (a quantity, a line, a ticket's description):
     the person who proposed it, or one who may decide it (a manager correcting a quantity
@@ -255,6 +278,8 @@ def proposal_amend(*, proposal: Proposal | int, user, payload: dict) -> Proposal
                 raise Conflict(f"提案 #{pk} 是{locked.get_kind_display()}，" + ("内容要写 lines（商品和数量）。" if restock
                                                                           else "内容要写 category、severity、description。"))
             clean = clean_restock(payload) if locked.kind == Proposal.Kind.RESTOCK else clean_ticket(payload, locked.store)
+            if restock:
+                _note_changed_quantities(locked.payload, clean)
             if clean == locked.payload:
                 return locked
             before = locked.payload

@@ -610,6 +610,22 @@ def test_the_proposer_or_a_manager_amends_a_pending_restock_audited_before_and_a
         proposal_amend(proposal=p, user=people["manager"], payload=RESTOCK)
 
 
+def test_a_changed_quantity_is_said_beside_the_reason_it_was_asked_with(people):
+    # A manager saw 72瓶 beside 「帮我补两箱科罗娜（2箱×24瓶）」 and could not tell which was meant.
+    from workflow.services import proposal_amend
+
+    p = propose(people["staff"], payload={"lines": [{"sku": "B003", "quantity": 2, "unit": "箱", "reason": "帮我补两箱科罗娜（2箱×24瓶）"}]})
+    amended = proposal_amend(proposal=p, user=people["staff"], payload={"lines": [{"sku": "B003", "quantity": 3, "unit": "箱", "reason": "帮我补两箱科罗娜（2箱×24瓶）"}]})
+    assert amended.payload["lines"][0]["reason"] == "帮我补两箱科罗娜（2箱×24瓶）；已改为 3箱"
+    again = proposal_amend(proposal=p, user=people["manager"], payload={"lines": [{"sku": "B003", "quantity": 4, "unit": "箱",
+                                                                                  "reason": amended.payload["lines"][0]["reason"]}]})
+    assert again.payload["lines"][0]["reason"] == "帮我补两箱科罗娜（2箱×24瓶）；已改为 4箱"  # one mark, the latest
+    # The same quantity sent again, with or without the mark, changes nothing and audits nothing.
+    for reason in ("帮我补两箱科罗娜（2箱×24瓶）", "帮我补两箱科罗娜（2箱×24瓶）；已改为 4箱", ""):
+        proposal_amend(proposal=p, user=people["manager"], payload={"lines": [{"sku": "B003", "quantity": 4, "unit": "箱", "reason": reason}]})
+    assert audits(p, "amended").count() == 2
+
+
 def test_withdraw_and_amend_over_rest_and_the_proposals_page(people):
     api = APIClient()
     api.force_authenticate(people["staff"])
