@@ -98,7 +98,11 @@ class DocumentAdmin(ReadOnlyAdmin):
 
     @admin.action(description="删除所选文档（移出索引，版本留在审计记录里）")
     def delete_documents(self, request, queryset):
-
+        # A published SOP went at one click (a new-user walkthrough): the documents are listed
+        # and the deletion asked once more, as Django's own delete does.
+        if request.POST.get("post") != "yes":
+            return TemplateResponse(request, "admin/knowledge/document/delete_confirmation.html",
+                                    self._context(request, title="确认删除文档", documents=list(queryset.select_related("current_version"))))
         done = 0
         for doc in queryset:
             try:

@@ -415,8 +415,9 @@ def document_delete(*, document: Document, user) -> None:
 
 def _delete(document: Document, user) -> None:
     before = {"title": document.title, "path": document.path, "version": document.current_version.number if document.current_version else None}
+    # Recorded while the row exists, so the audit names it (it read 「对象 -」); same transaction.
+    audit_record(actor=user, action=AuditLog.Action.DOCUMENT_DELETED, target=document, before=before)
     remove_documents([document])
-    audit_record(actor=user, action=AuditLog.Action.DOCUMENT_DELETED, target=None, before=before)
 
 
 def sections_of(version: DocumentVersion) -> list[Section]:

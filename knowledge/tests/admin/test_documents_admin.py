@@ -49,6 +49,23 @@ def test_upload_preview_correct_publish_in_the_admin(hq):
     assert "冰块与果汁规范" in listing and "上传文档" in listing
 
 
+def test_deleting_documents_in_the_admin_asks_once_more_and_the_audit_names_them(hq):
+    # A published SOP went at one click, and the audit row read 「对象 -」 (a new-user walkthrough).
+    from core.models import AuditLog
+    from knowledge.models import Document
+
+    hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(docx("冰块与果汁规范", SOP))], "audience": "staff"})
+    doc = DocumentVersion.objects.get(title="冰块与果汁规范").document
+    asked = hq.post("/admin/knowledge/document/", {"action": "delete_documents", "_selected_action": [doc.pk]})
+    page = asked.content.decode()
+    assert asked.status_code == 200 and "确定删除这 1 篇文档吗" in page and "《冰块与果汁规范》" in page
+    assert Document.objects.get(pk=doc.pk).archived_at is None  # nothing deleted yet
+    done = hq.post("/admin/knowledge/document/", {"action": "delete_documents", "_selected_action": [doc.pk], "post": "yes"})
+    assert done.status_code == 302
+    row = AuditLog.objects.get(action="document_deleted")
+    assert row.target_repr == "冰块与果汁规范" and row.target_id == doc.pk
+
+
 def test_a_word_table_is_previewed_as_a_table_not_pipes(hq):
     # The preview showed a Word table as raw 「| 食材 | 冷藏 |」 text.
     import docx as python_docx
