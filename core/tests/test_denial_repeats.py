@@ -44,3 +44,18 @@ def test_the_same_refusal_at_another_store_is_that_stores_own_row():
     rows = AuditLog.objects.filter(actor=user)
     assert sorted(rows.values_list("store__code", flat=True)) == ["FS-ZM", "GZ-ZJ"]
     assert rows.get(store=gz_zj).repeat.times == 2
+
+
+def test_an_audit_rows_page_reads_in_chinese_above_its_raw_json(client):
+    # A head office user's own denial read 「{"reason": "missing workflow.add_proposal", "attempt": "propose",
+    # "channel": "web"}」 on its page (a new-user walkthrough).
+    from core.audit import audit_denial
+    from core.models import AuditLog
+    from ops.tests.factories import make_user
+
+    hq = make_user("audit_reader_hq", role="hq", stores=[], is_staff=True)
+    audit_denial(actor=hq, attempt="propose", reason="missing workflow.add_proposal")
+    row = AuditLog.objects.filter(actor=hq).latest("pk")
+    client.force_login(hq)
+    page = client.get(f"/admin/core/auditlog/{row.pk}/change/").content.decode()
+    assert "原因：缺少权限：" in page and "尝试的操作：propose" in page and "missing workflow.add_proposal" in page
