@@ -15,6 +15,8 @@ from .documents import (
     document_publish,
     document_publish_many,
     document_rollback,
+    document_scope,
+    document_scope_set,
     document_upload,
     managed_store_ids,
     may_manage,
@@ -178,6 +180,7 @@ class DocumentAdmin(ReadOnlyAdmin):
         "scope": lambda request, version: version_edit(
             version=version, user=request.user, title=request.POST.get("title"), audience=request.POST.get("audience"),
             cities=request.POST.getlist("cities"), stores=request.POST.getlist("stores")),
+        "document_scope": lambda request, version: _set_published_scope(request, version),
         "publish": lambda request, version: document_publish(version=version, user=request.user),
         "rollback": lambda request, version: document_rollback(document=version.document, user=request.user, number=version.number),
         "discard": lambda request, version: version_discard(version=version, user=request.user),
@@ -209,6 +212,7 @@ class DocumentAdmin(ReadOnlyAdmin):
         scope = (version.meta or {}).get("scope") or {}
         context = self._context(request, title=f"《{version.title}》v{version.number}", version=version, document=version.document,
                                 sections=sections, chunk_estimate=chunks, error=error, scope=scope,
+                                live_scope=document_scope(version.document).as_dict() if version.document.current_version_id else None,
                                 versions=version.document.versions.order_by("-number"), **self._scope_choices(request))
         return TemplateResponse(request, "admin/knowledge/document/preview.html", context, status=400 if error else 200)
 
@@ -245,6 +249,14 @@ class DocumentAdmin(ReadOnlyAdmin):
         if version is not None and may_manage(request.user, document):
             return self.version_view(request, version.pk)
         return super().change_view(request, object_id, form_url, extra_context)
+
+
+def _set_published_scope(request, version: DocumentVersion) -> DocumentVersion:
+    """A published document's reach, changed at once on its page (a new-user walkthrough found no
+    way to see or change it there: the scope form was a draft's only)."""
+    document_scope_set(document=version.document, user=request.user, audience=request.POST.get("audience"),
+                       cities=request.POST.getlist("cities"), stores=request.POST.getlist("stores"))
+    return version
 
 
 @admin.register(Chunk)

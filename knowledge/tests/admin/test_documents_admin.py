@@ -66,6 +66,26 @@ def test_deleting_documents_in_the_admin_asks_once_more_and_the_audit_names_them
     assert row.target_repr == "冰块与果汁规范" and row.target_id == doc.pk
 
 
+def test_a_published_documents_page_shows_and_changes_its_reach(hq):
+    # The audience and stores were a draft's only: a published document's page neither showed nor changed them.
+    from core.models import AuditLog
+    from ops.models import Store
+
+    r = hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(docx("冰块与果汁规范", SOP))], "audience": "staff"})
+    version = DocumentVersion.objects.get(title="冰块与果汁规范")
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        hq.post(r["Location"], {"action": "publish"})
+    page = hq.get(f"/admin/knowledge/document/{version.document_id}/change/").content.decode()
+    assert "适用范围（已发布：保存后立即生效）" in page and 'value="document_scope"' in page
+    done = hq.post(r["Location"], {"action": "document_scope", "audience": "manager", "stores": ["GZ-TH"]})
+    assert done.status_code == 302
+    doc = version.document
+    doc.refresh_from_db()
+    assert doc.audience == "manager" and list(doc.scope_stores.all()) == [Store.objects.get(code="GZ-TH")]
+    assert set(Chunk.objects.filter(document=doc).values_list("audience", flat=True)) == {"manager"}
+    assert AuditLog.objects.filter(action="document_scope_changed", target_id=doc.pk).exists()
+
+
 def test_a_word_table_is_previewed_as_a_table_not_pipes(hq):
     # The preview showed a Word table as raw 「| 食材 | 冷藏 |」 text.
     import docx as python_docx
