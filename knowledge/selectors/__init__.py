@@ -28,6 +28,7 @@ from .documents import (
     documents_for,
     managed_document,
     neighbour_sections,
+    section_changes,
     status_of,
 )
 from .index import (
@@ -79,6 +80,7 @@ from .sections import (
 )
 
 __all__ = [
+    "section_changes",
     "IndexNotReady",
     "Visibility",
     "as_visibility",

@@ -144,3 +144,48 @@ def neighbour_sections(document_id: int, section_path: str) -> list[str]:
         return []
     i = paths.index(section_path)
     return [p for p in (paths[i + 1] if i + 1 < len(paths) else None, paths[i - 1] if i > 0 else None) if p]
+
+
+def section_changes(version) -> dict[int, list[dict]]:
+    """For each section of `version` whose text differs from the same section (by heading path)
+    of the version in use, the lines that changed: removed and added, each as segments with the
+    characters that differ marked. The preview said 「修改 2 节」 and left the reader to find
+    0.25 → 0.28 兆帕 in the text."""
+    import difflib
+
+    current = version.document.current_version
+    if current is None or current.pk == version.pk:
+        return {}
+    before = {tuple(s["path"]): s.get("text", "") for s in current.sections}
+    out: dict[int, list[dict]] = {}
+    for index, section in enumerate(version.sections):
+        old = before.get(tuple(section["path"]))
+        new = section.get("text", "")
+        if old is None or old == new:
+            continue
+        old_lines, new_lines = old.splitlines(), new.splitlines()
+        lines: list[dict] = []
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes():
+            if tag == "equal":
+                continue
+            if tag == "replace" and i2 - i1 == j2 - j1:  # line for line: mark the characters that differ
+                for a, b in zip(old_lines[i1:i2], new_lines[j1:j2]):
+                    removed, added = _marked(a, b)
+                    lines += [{"kind": "removed", "segments": removed}, {"kind": "added", "segments": added}]
+                continue
+            lines += [{"kind": "removed", "segments": [(False, t)]} for t in old_lines[i1:i2]]
+            lines += [{"kind": "added", "segments": [(False, t)]} for t in new_lines[j1:j2]]
+        out[index] = lines
+    return out
+
+
+def _marked(a: str, b: str) -> tuple[list[tuple[bool, str]], list[tuple[bool, str]]]:
+    import difflib
+
+    old, new = [], []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if a[i1:i2]:
+            old.append((tag != "equal", a[i1:i2]))
+        if b[j1:j2]:
+            new.append((tag != "equal", b[j1:j2]))
+    return old, new

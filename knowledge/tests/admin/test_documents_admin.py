@@ -86,6 +86,19 @@ def test_a_published_documents_page_shows_and_changes_its_reach(hq):
     assert AuditLog.objects.filter(action="document_scope_changed", target_id=doc.pk).exists()
 
 
+def test_a_new_versions_preview_marks_what_changed_in_each_section(hq):
+    # It said 「修改 1 节」 and left the reader to find 4 → 3 小时 in the text (a new-user walkthrough).
+    r = hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(docx("冰块与果汁规范", SOP))], "audience": "staff"})
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        hq.post(r["Location"], {"action": "publish"})
+    changed = {**SOP, "一、冰块管理": SOP["一、冰块管理"].replace("4 小时", "3 小时")}
+    r2 = hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(docx("冰块与果汁规范", changed))], "audience": "staff"})
+    page = hq.get(r2["Location"]).content.decode()
+    assert "修改 1 节" in page and "与在用的版本相比改动的行" in page
+    assert '<div class="removed">− 雪峰制冰机' in page and "<mark>4</mark>" in page and "<mark>3</mark>" in page
+    assert page.count('class="section-changes"') == 1  # the unchanged section shows none
+
+
 def test_a_word_table_is_previewed_as_a_table_not_pipes(hq):
     # The preview showed a Word table as raw 「| 食材 | 冷藏 |」 text.
     import docx as python_docx
