@@ -46,10 +46,8 @@ _DESCRIPTION_EDGES = " ，,。：:；;、"
 # The words right after a quantity: the thing asked for (「两箱喜力」 → 喜力).
 _AFTER_UNIT = re.compile(r"的?([\u4e00-\u9fffA-Za-z][\u4e00-\u9fffA-Za-z0-9]{1,11})")
 # The word right before a quantity, after the request's own words (「补货 喜力 5箱」「喜力补5箱」 → 喜力).
-_BEFORE_QTY = re.compile(r"(?:^|[\s，,：:]|补货?|下单|订货?|进货?|申请|帮我|再|还要|多)([\u4e00-\u9fffA-Za-z][\u4e00-\u9fffA-Za-z0-9]{1,11}?)"
-                         r"\s*(?:补货?|下单|订货?|进货?)?\s*$")
+_BEFORE_QTY = re.compile(r"(?:^|[\s，,：:])([\u4e00-\u9fffA-Za-z][\u4e00-\u9fffA-Za-z0-9]{1,11}?)\s*(?:补货?|下单|订货?|进货?)?\s*$")
 _REQUEST_LEAD = re.compile(r"^(补货?|下单|订货?|进货?|申请|帮我|再|还要|多|我要|我想|要|想|请|麻烦)+")
-_NOT_A_NAME = re.compile(r"^(补货?|下单|订货?|进货?|申请|帮我|再|还要|多|给|帮|替|请|麻烦|我要|我想|要|想)+$|店")
 # A product said alone, answering 「要补哪个商品？」 (「喜力啊」「就喜力吧」): its name without the particles.
 _ASKS_SOMETHING = re.compile(r"多少|几|怎|如何|哪|谁|吗|么|[?？]|是不是|有没有|能不能|可以|什么|啥")
 _BARE_NAME = re.compile(r"^(就|要|补|是)?([\u4e00-\u9fffA-Za-z][\u4e00-\u9fffA-Za-z0-9]{0,11}?)(啊|呀|吧|呢|哦|啦|嘛|了)?[。！!～~]?$")
@@ -137,7 +135,7 @@ def parse(text: str) -> Parsed:
             parsed.not_a_product = after.group(1)  # 「两箱喜力」; not 「两箱给天河店」
         elif not parsed.products and (before := _BEFORE_QTY.search(text[:m.start()])):
             name = _REQUEST_LEAD.sub("", before.group(1))
-            if len(name) >= 2 and not _NOT_A_NAME.search(name):
+            if len(name) >= 2 and "店" not in name:  # 「给天河店补5箱」 names a store, not a product
                 parsed.not_a_product = name  # 「补货 喜力 5箱」 asked 「要补哪个商品？」 as if nothing was named
     return parsed
 
