@@ -47,6 +47,8 @@ _DESCRIPTION_EDGES = " ，,。：:；;、"
 _AFTER_UNIT = re.compile(r"的?([\u4e00-\u9fffA-Za-z][\u4e00-\u9fffA-Za-z0-9]{1,11})")
 # The word right before a quantity, after the request's own words (「补货 喜力 5箱」「喜力补5箱」 → 喜力).
 _BEFORE_QTY = re.compile(r"(?:^|[\s，,：:])([\u4e00-\u9fffA-Za-z][\u4e00-\u9fffA-Za-z0-9]{1,11}?)\s*(?:补货?|下单|订货?|进货?)?\s*$")
+# The thing asked for with no quantity at all (「帮我补点冰块」 → 冰块): the message ends with it.
+_AFTER_RESTOCK = re.compile(r"补货?(?:点|些|一点|一些|一下)?[：:\s]*([\u4e00-\u9fffA-Za-z][\u4e00-\u9fffA-Za-z0-9]{1,11}?)\s*[吧呗啊呀了。！!]*\s*$")
 _REQUEST_LEAD = re.compile(r"^(补货?|下单|订货?|进货?|申请|帮我|再|还要|多|我要|我想|要|想|请|麻烦)+")
 # A product said alone, answering 「要补哪个商品？」 (「喜力啊」「就喜力吧」): its name without the particles.
 _ASKS_SOMETHING = re.compile(r"多少|几|怎|如何|哪|谁|吗|么|[?？]|是不是|有没有|能不能|可以|什么|啥")
@@ -137,6 +139,10 @@ def parse(text: str) -> Parsed:
             name = _REQUEST_LEAD.sub("", before.group(1))
             if len(name) >= 2 and "店" not in name:  # 「给天河店补5箱」 names a store, not a product
                 parsed.not_a_product = name  # 「补货 喜力 5箱」 asked 「要补哪个商品？」 as if nothing was named
+    elif not parsed.products and not _ASKS_SOMETHING.search(text) and (named := _AFTER_RESTOCK.search(text)):
+        name = _REQUEST_LEAD.sub("", named.group(1))
+        if len(name) >= 2 and "店" not in name and not name.startswith("货") and name not in ("一下", "一点", "一些"):
+            parsed.not_a_product = name  # 「帮我补点冰块」
     return parsed
 
 

@@ -94,7 +94,7 @@ def test_a_product_we_do_not_sell_is_named_in_the_question_back(staff):
     assert "商品里没有" not in result.answer
 
 
-@pytest.mark.parametrize("question", ["补货 喜力 5箱", "喜力补5箱"])
+@pytest.mark.parametrize("question", ["补货 喜力 5箱", "喜力补5箱", "帮我补点喜力"])
 def test_a_product_we_do_not_sell_named_before_the_quantity_is_named_back(staff, question):
     # 「补货 喜力 5箱」 (a new-user walkthrough) asked 「要补哪个商品？」 as if nothing had been named.
     result, _ = Thread(staff).ask(question)
