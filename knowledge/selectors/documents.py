@@ -2,6 +2,8 @@
 its file, and the aliases with their status."""
 from __future__ import annotations
 
+import difflib
+
 from ..models import Document
 from .index import index_cached
 
@@ -151,8 +153,6 @@ def section_changes(version) -> dict[int, list[dict]]:
     of the version in use, the lines that changed: removed and added, each as segments with the
     characters that differ marked. The preview said 「修改 2 节」 and left the reader to find
     0.25 → 0.28 兆帕 in the text."""
-    import difflib
-
     current = version.document.current_version
     if current is None or current.pk == version.pk:
         return {}
@@ -180,8 +180,6 @@ def section_changes(version) -> dict[int, list[dict]]:
 
 
 def _marked(a: str, b: str) -> tuple[list[tuple[bool, str]], list[tuple[bool, str]]]:
-    import difflib
-
     old, new = [], []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if a[i1:i2]:
