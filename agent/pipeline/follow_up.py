@@ -45,8 +45,42 @@ def resolve_follow_up(state: AgentState) -> None:
         # (the title alone drew the document's first section: 「那剩下的酒要倒掉吗」 → 适用范围,
         # 「要是吐了呢」 after a drunk guest → minors). 「那要不要打120」 names none: it continues the section.
         heading = (prev.get("top_section") or "").split(" > ")[-1]
-        context = f"{prev['top_document']} {heading}".strip() if _names_a_new_thing(core) or not heading else heading
+        new_thing = _names_a_new_thing(core)
+        context = f"{prev['top_document']} {heading}".strip() if new_thing or not heading else heading
         state.resolved_query = f"{context} {core}".strip()
+        if new_thing:
+            state.follow_up_alone = core
+
+
+def _coverage(words: list[str], hit) -> float:
+    """The share of a follow-up's new words that a section's own heading or text contains (not
+    the document's title: 「开店」 is in 「开店与闭店流程」, whichever of its sections it is)."""
+    if hit is None or not words:
+        return 0.0
+    text = f"{hit.heading} {hit.text}"
+    return sum(1 for w in words if w in text) / len(words)
+
+
+def read_follow_up(state: AgentState, resolved, search_alone):
+    """A follow-up that names a new thing, read both ways: within the previous answer (the
+    resolved query) and on its own. The previous section's words in the resolved query pulled
+    it back to that section (「那换桶呢」 after a sour-beer question answered the sour-beer steps
+    again; 「开店呢」 after 关店流程 the closing section): the reading on its own is taken when its
+    best section holds more of the new words than the resolved reading's best does. Returns the
+    search result to use; `search_alone(query)` searches a query."""
+    core = state.follow_up_alone
+    if not core or resolved is None:
+        return resolved
+    words = _new_words(core)
+    alone = search_alone(core)
+    within, own = _coverage(words, resolved.top), _coverage(words, alone.top)
+    with state.trace.step("follow_up_reading") as detail:
+        detail.update(new_words=words, within_previous=round(within, 2), on_its_own=round(own, 2),
+                      chosen="on_its_own" if own > within else "within_previous")
+    if own > within:
+        state.resolved_query = core
+        return alone
+    return resolved
 
 
 # An amount names no new thing: 「那要是三千块呢」 after the write-off rule asks about that rule.

@@ -15,6 +15,7 @@ from ops.tools import ToolResult, run_tool
 from .. import vocabulary as vocab
 from ..data_guard import DataPlan, plan_data
 from ..router import BOTH, DATA, POLICY
+from .follow_up import read_follow_up
 from .state import AgentState
 
 RETRIEVAL_K = 5  # sections a round retrieves (the first round and each rewrite)
@@ -24,7 +25,8 @@ def retrieve_guard(state: AgentState) -> SearchResult | None:
     """Knowledge channel. Always returns; empty when the intent doesn't need documents."""
     if state.route.intent not in (POLICY, BOTH):
         return None
-    return search(state.rules_query, audiences=state.audiences, k=RETRIEVAL_K)
+    result = search(state.rules_query, audiences=state.audiences, k=RETRIEVAL_K)
+    return read_follow_up(state, result, lambda q: search(vocab.as_rule_words(q), audiences=state.audiences, k=RETRIEVAL_K))
 
 
 def data_guard(state: AgentState) -> tuple[DataPlan | None, ToolResult | None, str | None]:

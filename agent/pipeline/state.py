@@ -68,6 +68,7 @@ class AgentState:
     trace: Trace = field(default_factory=Trace)
     on_delta: Any = None  # called with each piece of an LLM-written answer as it arrives (the chat page streams it)
     resolved_query: str = ""
+    follow_up_alone: str = ""  # a follow-up's new thing on its own (「换桶」 of 「那换桶呢」): searched beside the resolved query
     route: Route | None = None
     plan: DataPlan | None = None
     tool_result: ToolResult | None = None

@@ -68,3 +68,24 @@ def test_a_member_number_is_read_as_a_member_when_the_rules_are_searched(staff):
     _, state = answer_question("帮我查下M00010最近消费了啥", user=staff)
     assert state.rules_query == "帮我查下会员最近消费了啥" and state.first.query == state.rules_query
     assert state.route.intent != vocab.OUT_OF_SCOPE
+
+
+def test_a_follow_up_naming_a_new_thing_is_also_read_on_its_own(staff):
+    # Seen: 「那换桶呢」 after a sour-beer question answered the sour-beer steps again (相关度 高),
+    # and 「那电子发票呢」 after a group invoice the group-invoice section: the previous section's
+    # heading in the resolved query pulled the search back to it.
+    def first_section(result):
+        return result.citations[0]["section_path"] if result.citations else ""
+
+    chat_ask(user=staff, query="客人说酒味道怪怪的怎么办", thread_id="fu-keg")
+    keg, _, _ = chat_ask(user=staff, query="那换桶呢", thread_id="fu-keg")
+    reading = next(s for s in keg.trace if s["step"] == "follow_up_reading")["detail"]
+    assert reading["chosen"] == "on_its_own" and reading["on_its_own"] > reading["within_previous"]
+    assert not keg.refused and first_section(keg).endswith("扎啤机的日常使用")
+    chat_ask(user=staff, query="客人要发票", thread_id="fu-invoice")
+    invoice, _, _ = chat_ask(user=staff, query="那电子发票呢", thread_id="fu-invoice")
+    assert first_section(invoice).endswith("开票方式")
+    # A follow-up about the same document still lands in it: 「那如果客人喝了以后不舒服呢」.
+    chat_ask(user=staff, query="客人说酒有异味怎么办", thread_id="fu-unwell")
+    unwell, _, _ = chat_ask(user=staff, query="那如果客人喝了以后不舒服呢", thread_id="fu-unwell")
+    assert first_section(unwell).endswith("客人饮用后身体不适")
