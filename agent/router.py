@@ -245,6 +245,31 @@ def _a_reply_to_nothing_asked(q: _Asked) -> Route | None:
                  target={"cancel": bool(vocab.BARE_CANCEL.fullmatch(said)), "proposal": q.turn.proposal_id})
 
 
+def small_talk_kind(said: str) -> str | None:
+    """「你好」「谢谢」「好的」「拜拜」 or only emoji: which kind of talk (None: a question or request)."""
+    text = (said or "").strip().lower()
+    if not text:
+        return None
+    if vocab.ONLY_SYMBOLS.fullmatch(text):
+        return "symbols"
+    any_talk = "|".join(words.pattern for words in vocab.SMALL_TALK.values())
+    if not re.fullmatch(f"(?:(?:{any_talk}){vocab.SMALL_TALK_TAIL})+", text):
+        return None
+    # 「好的谢谢」 is thanks, 「你好在吗」 a greeting: the kind of the most telling part.
+    for kind in ("bye", "thanks", "greeting", "ack"):
+        if vocab.SMALL_TALK[kind].search(text):
+            return kind
+    return None
+
+
+def _small_talk(q: _Asked) -> Route | None:
+    """A greeting, thanks or acknowledgement with no restock or ticket waiting for a reply (there
+    「好的」 answers it): a line back, never an SOP section or an unanswered question."""
+    if q.turn.pending or (kind := small_talk_kind(q.turn.said)) is None:
+        return None
+    return Route(ACTION, "寒暄或回应，不是问题，也不是请求", handler="small_talk", target={"kind": kind})
+
+
 def _action_words(q: _Asked) -> Route | None:
     if q.scores[ACTION] >= 3:
         return Route(ACTION, f"动作请求 — {q.why(ACTION)}", q.scores)
@@ -373,6 +398,7 @@ def _only_a_period(q: _Asked) -> Route | None:
 ROUTING_RULES: tuple[tuple[str, Callable[[_Asked], Route | None]], ...] = (
     ("decides_a_proposal", _decides_a_proposal), ("asks_for_a_page", _asks_for_a_page),
     ("asks_where_proposals_stand", _asks_where_proposals_stand), ("a_reply_to_nothing_asked", _a_reply_to_nothing_asked),
+    ("small_talk", _small_talk),
     ("action_words", _action_words), ("restock_a_product", _restock_a_product),
     ("stock_left_of_a_product", _stock_left_of_a_product), ("out_of_the_stores_world", _out_of_the_stores_world),
     ("two_periods_compared", _two_periods_compared), ("data_words_about_a_rule", _data_words_about_a_rule),

@@ -222,6 +222,18 @@ PROPOSAL_NUMBER = re.compile(r"(?:提案|补货单|补货申请|工单)\s*#?\s*(
                              + r"|(?<!\d)(\d{1,9})\s*号(?:提案|补货单|补货申请|工单)")
 # A reply to a step of a restock or a ticket, said alone: 「算了」「先不补了」, 「五箱吧」「就3箱」.
 BARE_CANCEL = re.compile(r"\s*(算了|不用了|不要了|取消|不补了|别补了|先不补了?|先不用了?|先不要了?|不建了|先不建了?)[吧啊呀]?[。！!\s]*")
+# A message that is only a greeting, thanks, an acknowledgement or a goodbye (「你好」「谢谢」「在吗」
+# 「好的」「收到」「拜拜」), or only emoji: answered in a line, not searched in the SOPs (「你好」 was
+# answered from 负面舆情 and filed as an unanswered question). Words of talk itself, for any chain.
+SMALL_TALK = {
+    "greeting": re.compile(r"(你好|您好|你们好|大家好|哈喽|嗨|hi|hello|hey|在吗|在不在|在么|有人吗|早上?好?|早安|中午好|下午好|晚上好)"),
+    "thanks": re.compile(r"(谢谢你?|谢谢您|谢了|多谢|感谢|辛苦了?|thx|thanks|thank you)"),
+    "ack": re.compile(r"(好的?|好吧|好滴|好嘞|行|可以|嗯+|哦+|噢+|ok|okay|收到|明白了?|知道了|了解了?|懂了|没问题|对|是的|👌|👍)"),
+    "bye": re.compile(r"(再见|拜拜|bye|回头见|下班了|先这样)"),
+}
+SMALL_TALK_TAIL = r"[啊呀呢哈啦嘛吧哟~～\s。，,.!！?？]*"
+# Emoji and pictographs only (「🍺🍺🍺」): nothing to search for.
+ONLY_SYMBOLS = re.compile(r"[\s\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200D。，,.!！?？~～…]+")
 BARE_QUANTITY = re.compile(r"\s*(那就|就|要|改成|改为|来)?\s*(\d+|[零〇一二两三四五六七八九十百]+)\s*(箱|瓶|杯|份|件|桶|个)"
                            r"\s*(吧|就行了?|就好|就够了?|好了|可以了|够了)?[。！!\s]*")
 # 「科罗娜还有多少」「黑方还有没有货」: with a product named, how much of it is left (stock), not a rule.

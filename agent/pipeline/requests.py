@@ -55,7 +55,21 @@ def nothing_pending(state: AgentState) -> None:
     state.answer = head + made + "要补货可以直接说「补两箱科罗娜」，要登记客诉可以说「帮我建个投诉工单：8号桌客人说酒有异味」。"
 
 
-HANDLERS = {"decide_in_chat": decide_in_chat, "proposal_status": proposal_status, "point_to_page": point_to_page,
+SMALL_TALK_REPLIES = {
+    "greeting": "你好，我在。可以问我门店制度（比如「客人说酒有异味怎么办」），也可以查经营数据（比如「上周天河店卖了多少」）。",
+    "thanks": "不客气，有问题随时问我。",
+    "ack": "好的。还有别的要问的，直接说就行。",
+    "bye": "好的，辛苦了，有需要随时找我。",
+    "symbols": "没看懂这条消息。可以直接问门店制度或经营数据，比如「客人喝多了怎么处理」「今天卖了多少」。",
+}
+
+
+def small_talk(state: AgentState) -> None:
+    """「你好」「谢谢」「好的」: a line back, not a search of the SOPs."""
+    state.answer = SMALL_TALK_REPLIES[state.route.target["kind"]]
+
+
+HANDLERS = {"small_talk": small_talk, "decide_in_chat": decide_in_chat, "proposal_status": proposal_status, "point_to_page": point_to_page,
             "nothing_pending": nothing_pending}
 
 

@@ -55,3 +55,20 @@ def test_deciding_a_proposal_that_does_not_exist_says_so():
     for number in ("99999", "999999999999999999999999"):
         result, _, _ = chat_ask(user=manager, query=f"确认提案{number}")
         assert f"没有提案 #{number}" in result.answer and "找到" not in result.answer
+
+
+@pytest.mark.parametrize("said,kind", [("你好", "greeting"), ("在吗", "greeting"), ("谢谢", "thanks"), ("好的谢谢", "thanks"),
+                                       ("好的", "ack"), ("收到！", "ack"), ("拜拜", "bye"), ("🍺🍺🍺", "symbols")])
+def test_small_talk_gets_a_line_back_and_is_not_an_unanswered_question(staff, said, kind):
+    # Seen: 「你好」 was answered from 社交媒体 › 负面舆情, 「谢谢」 with a stored-value table, 「好的」
+    # as unrelated to the store, and each was filed under 未解答问题 for the manager.
+    result, _, _ = chat_ask(user=staff, query=said)
+    assert not result.refused and not result.citations and result.route_reason.startswith("寒暄")
+    assert next(s for s in result.trace if s["step"] == "route")["detail"]["handler"] == "small_talk"
+    assert not UnansweredQuestion.objects.filter(question=said).exists()
+
+
+@pytest.mark.parametrize("question", ["你好，客人喝多了怎么办", "好吃吗", "可以退卡吗", "早上几点开门", "好的 帮我补两箱科罗娜"])
+def test_a_question_that_starts_with_a_greeting_is_still_a_question(staff, question):
+    result, _ = answer_question(question, user=staff)
+    assert not any(s["step"] == "route" and s["detail"].get("handler") == "small_talk" for s in result.trace)

@@ -131,7 +131,7 @@ def test_rank_words_are_counted_by_occurrence():
 
 
 def test_undecided_questions_are_marked_for_the_llm():
-    decision = route_by_rules("嗯")
+    decision = route_by_rules("这个呢")
     assert not decision.decided and decision.intent == "policy"
 
 

@@ -13,6 +13,7 @@ CASES = {  # rule: (question, intent)
     "asks_for_a_page": ("查看审计记录", "action"),
     "asks_where_proposals_stand": ("我的补货申请批了吗", "action"),
     "a_reply_to_nothing_asked": ("五箱吧", "action"),
+    "small_talk": ("你好", "action"),
     "action_words": ("帮我补一箱", "action"),
     "restock_a_product": ("补科罗娜", "action"),
     "stock_left_of_a_product": ("科罗娜还有吗", "data"),
