@@ -55,6 +55,7 @@ class Turn:
     proposal_id: str | None = None
     signed_in: bool = True
     pending: bool = False  # a restock or ticket in this thread waits for the asker's reply
+    steps: int = 0  # how many numbered items the previous answer listed (「第二步是啥」 asks for one)
 
 
 @dataclass
@@ -245,6 +246,24 @@ def _a_reply_to_nothing_asked(q: _Asked) -> Route | None:
                  target={"cancel": bool(vocab.BARE_CANCEL.fullmatch(said)), "proposal": q.turn.proposal_id})
 
 
+def asked_step(said: str) -> int | None:
+    """「刚才说的第二步是啥」 → 2; None when the message asks for no numbered item."""
+    m = vocab.STEP_AGAIN.fullmatch(said or "")
+    if m is None:
+        return None
+    n = m.group("n")
+    return int(n) if n.isdigit() else vocab.CHINESE_SMALL_NUMBERS[n]
+
+
+def _a_step_of_the_last_answer(q: _Asked) -> Route | None:
+    """「第二步是啥」 right after an answer that listed steps: that step, from that answer (it was
+    searched in the SOPs on its own and answered from an unrelated list)."""
+    n = asked_step(q.turn.said)
+    if n is None or not q.turn.steps:
+        return None
+    return Route(POLICY, f"问上一条回答里的第 {n} 条", handler="repeat_step", target={"n": n})
+
+
 def small_talk_kind(said: str) -> str | None:
     """「你好」「谢谢」「好的」「拜拜」 or only emoji: which kind of talk (None: a question or request)."""
     text = (said or "").strip().lower()
@@ -398,7 +417,7 @@ def _only_a_period(q: _Asked) -> Route | None:
 ROUTING_RULES: tuple[tuple[str, Callable[[_Asked], Route | None]], ...] = (
     ("decides_a_proposal", _decides_a_proposal), ("asks_for_a_page", _asks_for_a_page),
     ("asks_where_proposals_stand", _asks_where_proposals_stand), ("a_reply_to_nothing_asked", _a_reply_to_nothing_asked),
-    ("small_talk", _small_talk),
+    ("a_step_of_the_last_answer", _a_step_of_the_last_answer), ("small_talk", _small_talk),
     ("action_words", _action_words), ("restock_a_product", _restock_a_product),
     ("stock_left_of_a_product", _stock_left_of_a_product), ("out_of_the_stores_world", _out_of_the_stores_world),
     ("two_periods_compared", _two_periods_compared), ("data_words_about_a_rule", _data_words_about_a_rule),

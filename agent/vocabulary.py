@@ -222,6 +222,16 @@ PROPOSAL_NUMBER = re.compile(r"(?:提案|补货单|补货申请|工单)\s*#?\s*(
                              + r"|(?<!\d)(\d{1,9})\s*号(?:提案|补货单|补货申请|工单)")
 # A reply to a step of a restock or a ticket, said alone: 「算了」「先不补了」, 「五箱吧」「就3箱」.
 BARE_CANCEL = re.compile(r"\s*(算了|不用了|不要了|取消|不补了|别补了|先不补了?|先不用了?|先不要了?|不建了|先不建了?)[吧啊呀]?[。！!\s]*")
+# 「刚才说的第二步是啥」「第三条再说一遍」「那第4点呢」: one numbered item of the previous answer.
+STEP_AGAIN = re.compile(
+    r"\s*(那|那么)?(你|您)?(刚才|刚刚|上面|前面)?(说|讲|提|列)?(的|过的)?第\s*(?P<n>[一二两三四五六七八九十]|10|[1-9])\s*(步|条|点|项)"
+    r"(是|是啥|是什么|是啥来着|是什么来着|啥意思|什么意思|再说一遍|再说一下|再讲一遍|再讲一下|说的是啥|具体怎么做|怎么做|呢|是哪个|没看懂|没听清)?"
+    r"[？?。！!，,\s]*")
+# A numbered line of an answer: 「2. 询问客人是否已经饮用…[1]」.
+NUMBERED_LINE = re.compile(r"\s*(?P<n>\d{1,2})\s*[.、．)）]\s*(?P<line>\S.*)")
+CHINESE_SMALL_NUMBERS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+
+
 # A message that is only a greeting, thanks, an acknowledgement or a goodbye (「你好」「谢谢」「在吗」
 # 「好的」「收到」「拜拜」), or only emoji: answered in a line, not searched in the SOPs (「你好」 was
 # answered from 负面舆情 and filed as an unanswered question). Words of talk itself, for any chain.

@@ -4,7 +4,7 @@ its step in the trace.
 
     resolve_follow_up                                    follow_up.py
     route_node                                           routing.py
-    answer_request: decide_in_chat │ point_to_page │ proposal_status │ nothing_pending │ small_talk → done   requests.py
+    answer_request: decide_in_chat │ point_to_page │ proposal_status │ nothing_pending │ small_talk │ repeat_step → done   requests.py
     pending_action_node → done (a slot filled)           propose.py
     ├ out of scope → refuse → done                       refusals.py
     ├ action → action_node → done                        propose.py
@@ -18,6 +18,7 @@ This package never writes SQL and never performs a business write: actions becom
 a person confirms (workflow app)."""
 from __future__ import annotations
 
+import re
 from datetime import date
 
 from core.scoping import warm
@@ -98,7 +99,26 @@ def context_for_next_turn(state: AgentState) -> dict:
     if state.chosen and state.chosen.hits:
         ctx["top_document"] = state.chosen.hits[0].document
         ctx["top_section"] = state.chosen.hits[0].section_path
+    if state.route and state.route.handler == "repeat_step":  # 「第二步是啥」 then 「那第三步呢」: the same list
+        ctx.update({k: state.previous[k] for k in ("steps", "top_document", "top_section") if k in state.previous})
+    elif not state.refused and (steps := numbered_steps(state.answer, state.sources.citations)):
+        ctx["steps"] = steps
     return ctx
+
+
+def numbered_steps(answer: str, citations: list[dict]) -> list[dict]:
+    """The numbered lines of an answer (「1. 先向客人道歉…[1]」), each with the citations its
+    markers name, for a later 「第二步是啥」."""
+    by_ref = {c["ref"]: c for c in citations}
+    steps = []
+    for raw in (answer or "").splitlines():
+        m = vocab.NUMBERED_LINE.fullmatch(raw)
+        if m is None:
+            continue
+        refs = re.findall(r"\[(\d+)\]", m.group("line"))
+        steps.append({"n": int(m.group("n")), "line": m.group("line").strip(),
+                      "citations": [by_ref[r] for r in dict.fromkeys(refs) if r in by_ref]})
+    return steps
 
 
 def answer_question(question: str, *, user, previous: dict | None = None, history: list[tuple[str, str]] | None = None,

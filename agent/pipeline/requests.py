@@ -69,7 +69,19 @@ def small_talk(state: AgentState) -> None:
     state.answer = SMALL_TALK_REPLIES[state.route.target["kind"]]
 
 
-HANDLERS = {"small_talk": small_talk, "decide_in_chat": decide_in_chat, "proposal_status": proposal_status, "point_to_page": point_to_page,
+def repeat_step(state: AgentState) -> None:
+    """「第二步是啥」: that item of the previous answer, with the source it cited."""
+    n = state.route.target["n"]
+    steps = state.previous.get("steps") or []
+    step = next((s for s in steps if s["n"] == n), None)
+    if step is None:
+        state.answer = f"上一条回答只列了 {len(steps)} 条，没有第 {n} 条。"
+        return
+    state.answer = f"第 {n} 条：{step['line']}"
+    state.sources.citations = list(step.get("citations") or [])
+
+
+HANDLERS = {"small_talk": small_talk, "repeat_step": repeat_step, "decide_in_chat": decide_in_chat, "proposal_status": proposal_status, "point_to_page": point_to_page,
             "nothing_pending": nothing_pending}
 
 

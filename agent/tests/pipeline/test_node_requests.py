@@ -72,3 +72,18 @@ def test_small_talk_gets_a_line_back_and_is_not_an_unanswered_question(staff, sa
 def test_a_question_that_starts_with_a_greeting_is_still_a_question(staff, question):
     result, _ = answer_question(question, user=staff)
     assert not any(s["step"] == "route" and s["detail"].get("handler") == "small_talk" for s in result.trace)
+
+
+def test_a_step_of_the_previous_answer_is_that_step_with_its_source(staff):
+    # Seen: after the numbered odd-taste procedure, 「刚才说的第二步是啥」 got 「制度里没有找到完全对应的
+    # 规定」 and the call-the-manager list; 「第三条再说一遍」 the new-staff principles.
+    first, conv, _ = chat_ask(user=staff, query="客人说酒味道怪怪的怎么办", thread_id="steps")
+    lines = [line for line in first.answer.splitlines() if line[:2] == "2."]
+    assert lines, first.answer
+    second, _, _ = chat_ask(user=staff, query="刚才说的第二步是啥", thread_id="steps")
+    assert second.answer == f"第 2 条：{lines[0][2:].strip()}" and not second.refused
+    assert second.citations and second.citations[0]["section_path"] == first.citations[0]["section_path"]
+    # The same list stays for the next one, and a number past its end is said to be.
+    third, _, _ = chat_ask(user=staff, query="那第三步呢", thread_id="steps")
+    assert third.answer.startswith("第 3 条：")
+    assert chat_ask(user=staff, query="第9条再说一遍", thread_id="steps")[0].answer.startswith("上一条回答只列了")

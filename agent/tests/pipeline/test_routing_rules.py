@@ -13,6 +13,7 @@ CASES = {  # rule: (question, intent)
     "asks_for_a_page": ("查看审计记录", "action"),
     "asks_where_proposals_stand": ("我的补货申请批了吗", "action"),
     "a_reply_to_nothing_asked": ("五箱吧", "action"),
+    "a_step_of_the_last_answer": ("刚才说的第二步是啥", "policy", {"steps": 5}),
     "small_talk": ("你好", "action"),
     "action_words": ("帮我补一箱", "action"),
     "restock_a_product": ("补科罗娜", "action"),
@@ -32,8 +33,8 @@ CASES = {  # rule: (question, intent)
 
 @pytest.mark.parametrize("rule", list(CASES))
 def test_rule(rule):
-    question, intent = CASES[rule]
-    route = route_by_rules(question, date(2026, 12, 4))
+    question, intent, *turn = CASES[rule]  # a rule that reads the thread: what the thread holds
+    route = route_by_rules(question, date(2026, 12, 4), Turn(question, **turn[0]) if turn else None)
     assert (route.rule, route.intent) == (rule, intent) and route.as_dict()["rule"] == rule
 
 
@@ -57,6 +58,10 @@ def test_every_rule_has_a_case_and_every_case_a_rule():
     ("有需要我确认的补货吗", Turn("有需要我确认的补货吗"), "proposal_status", {"awaiting_me": True, "kind": "restock"}),
     ("我有几个要审批的补货申请", Turn("我有几个要审批的补货申请"), "proposal_status", {"awaiting_me": True, "kind": "restock"}),
     ("今天有没有要我批的工单", Turn("今天有没有要我批的工单"), "proposal_status", {"awaiting_me": True, "kind": "ticket"}),
+    # 「刚才说的第二步是啥」 was searched on its own and answered from the new-staff principles.
+    ("刚才说的第二步是啥", Turn("刚才说的第二步是啥", steps=5), "repeat_step", {"n": 2}),
+    ("那第5点呢", Turn("那第5点呢", steps=5), "repeat_step", {"n": 5}),
+    ("第三条再说一遍", Turn("第三条再说一遍", steps=3), "repeat_step", {"n": 3}),
 ])
 def test_a_request_names_its_handler_and_what_it_acts_on(question, turn, handler, target):
     route = route_by_rules(question, date(2026, 12, 4), turn)
@@ -70,6 +75,8 @@ def test_a_question_about_who_approves_is_a_rule_not_the_asker_s_list(question):
 
 
 def test_a_request_is_read_as_typed_and_needs_its_thread():
+    # 「第二步是啥」 with no list before it is a question like any other
+    assert route_by_rules("第二步是啥", date(2026, 12, 4), Turn("第二步是啥")).handler == ""
     # a follow-up is routed as resolved, a request as the user typed it
     assert route_by_rules("上周天河店卖了多少", date(2026, 12, 4), Turn("确认提案7")).handler == "decide_in_chat"
     # 「批了吧」 decides the proposal this thread made, and nothing without one
