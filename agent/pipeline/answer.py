@@ -85,6 +85,17 @@ def _extractive(state: AgentState, detail: dict, note: str, owner: str) -> list[
     return parts
 
 
+def scope_note(citations: list[dict]) -> str:
+    """Sources from a store's own document beside the chain's (「滤芯每 2 个月更换」 for 天河店 beside
+    「每 3 个月」 for every store) were quoted side by side with no word on which applies: say whose
+    rule each is, and that the store's own rule is the one for that store."""
+    own = [c for c in citations if c.get("scope")]
+    if not own or len(own) == len(citations):
+        return ""
+    named = "；".join(dict.fromkeys(f"《{c['document']}》[{c['ref']}]是{c['scope']}自己的规定" for c in own))
+    return f"注意：{named}。与通用规定不一致时，在这些门店以门店规定为准，拿不准请问店长。"
+
+
 def compose_answer(state: AgentState) -> None:
     with state.trace.step("answer") as detail:
         _number_sources(state)
@@ -95,6 +106,7 @@ def compose_answer(state: AgentState) -> None:
         uncovered = state.chosen.verdict.uncovered if state.chosen and state.chosen.verdict and not state.chosen.enough else None
         owner = f"制度文档里没有关于{uncovered_words(uncovered)}的规定，{uncovered_owner(uncovered)}。" if uncovered else ""
         parts = [written, note, owner] if written is not None else _extractive(state, detail, note, owner)
+        parts.append(scope_note(state.sources.citations))
         draft = "\n".join(p for p in parts if p)
         answer, report = compose.apply_guards(state.question, draft, state.sources, state.tool_result, state.audiences,
                                               mandatory=bool(state.sources.citations))

@@ -46,6 +46,7 @@ class Hit:
     taught: bool = False  # a question a manager linked to this section (learning loop)
     gram_rank: int | None = None
     gram_score: float | None = None
+    scope: tuple[str, ...] = ()  # the stores or cities its document is limited to ('store:3', 'city:深圳'); () for every store
 
     @property
     def heading(self) -> str:
@@ -113,14 +114,14 @@ def _set_ef_search(value: int) -> None:
 
 
 def _row_hit(row) -> Hit:
-    chunk_id, doc_id, title, path, section_path, text, audience, version, page = row[:_N_HIT_COLUMNS]
-    return Hit(chunk_id, doc_id, title, path, section_path, text, audience, version, page)
+    chunk_id, doc_id, title, path, section_path, text, audience, version, page, scope = row[:_N_HIT_COLUMNS]
+    return Hit(chunk_id, doc_id, title, path, section_path, text, audience, version, page, scope=tuple(scope or ()))
 
 
-_HIT_COLUMNS = "c.id, d.id, d.title, d.path, c.section_path, c.text, c.audience, c.version, c.page"
+_HIT_COLUMNS = "c.id, d.id, d.title, d.path, c.section_path, c.text, c.audience, c.version, c.page, c.scope"
 
 
-_N_HIT_COLUMNS = 9
+_N_HIT_COLUMNS = 10
 
 
 # Who may read a row: its audience, and its scope (empty: every store) against the reader's

@@ -188,3 +188,31 @@ def test_a_question_that_also_asks_for_figures_is_hedged_when_its_rule_part_did_
     assert not pipeline.answer.barely_enough(state)
     state.chosen.layer, state.chosen.verdict = "llm", Verdict(0.6, True, 0.5, {})
     assert not pipeline.answer.barely_enough(state)
+
+
+def test_a_stores_own_rule_beside_the_chains_is_named_as_the_one_for_that_store():
+    # Seen: a store's own upload (滤芯每 2 个月更换, 天河店 only) and the chain's (每 3 个月) were
+    # quoted side by side, 「…每 3 个月…[1] … 每 2 个月…[2]」, with no word on which applies.
+    from agent.pipeline.answer import scope_note
+
+    chain = {"ref": "1", "document": "设备使用与保养"}
+    own = {"ref": "2", "document": "制冰机清洁规范", "scope": "广州天河店"}
+    note = scope_note([chain, own])
+    assert note.startswith("注意：《制冰机清洁规范》[2]是广州天河店自己的规定") and "以门店规定为准" in note
+    assert scope_note([chain]) == "" and scope_note([own]) == ""  # one kind of rule: nothing to weigh
+
+
+def test_a_chat_answer_quoting_a_stores_upload_and_the_chains_rule_says_whose_each_is():
+    from knowledge.documents import document_publish, document_upload
+    from knowledge.tests.files import docx
+    from ops.tests.factories import make_user
+
+    manager = make_user("scope_note_manager", role="manager", stores=["GZ-TH"])
+    version = document_upload(user=manager, name="制冰机.docx", stores=["GZ-TH"],
+                              data=docx("制冰机清洁规范", {"一、滤芯": "制冰机滤芯每 2 个月更换一次，更换日期写在机身标签上。"}))
+    document_publish(version=version, user=manager, run_now=True)
+    staff = make_user("scope_note_staff", role="staff", stores=["GZ-TH"])
+    result, _ = answer_question("制冰机滤芯多久换", user=staff)
+    docs = {c["document"]: c for c in result.citations}
+    assert docs["制冰机清洁规范"]["scope"] == "广州天河店" and any("scope" not in c for c in result.citations), result.citations
+    assert "《制冰机清洁规范》" in result.answer.splitlines()[-1] and "以门店规定为准" in result.answer
