@@ -19,7 +19,7 @@ CHAT_FIELDS = frozenset({"query", "thread_id", "async"})
 ChatIn = inline_serializer("ChatRequest", {
     "query": serializers.CharField(max_length=settings.SM_MAX_QUERY_CHARS),
     "thread_id": serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=THREAD_ID_MAX,
-                                       help_text="省略、空或 null 表示新会话"),
+                                       help_text="会话标识。省略、空或 null：新建会话，返回的 thread_id 用于追问；也可以用调用方自己的标识（字母、数字和 - _ . :），第一次出现时新建该会话，之后沿用"),
     "async": serializers.BooleanField(required=False, default=False),
 })
 ChatOut = inline_serializer("ChatResponse", {
