@@ -170,7 +170,7 @@ def strict_positive_int(raw: str | None) -> int | None:
     return int(raw)
 
 
-def known_query(params, allowed: tuple[str, ...]) -> dict:
+def known_query(params, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict:
     """The query parameters a read endpoint knows. An unknown, repeated or empty one is a 400,
     never ignored: 「?stroe=天河店」 silently answered for every store."""
     unknown = unknown_fields(params, {*allowed, "format"})  # DRF's own ?format=json
@@ -183,7 +183,9 @@ def known_query(params, allowed: tuple[str, ...]) -> dict:
     # 「?status=」 answered as if no filter were given: a client's blank filter read as 「all」.
     empty = [k for k in allowed if k in params and str(params.get(k)).strip() == ""]
     if empty:
-        raise ValidationError({name: ["参数值不能为空；不需要这个筛选时请不要传这个参数。"] for name in empty})
+        # 「?q=」 on search was told to leave the parameter out, though q is the one it needs.
+        raise ValidationError({name: ["参数值不能为空。" if name in required else "参数值不能为空；不需要这个筛选时请不要传这个参数。"]
+                               for name in empty})
     return {k: params[k] for k in allowed if params.get(k) is not None}
 
 

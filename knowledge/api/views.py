@@ -58,7 +58,7 @@ class KnowledgeSearchView(APIView):
         responses=inline_serializer("KnowledgeSearch", {"query": serializers.CharField(), "terms": serializers.ListField(child=serializers.CharField()), "hits": serializers.ListField(child=HitSerializer)}),
     )
     def get(self, request):
-        known_query(request.query_params, ("q", "k"))  # 「?limit=3」 was ignored: 5 hits, no word said
+        known_query(request.query_params, ("q", "k"), required=("q",))  # 「?limit=3」 was ignored: 5 hits, no word said
         q = as_read(request.query_params.get("q") or "")
         errors = {}
         if not q:

@@ -100,7 +100,8 @@ class AdjustmentInSerializer(serializers.Serializer):
     store = serializers.CharField(required=False, allow_null=True, help_text="门店编码；POS 令牌绑定门店时可省略或为 null")
     sku = serializers.CharField()
     delta = serializers.IntegerField(min_value=-MAX_QTY, max_value=MAX_QTY, help_text="非零：正数入库，负数出库")
-    reason = serializers.ChoiceField(choices=InventoryAdjustment.Reason.choices)
+    reason = serializers.ChoiceField(choices=InventoryAdjustment.Reason.choices + [(label, label) for _, label in InventoryAdjustment.Reason.choices],
+                                     help_text="原因：count（盘点差异）、receive（到货入库）、damage（报损）、transfer（调拨）；也可以直接写中文")
     external_id = serializers.CharField(max_length=MAX_KEY_LENGTH)
     note = serializers.CharField(required=False, allow_blank=True, max_length=200)
 

@@ -74,8 +74,11 @@ def inventory_adjust(*, data: dict, user, token: ApiToken | None = None) -> Adju
     if qty_problem(delta, allow_negative=True):
         errors["delta"] = ["必须是非零整数（正数入库，负数出库），绝对值不超过 100000。"]
     reason = data.get("reason")
+    # The Chinese label is accepted as well as the code (「报损」 as 「damage」), as 「堂食」 is for an order's channel.
+    reason = {label: value for value, label in InventoryAdjustment.Reason.choices}.get(reason, reason) if isinstance(reason, str) else reason
     if not isinstance(reason, str) or reason not in InventoryAdjustment.Reason.values:
-        errors["reason"] = [f"只能是：{'、'.join(InventoryAdjustment.Reason.values)}。"]
+        choices = "、".join(f"{value}（{label}）" for value, label in InventoryAdjustment.Reason.choices)
+        errors["reason"] = [f"{'必须给出原因，' if reason in (None, '') else ''}只能是：{choices}。"]
     external_id = data.get("external_id")
     if problem := key_problem(external_id):
         errors["external_id"] = [problem]

@@ -301,7 +301,9 @@ def orders_ingest(*, orders: list[dict], user, token: ApiToken | None = None, ba
 
 def _check_batch(orders, batch: bool) -> None:
     """The batch as a whole: a non-empty list within the size limit, no NUL byte anywhere."""
-    if not isinstance(orders, list) or not orders:
+    if not isinstance(orders, list):
+        raise ValidationError({"orders": [f"必须是订单对象的列表（JSON 数组），收到的是 {type(orders).__name__}。"]})
+    if not orders:
         raise ValidationError({"orders": ["至少要有一个订单。"]})
     if len(orders) > settings.SM_POS_MAX_BATCH:
         raise ValidationError({"orders": [f"一批最多 {settings.SM_POS_MAX_BATCH} 个订单，收到 {len(orders)} 个。"]})

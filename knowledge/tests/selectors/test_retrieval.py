@@ -90,6 +90,8 @@ def test_search_api_requires_auth_and_filters_by_role():
     assert body["hits"] and all(h["document"] != "店长手册" for h in body["hits"])
     assert {"section_path", "score", "text", "vector_rank", "lexical_rank"} <= set(body["hits"][0])
     assert c.get("/api/v1/knowledge/search", {"q": "  "}).status_code == 400
+    # The one parameter search needs, given empty, is not told to be left out.
+    assert c.get("/api/v1/knowledge/search", {"q": ""}).json()["q"] == ["参数值不能为空。"]
     assert "q" in c.get("/api/v1/knowledge/search", {"q": "x" * 501}).json()
     assert "k" in c.get("/api/v1/knowledge/search", {"q": "会员", "k": "99"}).json()
 

@@ -206,6 +206,19 @@ def test_inventory_adjustment_idempotent_and_validated(pos):
     assert InventoryAdjustment.objects.count() == before
 
 
+def test_an_adjustment_reason_may_be_its_chinese_label_and_a_missing_one_is_asked_for(pos):
+    # A POS vendor: 「reason」 took only count/receive/damage/transfer while an order's channel takes
+    # 堂食/外卖; a missing reason was told 「只能是…」 as if one had been given.
+    body = {"sku": "W001", "delta": -1, "external_id": "ADJ-ZH-1"}
+    r = pos.post("/api/v1/inventory/adjustments", {**body, "reason": "报损"}, format="json")
+    assert r.status_code == 201 and InventoryAdjustment.objects.get(external_id="ADJ-ZH-1").reason == "damage"
+    missing = pos.post("/api/v1/inventory/adjustments", {**body, "external_id": "ADJ-ZH-2"}, format="json")
+    assert missing.status_code == 400 and missing.json()["reason"][0].startswith("必须给出原因") and "damage（报损）" in missing.json()["reason"][0]
+    # 「orders」 that is not a list says so (it was 「至少要有一个订单」).
+    bad = pos.post("/api/v1/orders", {"orders": "abc"}, format="json")
+    assert bad.status_code == 400 and "列表" in bad.json()["orders"][0], bad.json()
+
+
 def test_an_inventory_adjustment_names_its_store_by_code_name_or_alias():
     # 「福田店」 was 「没有门店「福田店」」 while SZ-FT and 深圳福田店 were accepted.
     device = make_user("pos_alias_ft", role="pos", stores=["SZ-FT"])
