@@ -167,6 +167,8 @@ class DocumentAdmin(ReadOnlyAdmin):
                     except (PermissionDenied, ValidationError) as exc:
                         errors.append((name, message_text(exc)))
             if results and not errors and len(results) == 1:
+                if getattr(results[0], "replayed", False):  # it opened the existing version with no word
+                    self.message_user(request, f"上传的文件与 v{results[0].number} 内容相同，没有生成新版本。", messages.INFO)
                 return redirect("admin:knowledge_documentversion_preview", results[0].pk)
         context = self._context(request, title="上传文档", results=results, errors=errors, targets=self.get_queryset(request),
                                 **self._scope_choices(request))

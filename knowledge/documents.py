@@ -122,6 +122,10 @@ def clean_scope(user, *, audience=None, cities=None, stores=None, default: Scope
     if errors:
         raise ValidationError(errors)
     allowed = managed_store_ids(user)
+    if allowed is not ALL and allowed and stores is None and cities is None and not store_ids and not city_list:
+        # A manager who names no store (not an empty list: that asks for every store) means their own: a manager of one store was refused for
+        # leaving its only box unticked, and had to pick the file again.
+        store_ids = list(allowed)
     if allowed is not ALL:
         reach = set(store_ids) | set(Store.objects.filter(city__in=city_list).values_list("pk", flat=True))
         if not reach or not reach <= set(allowed):
@@ -182,6 +186,7 @@ def _upload(*, user, name: str, data: bytes, parsed, title: str, scope: Scope, d
         document = Document.objects.select_for_update().get(pk=document.pk)
         same = document.versions.filter(content_hash=digest).exclude(status=DocumentVersion.Status.DISCARDED).order_by("-number").first()
         if same is not None:
+            same.replayed = True  # the same file again: no new version (the admin says so)
             return same
     else:
         document = Document.objects.create(

@@ -47,6 +47,11 @@ def test_upload_preview_correct_publish_in_the_admin(hq):
     assert hq.get(f"/admin/knowledge/document/version/{version.pk}/file/").content.startswith(b"PK")
     listing = hq.get("/admin/knowledge/document/").content.decode()
     assert "冰块与果汁规范" in listing and "上传文档" in listing
+    # The same file again, as a new version of that document: it opened v1 with no word on why.
+    again = hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(docx("冰块与果汁规范", SOP))], "audience": "staff",
+                                                          "document": str(version.document_id)}, follow=True)
+    assert "与 v1 内容相同，没有生成新版本" in again.content.decode()
+    assert DocumentVersion.objects.filter(document=version.document).count() == 1
 
 
 def test_deleting_documents_in_the_admin_asks_once_more_and_the_audit_names_them(hq):

@@ -103,8 +103,12 @@ def test_a_document_scoped_to_one_store_never_reaches_another_stores_staff(peopl
 
 
 def test_a_store_manager_manages_only_their_stores_documents(people):
-    with pytest.raises(PermissionDenied, match="只能适用于自己的门店"):
-        document_upload(user=people["manager"], name="全部.docx", data=docx("全公司冰块规范", SOP))
+    # Naming no store means the manager's own (a manager of one store was refused for leaving its
+    # only box unticked): never every store.
+    own = document_upload(user=people["manager"], name="全部.docx", data=docx("全公司冰块规范", SOP))
+    from ops.models import Store
+
+    assert own.meta["scope"]["stores"] == [Store.objects.get(code="GZ-TH").pk] and not own.meta["scope"]["cities"]
     with pytest.raises(PermissionDenied, match="只能适用于自己的门店"):
         document_upload(user=people["manager"], name="福田.docx", data=docx("福田冰块规范", SOP), stores=["SZ-FT"])
     chain = publish_now(document_upload(user=people["hq"], name="c.docx", data=docx("全公司果汁规范", SOP)), people["hq"])
