@@ -56,6 +56,7 @@ class Turn:
     signed_in: bool = True
     pending: bool = False  # a restock or ticket in this thread waits for the asker's reply
     steps: int = 0  # how many numbered items the previous answer listed (「第二步是啥」 asks for one)
+    ticket: bool = False  # the thread's proposal is a complaint ticket (more details of it may follow)
 
 
 @dataclass
@@ -264,6 +265,18 @@ def _a_step_of_the_last_answer(q: _Asked) -> Route | None:
     return Route(POLICY, f"问上一条回答里的第 {n} 条", handler="repeat_step", target={"n": n})
 
 
+def _details_for_the_ticket(q: _Asked) -> Route | None:
+    """「他吃了一口 现在没不舒服 桌号A5」 right after a complaint ticket was proposed: more of that
+    complaint, not a rules question (it was answered from 外卖差评与退款, and the ticket kept only
+    the first sentence). Never a question, figures or a request of its own."""
+    said = q.turn.said.strip()
+    if (not q.turn.ticket or not q.turn.proposal_id or vocab.ASKS_SOMETHING.search(said) or q.scores[DATA]
+            or q.scores[ACTION] >= 3 or len(said) < 2):
+        return None
+    return Route(ACTION, f"补充刚提交的客诉工单提案 #{q.turn.proposal_id}", handler="ticket_details",
+                 target={"proposal": q.turn.proposal_id})
+
+
 def small_talk_kind(said: str) -> str | None:
     """「你好」「谢谢」「好的」「拜拜」 or only emoji: which kind of talk (None: a question or request)."""
     text = (said or "").strip().lower()
@@ -418,6 +431,7 @@ ROUTING_RULES: tuple[tuple[str, Callable[[_Asked], Route | None]], ...] = (
     ("decides_a_proposal", _decides_a_proposal), ("asks_for_a_page", _asks_for_a_page),
     ("asks_where_proposals_stand", _asks_where_proposals_stand), ("a_reply_to_nothing_asked", _a_reply_to_nothing_asked),
     ("a_step_of_the_last_answer", _a_step_of_the_last_answer), ("small_talk", _small_talk),
+    ("details_for_the_ticket", _details_for_the_ticket),
     ("action_words", _action_words), ("restock_a_product", _restock_a_product),
     ("stock_left_of_a_product", _stock_left_of_a_product), ("out_of_the_stores_world", _out_of_the_stores_world),
     ("two_periods_compared", _two_periods_compared), ("data_words_about_a_rule", _data_words_about_a_rule),

@@ -19,7 +19,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from core.errors import NotFound, messages_of
+from core.errors import NotFound, message_text, messages_of
 from core.roles import require
 from ops.models import Product, Store
 from ops.periods import cn_number
@@ -535,3 +535,33 @@ def amend_quantity_in_chat(*, user, proposal_id, said: str) -> str | None:
     as_said = f"{parsed.qty}箱（{quantity}{product.unit}）" if parsed.unit == Product.Unit.CASE and product.unit != Product.Unit.CASE \
         else f"{quantity}{product.unit}"
     return f"已把补货提案 #{proposal.pk} 的{product.name}改为 {as_said}，改动记入审计。店长确认之前不会下单。"
+
+
+def add_ticket_details_in_chat(*, user, proposal_id, said: str) -> str:
+    """「桌号A5 他吃了一口」 right after a complaint ticket was proposed: added to that ticket's
+    description through the audited service behind the card's edit (the same words again change
+    nothing). Where it cannot be added, says why and where to go."""
+    from core.errors import Conflict
+    from workflow.models import Proposal
+    from workflow.payloads import DESCRIPTION_MAX
+    from workflow.selectors import proposal_for_status
+    from workflow.services import proposal_amend
+
+    proposal = proposal_for_status(user, int(proposal_id)) if str(proposal_id).isdigit() else None
+    if proposal is None or proposal.kind != Proposal.Kind.TICKET:
+        return "没有找到要补充的客诉工单提案。要登记新的客诉，可以说「帮我建个投诉工单：8号桌客人说酒有异味」。"
+    if proposal.status != Proposal.Status.PENDING:
+        return f"客诉工单提案 #{proposal.pk} 已经是「{proposal.get_status_display()}」，不能再补充；后续情况请在工单里跟进。"
+    payload = dict(proposal.payload or {})
+    addition = re.sub(r"\s+", " ", said).strip()
+    description = payload.get("description", "")
+    if addition in description:
+        return f"这条补充已经在客诉工单提案 #{proposal.pk} 里了。"
+    combined = f"{description}；补充：{addition}"
+    if len(combined) > DESCRIPTION_MAX:
+        return f"客诉工单提案 #{proposal.pk} 的描述最多 {DESCRIPTION_MAX} 字，放不下这段补充，请在提案卡片上编辑。"
+    try:
+        proposal_amend(proposal=proposal, user=user, payload={**payload, "description": combined})
+    except (PermissionDenied, ValidationError, Conflict, NotFound) as exc:
+        return f"没能补充到客诉工单提案 #{proposal.pk}：{message_text(exc)}"
+    return f"已把「{addition}」补充到客诉工单提案 #{proposal.pk} 的描述里，改动记入审计。确认后才会建立工单。"

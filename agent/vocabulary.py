@@ -222,6 +222,10 @@ PROPOSAL_NUMBER = re.compile(r"(?:提案|补货单|补货申请|工单)\s*#?\s*(
                              + r"|(?<!\d)(\d{1,9})\s*号(?:提案|补货单|补货申请|工单)")
 # A reply to a step of a restock or a ticket, said alone: 「算了」「先不补了」, 「五箱吧」「就3箱」.
 BARE_CANCEL = re.compile(r"\s*(算了|不用了|不要了|取消|不补了|别补了|先不补了?|先不用了?|先不要了?|不建了|先不建了?)[吧啊呀]?[。！!\s]*")
+# A message that asks something (「要送医院吗」「怎么处理」): not more details of a ticket just proposed.
+ASKS_SOMETHING = re.compile(r"[？?]|吗|呢|怎么|咋|什么|啥|多少|几[个点天次分]|哪|谁|为什么|为啥|能不能|可不可以|可以吗|要不要|需不需要|是不是|是否|如何")
+
+
 # 「刚才说的第二步是啥」「第三条再说一遍」「那第4点呢」: one numbered item of the previous answer.
 STEP_AGAIN = re.compile(
     r"\s*(那|那么)?(你|您)?(刚才|刚刚|上面|前面)?(说|讲|提|列)?(的|过的)?第\s*(?P<n>[一二两三四五六七八九十]|10|[1-9])\s*(步|条|点|项)"

@@ -81,7 +81,16 @@ def repeat_step(state: AgentState) -> None:
     state.sources.citations = list(step.get("citations") or [])
 
 
-HANDLERS = {"small_talk": small_talk, "repeat_step": repeat_step, "decide_in_chat": decide_in_chat, "proposal_status": proposal_status, "point_to_page": point_to_page,
+def ticket_details(state: AgentState) -> None:
+    """More of the complaint just proposed: added to that ticket's description (audited)."""
+    from ..slots import add_ticket_details_in_chat
+
+    pk = state.route.target["proposal"]
+    state.decided_on = str(pk)
+    state.answer = add_ticket_details_in_chat(user=state.user, proposal_id=pk, said=state.question)
+
+
+HANDLERS = {"small_talk": small_talk, "repeat_step": repeat_step, "ticket_details": ticket_details, "decide_in_chat": decide_in_chat, "proposal_status": proposal_status, "point_to_page": point_to_page,
             "nothing_pending": nothing_pending}
 
 

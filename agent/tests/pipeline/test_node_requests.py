@@ -87,3 +87,25 @@ def test_a_step_of_the_previous_answer_is_that_step_with_its_source(staff):
     third, _, _ = chat_ask(user=staff, query="那第三步呢", thread_id="steps")
     assert third.answer.startswith("第 3 条：")
     assert chat_ask(user=staff, query="第9条再说一遍", thread_id="steps")[0].answer.startswith("上一条回答只列了")
+
+
+def test_details_said_after_a_complaint_ticket_are_added_to_it(manager):
+    # Seen: 「他吃了一口 现在没不舒服 桌号A5」 right after the ticket was proposed was answered as a
+    # rules question about 外卖差评与退款, and the ticket kept only the first sentence.
+    from core.models import AuditLog
+    from workflow.models import Proposal
+
+    first, _, _ = chat_ask(user=manager, query="有个客人说鸡翅没熟 要投诉 帮我建个工单", thread_id="ticket-more")
+    pk = first.proposal["id"]
+    more, _, _ = chat_ask(user=manager, query="桌号A5 他吃了一口", thread_id="ticket-more")
+    assert more.answer.startswith("已把") and f"#{pk}" in more.answer
+    ticket = Proposal.objects.get(pk=pk)
+    assert ticket.payload["description"].endswith("；补充：桌号A5 他吃了一口") and ticket.status == "pending"
+    assert AuditLog.objects.filter(action=AuditLog.Action.AMENDED, target_id=str(pk)).count() == 1
+    # A second detail is added too; the same again changes nothing.
+    chat_ask(user=manager, query="大概晚上八点", thread_id="ticket-more")
+    again, _, _ = chat_ask(user=manager, query="大概晚上八点", thread_id="ticket-more")
+    assert "已经在" in again.answer and Proposal.objects.get(pk=pk).payload["description"].count("大概晚上八点") == 1
+    # A question is answered as one, and the ticket is left alone.
+    asked, _, _ = chat_ask(user=manager, query="客人要是吐了怎么办", thread_id="ticket-more")
+    assert asked.intent == "policy" and "吐了" not in Proposal.objects.get(pk=pk).payload["description"]
