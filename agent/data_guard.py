@@ -490,7 +490,12 @@ def _how_many_and_which_category(d: Draft):
     for category in Product.Category.values:
         if category in d.question:
             d.params["category"] = category
-            break
+            return
+    # 「哪个酒卖得最好」: every kind of alcohol (not 酒吧 or 酒店, places); 「饮料」 is the soft drinks.
+    if re.search(r"酒(?![吧店])", d.question):
+        d.params["category"] = "酒类"
+    elif re.search(r"饮料|饮品", d.question) and "软饮" in Product.Category.values:
+        d.params["category"] = "软饮"
 
 
 def _period_of(params: dict) -> Period:

@@ -56,6 +56,10 @@ class Product(models.Model):
         SNACK = "小吃", "小吃"
         WINE = "葡萄酒", "葡萄酒"
 
+    # Groups of categories a question names as one (「哪个酒卖得最好」 listed 可口可乐 first): a
+    # product tool's `category` may be one of these as well as a single category.
+    CATEGORY_GROUPS = {"酒类": ("啤酒", "威士忌", "鸡尾酒", "葡萄酒")}
+
     class Unit(models.TextChoices):
         BOTTLE = "瓶", "瓶"
         CASE = "箱", "箱"

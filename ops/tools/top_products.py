@@ -18,7 +18,7 @@ def top_products(*, store: Store | None, period: Period, n: int = 5, category: s
     elif scope is not None:
         qs = qs.filter(order__store__in=scope)
     if category:
-        qs = qs.filter(product__category=category)
+        qs = qs.filter(product__category__in=Product.CATEGORY_GROUPS.get(category, (category,)))
     agg = list(qs.values("product_id").annotate(qty=Sum("qty"), revenue=Sum("amount")).order_by("-qty", "-revenue", "product_id")[:n])
     products = Product.objects.in_bulk([a["product_id"] for a in agg])
     rows = [
@@ -32,7 +32,7 @@ def top_products(*, store: Store | None, period: Period, n: int = 5, category: s
         }
         for i, a in enumerate(agg, start=1)
     ]
-    what = f"{category}类" if category else ""
+    what = (category if category in Product.CATEGORY_GROUPS else f"{category}类") if category else ""
     if rows:
         listing = "；".join(f"{r['rank']}. {r['product']} {r['qty']}{r['unit']}" for r in rows)
         summary = f"{store_label(store, scope)} {period.describe()} {what}销量前 {n}：{listing}。"
@@ -45,7 +45,8 @@ TOOL = Tool(
     "top_products", "热销商品", "一段时间内销量最高的前 N 个商品（N ≤ 50），可按门店和品类筛选。",
     params_schema({"store": STORE_PARAM, "period": PERIOD_PARAM,
                    "n": {"type": "integer", "minimum": 1, "maximum": MAX_TOP_N, "default": 5},
-                   "category": {"type": ["string", "null"], "enum": [*Product.Category.values, None]}}, ("period",)),
+                   "category": {"type": ["string", "null"], "enum": [*Product.Category.values, *Product.CATEGORY_GROUPS, None],
+                                "description": "品类；「酒类」是除软饮和小吃以外的所有酒"}}, ("period",)),
     top_products, ("rank", "product", "category", "qty", "revenue"), Chart("product", "qty", "horizontal"),
     row_sentence=lambda r: f"第 {r['rank']} 名 {r['product']}：{r['qty']}{r['unit']}，销售额 ¥{r['revenue']:,.2f}",
 )

@@ -492,3 +492,13 @@ def test_busiest_hours_of_a_day_without_orders_yet_point_to_the_usual_ones():
     last_week = ToolResult("hourly_peak", {"store": "广州天河店", "period": {"label": "上周", "start": "2026-11-23", "end": "2026-11-29"}},
                            [], "广州天河店 上周 没有已支付订单。", ["hour", "orders", "revenue"])
     assert "一般几点最忙" not in extractive_data_answer(last_week, compose.number_sources([], last_week), "上周几点最忙")
+
+
+@pytest.mark.parametrize("question,category,kinds", [
+    ("上周哪个酒卖得最好", "酒类", {"啤酒", "威士忌", "鸡尾酒", "葡萄酒"}), ("上周卖得最好的饮料", "软饮", {"软饮"}),
+    ("上周哪款啤酒卖得最好", "啤酒", {"啤酒"})])
+def test_a_kind_of_drink_said_in_everyday_words_filters_the_best_sellers(manager, question, category, kinds):
+    # Seen: 「上周哪个酒卖得最好」 listed 可口可乐 (no category was read from 「酒」).
+    result, _, _ = chat_ask(user=manager, query=question)
+    assert result.data and result.data[0]["params"]["category"] == category
+    assert {d["row"]["category"] for d in result.data} <= kinds, result.data
