@@ -76,8 +76,11 @@ def _ask(request):
             thread = thread_for(user=user, thread_id=thread_id)
             try:
                 task = submit_ask(user.pk, query, thread)
-                return render(request, "htmx/pending.html", {"task_id": task.id, "query": query, "thread_id": thread,
-                                                             "oob_thread": thread_id != thread})
+                response = render(request, "htmx/pending.html", {"task_id": task.id, "query": query, "thread_id": thread,
+                                                                 "oob_thread": thread_id != thread})
+                if thread_id != thread:  # as for an answer given at once: a reload reopens the thread (it showed ?new=1, empty)
+                    response["HX-Replace-Url"] = f"{request.path}?thread={thread}"
+                return response
             except QueueUnavailable:
                 pass  # no broker: answer right here instead (the same service)
         if request.POST.get("stream") == "1" and get_llm().available:

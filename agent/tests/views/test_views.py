@@ -138,7 +138,10 @@ def test_csrf_is_enforced():
 
 
 def test_async_mode_polls_the_task_until_the_turn_arrives(staff_client):
-    pending = staff_client.post("/", {"query": "会员卡能跨店用吗", "async": "1"}, **HX).content.decode()
+    response = staff_client.post("/", {"query": "会员卡能跨店用吗", "async": "1"}, **HX)
+    pending = response.content.decode()
+    # The address names the new thread, so a reload reopens it (it stayed ?new=1 and showed an empty thread).
+    assert response["HX-Replace-Url"].startswith("/?thread=")
     assert "后台处理中" in pending and 'hx-trigger="load delay:1s"' in pending
     task_url = pending.split('hx-get="')[1].split('"')[0]
     turn = staff_client.get(task_url, **HX).content.decode()  # eager here; with Redis the first polls return pending
