@@ -496,6 +496,8 @@ def _how_many_and_which_category(d: Draft):
         d.params["category"] = "酒类"
     elif re.search(r"饮料|饮品", d.question) and "软饮" in Product.Category.values:
         d.params["category"] = "软饮"
+    elif d.inherited and d.prev_params.get("category"):  # 「那上上周呢」 after the best-selling 酒: still 酒
+        d.params["category"] = d.prev_params["category"]
 
 
 def _period_of(params: dict) -> Period:

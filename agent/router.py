@@ -57,6 +57,7 @@ class Turn:
     pending: bool = False  # a restock or ticket in this thread waits for the asker's reply
     steps: int = 0  # how many numbered items the previous answer listed (「第二步是啥」 asks for one)
     ticket: bool = False  # the thread's proposal is a complaint ticket (more details of it may follow)
+    answered: bool = False  # the previous turn answered from the SOPs
 
 
 @dataclass
@@ -260,7 +261,7 @@ def _a_step_of_the_last_answer(q: _Asked) -> Route | None:
     """「第二步是啥」 right after an answer that listed steps: that step, from that answer (it was
     searched in the SOPs on its own and answered from an unrelated list)."""
     n = asked_step(q.turn.said)
-    if n is None or not q.turn.steps:
+    if n is None or not (q.turn.steps or q.turn.answered):  # an answer with no numbered lines: said so, not searched
         return None
     return Route(POLICY, f"问上一条回答里的第 {n} 条", handler="repeat_step", target={"n": n})
 
@@ -288,7 +289,7 @@ def small_talk_kind(said: str) -> str | None:
     if not re.fullmatch(f"(?:(?:{any_talk}){vocab.SMALL_TALK_TAIL})+", text):
         return None
     # 「好的谢谢」 is thanks, 「你好在吗」 a greeting: the kind of the most telling part.
-    for kind in ("bye", "thanks", "greeting", "ack"):
+    for kind in ("about", "bye", "thanks", "greeting", "laugh", "ack"):
         if vocab.SMALL_TALK[kind].search(text):
             return kind
     return None

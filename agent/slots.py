@@ -461,7 +461,7 @@ def ticket_severity(text: str) -> str:
     较重, and so is unsafe food nobody is ill from yet; else 一般 (「投诉」 alone is every ticket's word, not a degree)."""
     # 恶心 and 难受 only right after eating or drinking (「吃饭的时候服务员态度恶心」 is a rude waiter),
     # 头疼 not as the idiom (「一直催单，真让人头疼」 is a hassle, not an illness).
-    if re.search(r"不舒服|身体不适|就医|医院|[打叫拨]打?120|急救|受伤|过敏|拉肚子|肚子疼|腹痛|胃疼|呕吐|头晕|晕倒|吐了|食物中毒"
+    if re.search(r"(?<!没)(?<!没有)不舒服|身体不适|就医|医院|[打叫拨]打?120|急救|受伤|过敏|拉肚子|肚子[有点一些很好]{0,3}[疼痛]|腹痛|胃[有点一些很好]{0,3}[疼痛]|呕吐|头晕|晕倒|吐了|食物中毒"
                  r"|(?<!让人)(?<!令人)(?<!真)(?<!很)(?<!太)头(疼|痛)(?!的是)"
                  r"|(吃|喝)[完了过](?![^，。！？]{0,6}醉)[^，。！？]{0,6}(恶心|难受)", text):
         return "严重"
@@ -560,8 +560,18 @@ def add_ticket_details_in_chat(*, user, proposal_id, said: str) -> str:
     combined = f"{description}；补充：{addition}"
     if len(combined) > DESCRIPTION_MAX:
         return f"客诉工单提案 #{proposal.pk} 的描述最多 {DESCRIPTION_MAX} 字，放不下这段补充，请在提案卡片上编辑。"
+    # The severity is read again from the whole complaint, never lowered: 「他现在说肚子有点疼」 after
+    # 「鸡翅是生的」 stayed 较重, while the same facts said at once were 严重.
+    severity = max(payload.get("severity", "一般"), ticket_severity(combined), key=SEVERITY_ORDER.index)
+    raised = severity != payload.get("severity")
     try:
-        proposal_amend(proposal=proposal, user=user, payload={**payload, "description": combined})
+        proposal_amend(proposal=proposal, user=user, payload={**payload, "description": combined, "severity": severity})
     except (PermissionDenied, ValidationError, Conflict, NotFound) as exc:
         return f"没能补充到客诉工单提案 #{proposal.pk}：{message_text(exc)}"
-    return f"已把「{addition}」补充到客诉工单提案 #{proposal.pk} 的描述里，改动记入审计。确认后才会建立工单。"
+    return (f"已把「{addition}」补充到客诉工单提案 #{proposal.pk} 的描述里" + (f"，严重程度改为「{severity}」" if raised else "")
+            + "，改动记入审计。确认后才会建立工单。" + SEVERITY_ADVICE.get(severity, "") * raised)
+
+
+SEVERITY_ORDER = list(Ticket.Severity.values)  # lowest first
+# What the complaint SOPs of any chain ask once a complaint turns serious: said with the raised severity.
+SEVERITY_ADVICE = {"严重": "客人身体不适：请立即建议客人就医，并马上通知店长。", "较重": "请尽快通知店长处理。"}

@@ -244,6 +244,10 @@ SMALL_TALK = {
     "thanks": re.compile(r"(谢谢你?|谢谢您|谢了|多谢|感谢|辛苦了?|thx|thanks|thank you)"),
     "ack": re.compile(r"(好的?|好吧|好滴|好嘞|行|可以|嗯+|哦+|噢+|ok|okay|收到|明白了?|知道了|了解了?|懂了|没问题|对|是的|👌|👍)"),
     "bye": re.compile(r"(再见|拜拜|bye|回头见|下班了|先这样)"),
+    "laugh": re.compile(r"(哈+|呵+|嘿+|嘻+|h{2,}|6{3,}|lol|牛|厉害|可以啊|不错)"),
+    # 「你是谁」「你能做什么」: what the assistant is for, in a line.
+    "about": re.compile(r"((你|您)(是谁|是什么|是干什么的|是做什么的|叫什么)|(你|您)(能|会|可以)(帮我)?(做|干|帮)(什么|啥|些什么|点啥)"
+                        r"|(你|您)有(什么|啥)用|怎么用你|你都会(什么|啥)|有什么功能|能问(什么|啥))"),
 }
 SMALL_TALK_TAIL = r"[啊呀呢哈啦嘛吧哟~～\s。，,.!！?？]*"
 # Emoji and pictographs only (「🍺🍺🍺」): nothing to search for.

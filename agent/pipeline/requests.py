@@ -60,6 +60,9 @@ SMALL_TALK_REPLIES = {
     "thanks": "不客气，有问题随时问我。",
     "ack": "好的。还有别的要问的，直接说就行。",
     "bye": "好的，辛苦了，有需要随时找我。",
+    "laugh": "😄 有问题随时问我。",
+    "about": ("我是门店运营助手：可以按门店制度回答怎么处理（比如「客人喝多了怎么办」「换扎啤桶的步骤」），"
+              "查经营数据（比如「上周天河店卖了多少」「科罗娜还剩多少」），也可以帮你提补货申请、登记客诉工单，由有权限的人确认后生效。"),
     "symbols": "没看懂这条消息。可以直接问门店制度或经营数据，比如「客人喝多了怎么处理」「今天卖了多少」。",
 }
 
@@ -75,7 +78,9 @@ def repeat_step(state: AgentState) -> None:
     steps = state.previous.get("steps") or []
     step = next((s for s in steps if s["n"] == n), None)
     if step is None:
-        state.answer = f"上一条回答只列了 {len(steps)} 条，没有第 {n} 条。"
+        # 「第二步是啥」 after an answer with no numbered lines was searched and answered from an unrelated list.
+        state.answer = (f"上一条回答只列了 {len(steps)} 条，没有第 {n} 条。" if steps else
+                        f"上一条回答没有分步骤列出，所以没有「第 {n} 步」。可以点开上面引用的来源看完整规定，或者把想问的那一步直接说出来。")
         return
     state.answer = f"第 {n} 条：{step['line']}"
     state.sources.citations = list(step.get("citations") or [])

@@ -15,7 +15,7 @@ def route_node(state: AgentState) -> None:
     with state.trace.step("route") as detail:
         turn = Turn(state.question, state.previous.get("proposal_id"), state.user is not None,
                     pending=bool(state.previous.get("pending_action")), steps=len(state.previous.get("steps") or []),
-                    ticket=state.previous.get("proposal_kind") == "ticket")
+                    ticket=state.previous.get("proposal_kind") == "ticket", answered=bool(state.previous.get("top_document")))
         decision = route(state.resolved_query, state.llm, state.today, turn)
         prev_intent = state.previous.get("intent")
         if not decision.decided and prev_intent in (DATA, BOTH) and (state.resolved_query != state.question or FOLLOW_UP.search(state.question)):

@@ -191,7 +191,7 @@ def _describe_params(params: dict) -> str:
         span = period.get("start", "") if period.get("start") == period.get("end") else f"{period.get('start', '')} 至 {period.get('end', '')}"
         bits.append(f"{period.get('label', '')}（{span}）" if period.get("label") else span)
     if params.get("category"):
-        bits.append(f"{params['category']}类")
+        bits.append(params["category"] if params["category"].endswith("类") else f"{params['category']}类")  # 酒类, not 酒类类
     if params.get("n"):
         bits.append(f"前 {params['n']} 名")
     return " · ".join(bits)

@@ -502,3 +502,10 @@ def test_a_kind_of_drink_said_in_everyday_words_filters_the_best_sellers(manager
     result, _, _ = chat_ask(user=manager, query=question)
     assert result.data and result.data[0]["params"]["category"] == category
     assert {d["row"]["category"] for d in result.data} <= kinds, result.data
+
+
+def test_a_follow_up_on_the_best_selling_drinks_keeps_the_kind(manager):
+    # Seen: 「那上上周呢」 after 「上周哪个酒卖得最好」 ranked every product (可口可乐 #4, 薯条 #2).
+    chat_ask(user=manager, query="上周哪个酒卖得最好", thread_id="top-drinks")
+    again, _, _ = chat_ask(user=manager, query="那上上周呢", thread_id="top-drinks")
+    assert again.data and again.data[0]["params"]["category"] == "酒类" and again.data[0]["params"]["period"]["label"] == "上上周"

@@ -58,7 +58,9 @@ def test_deciding_a_proposal_that_does_not_exist_says_so():
 
 
 @pytest.mark.parametrize("said,kind", [("你好", "greeting"), ("在吗", "greeting"), ("谢谢", "thanks"), ("好的谢谢", "thanks"),
-                                       ("好的", "ack"), ("收到！", "ack"), ("拜拜", "bye"), ("🍺🍺🍺", "symbols")])
+                                       ("好的", "ack"), ("收到！", "ack"), ("拜拜", "bye"), ("🍺🍺🍺", "symbols"),
+                                       # 「哈哈」 was answered from 食品安全, 「你能做什么」 from 卫生标准, 「你是谁」 declined as unrelated.
+                                       ("哈哈", "laugh"), ("你能做什么", "about"), ("你是谁", "about"), ("你能帮我干啥", "about")])
 def test_small_talk_gets_a_line_back_and_is_not_an_unanswered_question(staff, said, kind):
     # Seen: 「你好」 was answered from 社交媒体 › 负面舆情, 「谢谢」 with a stored-value table, 「好的」
     # as unrelated to the store, and each was filed under 未解答问题 for the manager.
@@ -68,7 +70,8 @@ def test_small_talk_gets_a_line_back_and_is_not_an_unanswered_question(staff, sa
     assert not UnansweredQuestion.objects.filter(question=said).exists()
 
 
-@pytest.mark.parametrize("question", ["你好，客人喝多了怎么办", "好吃吗", "可以退卡吗", "早上几点开门", "好的 帮我补两箱科罗娜"])
+@pytest.mark.parametrize("question", ["你好，客人喝多了怎么办", "好吃吗", "可以退卡吗", "早上几点开门", "好的 帮我补两箱科罗娜",
+                                      "你能做什么菜", "牛肉要冷藏吗"])
 def test_a_question_that_starts_with_a_greeting_is_still_a_question(staff, question):
     result, _ = answer_question(question, user=staff)
     assert not any(s["step"] == "route" and s["detail"].get("handler") == "small_talk" for s in result.trace)
@@ -89,6 +92,14 @@ def test_a_step_of_the_previous_answer_is_that_step_with_its_source(staff):
     assert chat_ask(user=staff, query="第9条再说一遍", thread_id="steps")[0].answer.startswith("上一条回答只列了")
 
 
+def test_a_step_asked_after_an_answer_without_numbered_lines_says_there_are_none(staff):
+    # Seen: 「刚才说的第二步是啥」 after the keg-change answer (no numbered lines) was searched on its own
+    # and answered from the call-the-manager list.
+    previous = {"intent": "policy", "top_document": "设备使用与保养", "top_section": "设备使用与保养 > 扎啤机的日常使用"}
+    result, _ = answer_question("刚才说的第二步是啥", user=staff, previous=previous)
+    assert result.answer.startswith("上一条回答没有分步骤列出") and not result.citations
+
+
 def test_details_said_after_a_complaint_ticket_are_added_to_it(manager):
     # Seen: 「他吃了一口 现在没不舒服 桌号A5」 right after the ticket was proposed was answered as a
     # rules question about 外卖差评与退款, and the ticket kept only the first sentence.
@@ -106,6 +117,9 @@ def test_details_said_after_a_complaint_ticket_are_added_to_it(manager):
     chat_ask(user=manager, query="大概晚上八点", thread_id="ticket-more")
     again, _, _ = chat_ask(user=manager, query="大概晚上八点", thread_id="ticket-more")
     assert "已经在" in again.answer and Proposal.objects.get(pk=pk).payload["description"].count("大概晚上八点") == 1
+    # A detail that makes it serious raises the severity (never lowers it) and says what the SOPs ask.
+    ill, _, _ = chat_ask(user=manager, query="他现在说肚子有点疼", thread_id="ticket-more")
+    assert Proposal.objects.get(pk=pk).payload["severity"] == "严重" and "严重" in ill.answer and "就医" in ill.answer
     # A question is answered as one, and the ticket is left alone.
     asked, _, _ = chat_ask(user=manager, query="客人要是吐了怎么办", thread_id="ticket-more")
     assert asked.intent == "policy" and "吐了" not in Proposal.objects.get(pk=pk).payload["description"]

@@ -37,3 +37,11 @@ def test_one_sources_citation_is_shown_once_per_run_of_lines():
     assert html.count('data-target="src-9-1"') == 1 and html.index("换一瓶。") < html.index('data-target="src-9-1"')
     assert html.count('data-target="src-9-2"') == 1
     assert 'data-target="row-9-D1"' in html and 'data-target="row-9-D2"' in html  # each data row keeps its own
+
+
+def test_a_category_group_is_named_once_in_the_chart_caption():
+    # Seen: 「热销商品 · 广州天河店 · 上周… · 酒类类 · 前 5 名」.
+    from agent.templatetags.storemind import _describe_params
+
+    assert _describe_params({"category": "酒类", "n": 5}) == "酒类 · 前 5 名"
+    assert _describe_params({"category": "啤酒"}) == "啤酒类"
