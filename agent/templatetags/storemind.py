@@ -97,6 +97,7 @@ _REASON_PHRASES = {
     "与门店无关": "与门店运营无关", "代写与作业": "与门店运营无关", "薪资": "涉及个人薪资", "他人隐私": "涉及他人隐私",
 }
 _SIGNAL_NAME = re.compile(r"([^\s：:、；，（()—]+)×\d+")
+SMALL_TALK_REASON = "寒暄或回应"  # agent.router._small_talk's reason
 _INTENT_HEADS = {
     "policy": "按规则问题处理", "data": "按数据问题处理", "both": "既查规则又查数据", "action": "按操作请求处理",
     "out_of_scope": "不在门店业务范围内",
@@ -128,6 +129,8 @@ def answer_badge(m) -> dict:
         else:
             why = "知识库里没有能回答这个问题的内容"
         return {"label": "未能回答", "css": "refused", "reason": why}
+    if m.route_reason.startswith(SMALL_TALK_REASON):  # 「你好」 wore 「操作」, as if something had been done
+        return {"label": "闲聊", "css": "chat", "reason": "寒暄或回应，没有查资料，也没有任何操作"}
     phrases = []
     for name in _SIGNAL_NAME.findall(reason):
         phrase = _REASON_PHRASES.get(name) or _signal_phrase(name)

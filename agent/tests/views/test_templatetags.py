@@ -45,3 +45,14 @@ def test_a_category_group_is_named_once_in_the_chart_caption():
 
     assert _describe_params({"category": "酒类", "n": 5}) == "酒类 · 前 5 名"
     assert _describe_params({"category": "啤酒"}) == "啤酒类"
+
+
+def test_small_talk_is_badged_as_talk_not_as_an_action():
+    # Seen: 「你好」 and 「谢谢」 wore the 「操作」 badge, read as something having been done.
+    from types import SimpleNamespace
+
+    from agent.templatetags.storemind import answer_badge
+
+    badge = answer_badge(SimpleNamespace(route_reason="寒暄或回应，不是问题，也不是请求", refused=False, intent="action"))
+    assert badge["label"] == "闲聊" and "没有任何操作" in badge["reason"]
+    assert answer_badge(SimpleNamespace(route_reason="动作请求 — action：请求补货×1（3 分）", refused=False, intent="action"))["label"] == "操作"
