@@ -65,8 +65,10 @@ class UnansweredQuestionAdmin(ScopedAdmin):
     list_display = ["question", "learn", "times_asked", "source", "reason", "user", "created_at"]
     list_filter = [OpenFirstFilter, "resolution", "source", ("created_at", admin.DateFieldListFilter)]
     search_fields = ["question", "note"]
-    readonly_fields = ["question", "user", "message", "source", "reason", "top_score", "created_at", "resolved_by", "resolved_at",
-                       "resolution", "linked_document", "linked_section"]
+    # What the chat recorded is read-only (a manager could set 提问次数 to 999); 已处理 is set by the list action or the
+    # 关联章节 page, through the service that records who and when (ticked here, 处理人 and 处理时间 stayed empty).
+    readonly_fields = ["question", "user", "message", "source", "reason", "top_score", "times_asked", "last_asked_at", "resolved",
+                       "created_at", "resolved_by", "resolved_at", "resolution", "linked_document", "linked_section"]
     actions = ["mark_resolved"]
 
     def get_queryset(self, request):

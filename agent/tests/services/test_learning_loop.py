@@ -263,3 +263,18 @@ def test_a_refused_alias_add_or_delete_keeps_its_audit_row(staff):
     assert not SectionAlias.objects.filter(question="黑牌加冰还是加水").exists()
     form.refresh_from_db()
     assert form.active
+
+
+def test_what_the_chat_recorded_about_an_unanswered_question_is_read_only_in_the_admin(staff):
+    # Seen: a manager saved 提问次数 = 999 on the change page, and ticking 已处理 there left 处理人 and
+    # 处理时间 empty (the list action records them through the service).
+    manager = make_user("loop_manager_edit", role="manager", stores=["GZ-TH"], is_staff=True)
+    item = thumbs_down(staff, "店里能不能养一只仓鼠")
+    c = Client()
+    c.force_login(manager)
+    url = f"/admin/agent/unansweredquestion/{item.pk}/change/"
+    page = c.get(url).content.decode()
+    assert 'name="times_asked"' not in page and 'name="resolved"' not in page and 'name="last_asked_at"' not in page
+    c.post(url, {"times_asked": "999", "resolved": "on", "note": "看过了"})
+    item.refresh_from_db()
+    assert item.times_asked == 1 and not item.resolved
