@@ -140,11 +140,30 @@ def answer_markdown(result, thread_id: str) -> str:
     to the whole answer (tables, charts) on the chat page."""
     lines = [result.answer.strip()]
     sources = [c for c in result.citations if c.get("section_path")]
-    if sources:
+    legend = data_legend(result.data)
+    if sources or legend:
         lines.append("")
         lines += [f"[{c['ref']}] 《{c['document']}》› {c['section_path'].split(' > ', 1)[-1].replace(' > ', ' › ')}" for c in sources]
+        lines += legend
     lines.append(f"\n[在 StoreMind 查看完整回答]({settings.SM_PUBLIC_URL.rstrip('/')}/?thread={thread_id})")
     return "\n".join(lines)
+
+
+def data_legend(data: list[dict]) -> list[str]:
+    """「[D1]–[D5] 查询：热销商品（广州天河店 · 上周）」: the data rows' markers read in the message
+    itself (they were bare [D1]…[D5] on the platforms, where rule sources had a line each)."""
+    from ops.tools import TOOLS
+
+    groups: dict[tuple, list[str]] = {}
+    for row in data or []:
+        params = row.get("params") or {}
+        period = params.get("period")
+        where = [str(params["store"]) if params.get("store") else "",
+                 period.get("label", "") if isinstance(period, dict) else str(period or "")]
+        tool = TOOLS.get(row.get("tool"))
+        groups.setdefault((tool.title if tool else str(row.get("tool", "")), " · ".join(w for w in where if w)), []).append(row["ref"])
+    return [f"[{refs[0]}]" + (f"–[{refs[-1]}]" if len(refs) > 1 else "") + f" 查询：{title}" + (f"（{where}）" if where else "")
+            for (title, where), refs in groups.items()]
 
 
 def _finish(inbound: Inbound, status: str) -> None:

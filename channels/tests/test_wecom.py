@@ -289,3 +289,13 @@ def test_a_second_decider_is_told_who_decided_and_binding_someone_else_needs_the
     with pytest.raises(PermissionDenied):
         identity_bind(user=first, platform="wecom", external_id="someone", by=staff)
     assert AuditLog.objects.filter(action="permission_denied", actor=staff, after__attempt="channel bind").exists()
+
+
+def test_a_figures_answer_names_what_its_data_markers_are(wecom, post):
+    # Seen: data answers on the platforms ended in bare [D1]…[D5], while rule sources had a line each.
+    manager = make_user("wx_manager_data", role="manager", stores=["GZ-TH"])
+    bind(manager, "lisi")
+    post(text_message("lisi", "上周天河店热销前五", "m-d1"))
+    [sent] = wecom.sent
+    text = sent["markdown"]["content"]
+    assert "[D1]" in text and "[D1]–[D5] 查询：热销商品（广州天河店 · 上周）" in text, text
