@@ -137,7 +137,13 @@ def test_staff_cannot_open_the_upload_page():
     staff = make_user("admin_doc_staff", role="staff", stores=["GZ-TH"], is_staff=True)
     client = Client()
     client.force_login(staff)
-    assert client.get("/admin/knowledge/document/upload/").status_code == 403
+    denied = client.get("/admin/knowledge/document/upload/")
+    assert denied.status_code == 403 and "请联系店长或总部" in denied.content.decode()
+    # The page names who grants it by who reads it: a manager was told to ask the store manager.
+    manager = make_user("admin_doc_manager", role="manager", stores=["GZ-TH"], is_staff=True)
+    client.force_login(manager)
+    page = client.get("/admin/knowledge/document/add/")
+    assert page.status_code == 403 and "请联系总部" in page.content.decode()
 
 
 @pytest.mark.parametrize("index", ["abc", "99", "²"])
