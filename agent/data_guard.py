@@ -491,13 +491,12 @@ def _how_many_and_which_category(d: Draft):
         if category in d.question:
             d.params["category"] = category
             return
-    # 「哪个酒卖得最好」: every kind of alcohol (not 酒吧 or 酒店, places); 「饮料」 is the soft drinks.
-    if re.search(r"酒(?![吧店])", d.question):
-        d.params["category"] = "酒类"
-    elif re.search(r"饮料|饮品", d.question) and "软饮" in Product.Category.values:
-        d.params["category"] = "软饮"
-    elif d.inherited and d.prev_params.get("category"):  # 「那上上周呢」 after the best-selling 酒: still 酒
-        d.params["category"] = d.prev_params["category"]
+    if vocab.SOFT_DRINKS.search(d.question):  # 「无酒精饮料」 before 酒
+        d.params["category"] = Product.Category.SOFT.value
+    elif vocab.ANY_ALCOHOL.search(d.question):
+        d.params["category"] = Product.ALCOHOL
+    elif d.inherited and d.prev_params.get("category") and not vocab.EVERY_PRODUCT.search(d.question):
+        d.params["category"] = d.prev_params["category"]  # 「那上上周呢」 after the best-selling 酒: still 酒
 
 
 def _period_of(params: dict) -> Period:

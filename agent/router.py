@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 
+from ops.periods import cn_number
+
 from . import vocabulary as vocab
 from .vocabulary import ACTION, BOTH, DATA, OUT_OF_SCOPE, POLICY
 
@@ -253,8 +255,10 @@ def asked_step(said: str) -> int | None:
     m = vocab.STEP_AGAIN.fullmatch(said or "")
     if m is None:
         return None
-    n = m.group("n")
-    return int(n) if n.isdigit() else vocab.CHINESE_SMALL_NUMBERS[n]
+    try:
+        return cn_number(m.group("n"))
+    except ValueError:
+        return None
 
 
 def _a_step_of_the_last_answer(q: _Asked) -> Route | None:
@@ -272,7 +276,7 @@ def _details_for_the_ticket(q: _Asked) -> Route | None:
     the first sentence). Never a question, figures or a request of its own."""
     said = q.turn.said.strip()
     if (not q.turn.ticket or not q.turn.proposal_id or vocab.ASKS_SOMETHING.search(said) or q.scores[DATA]
-            or q.scores[ACTION] >= 3 or len(said) < 2):
+            or q.scores[ACTION] or vocab.CANCEL_A_PROPOSAL.search(said) or not vocab.COMPLAINT_DETAIL.search(said)):
         return None
     return Route(ACTION, f"补充刚提交的客诉工单提案 #{q.turn.proposal_id}", handler="ticket_details",
                  target={"proposal": q.turn.proposal_id})
@@ -283,11 +287,8 @@ def small_talk_kind(said: str) -> str | None:
     text = (said or "").strip().lower()
     if not text:
         return None
-    if vocab.ONLY_SYMBOLS.fullmatch(text):
-        return "symbols"
-    any_talk = "|".join(words.pattern for words in vocab.SMALL_TALK.values())
-    if not re.fullmatch(f"(?:(?:{any_talk}){vocab.SMALL_TALK_TAIL})+", text):
-        return None
+    if not vocab.SMALL_TALK_ANY.fullmatch(text):  # 👍 and 👌 are an acknowledgement, other emoji alone nothing
+        return "symbols" if vocab.ONLY_SYMBOLS.fullmatch(text) else None
     # 「好的谢谢」 is thanks, 「你好在吗」 a greeting: the kind of the most telling part.
     for kind in ("about", "bye", "thanks", "greeting", "laugh", "ack"):
         if vocab.SMALL_TALK[kind].search(text):
@@ -300,7 +301,10 @@ def _small_talk(q: _Asked) -> Route | None:
     「好的」 answers it): a line back, never an SOP section or an unanswered question."""
     if q.turn.pending or (kind := small_talk_kind(q.turn.said)) is None:
         return None
-    return Route(ACTION, "寒暄或回应，不是问题，也不是请求", handler="small_talk", target={"kind": kind})
+    return Route(ACTION, SMALL_TALK_REASON, handler="small_talk", target={"kind": kind})
+
+
+SMALL_TALK_REASON = "寒暄或回应，不是问题，也不是请求"  # the chat page badges it 闲聊 by this reason
 
 
 def _action_words(q: _Asked) -> Route | None:

@@ -461,7 +461,8 @@ def ticket_severity(text: str) -> str:
     较重, and so is unsafe food nobody is ill from yet; else 一般 (「投诉」 alone is every ticket's word, not a degree)."""
     # 恶心 and 难受 only right after eating or drinking (「吃饭的时候服务员态度恶心」 is a rude waiter),
     # 头疼 not as the idiom (「一直催单，真让人头疼」 is a hassle, not an illness).
-    if re.search(r"(?<!没)(?<!没有)不舒服|身体不适|就医|医院|[打叫拨]打?120|急救|受伤|过敏|拉肚子|肚子[有点一些很好]{0,3}[疼痛]|腹痛|胃[有点一些很好]{0,3}[疼痛]|呕吐|头晕|晕倒|吐了|食物中毒"
+    text = vocab.NOT_ILL.sub("", text)  # 「没什么不舒服」 rules an illness out
+    if re.search(r"不舒服|身体不适|就医|医院|[打叫拨]打?120|急救|受伤|过敏|拉肚子|肚子[^，。！？]{0,4}[疼痛]|腹痛|胃[^，。！？]{0,4}[疼痛]|呕吐|头晕|晕倒|吐了|食物中毒"
                  r"|(?<!让人)(?<!令人)(?<!真)(?<!很)(?<!太)头(疼|痛)(?!的是)"
                  r"|(吃|喝)[完了过](?![^，。！？]{0,6}醉)[^，。！？]{0,6}(恶心|难受)", text):
         return "严重"

@@ -226,14 +226,27 @@ BARE_CANCEL = re.compile(r"\s*(算了|不用了|不要了|取消|不补了|别�
 ASKS_SOMETHING = re.compile(r"[？?]|吗|呢|怎么|咋|什么|啥|多少|几[个点天次分]|哪|谁|为什么|为啥|能不能|可不可以|可以吗|要不要|需不需要|是不是|是否|如何")
 
 
+# More of a complaint just filed (「桌号A5 他吃了一口」「大概晚上八点」「客人说要曝光」): who, where, when, what
+# happened. A bare topic (「发票规定」), a thanks or a cancel (「撤销这个工单」) is none.
+COMPLAINT_DETAIL = re.compile(r"他|她|客人|顾客|对方|那桌|桌号|\d+\s*号?桌|[A-Za-z]\d{1,3}(?![A-Za-z\d])|刚才|刚刚|现在|当时|后来|"
+                              r"[\d一二两三四五六七八九十]+\s*[点时分]|点钟|分钟|吃了|喝了|一口|要求|赔|报警|曝光|差评|媒体|发到网上")
+CANCEL_A_PROPOSAL = re.compile(r"撤销|撤回|取消|别建|不建|不用建|算了|不要了")
+# 「哪个酒卖得最好」: every kind of alcohol; not 酒吧/酒店 (places), 下酒菜 (food) or 无酒精/不含酒 (soft drinks).
+ANY_ALCOHOL = re.compile(r"(?<!下)(?<!不含)(?<!无)酒(?![吧店馆楼精菜])")
+SOFT_DRINKS = re.compile(r"饮料|饮品|无酒精|不含酒")
+EVERY_PRODUCT = re.compile(r"全部|所有|全品类|不分(品类|类别)")
+# 「没什么不舒服」「没有哪里不舒服」: said to rule an illness out, not in.
+NOT_ILL = re.compile(r"没(有)?(什么|哪里|觉得|感到|感觉|啥)?(不舒服|不适|事)")
+
+
 # 「刚才说的第二步是啥」「第三条再说一遍」「那第4点呢」: one numbered item of the previous answer.
 STEP_AGAIN = re.compile(
-    r"\s*(那|那么)?(你|您)?(刚才|刚刚|上面|前面)?(说|讲|提|列)?(的|过的)?第\s*(?P<n>[一二两三四五六七八九十]|10|[1-9])\s*(步|条|点|项)"
-    r"(是|是啥|是什么|是啥来着|是什么来着|啥意思|什么意思|再说一遍|再说一下|再讲一遍|再讲一下|说的是啥|具体怎么做|怎么做|呢|是哪个|没看懂|没听清)?"
+    r"\s*(那|那么)?(你|您)?(刚才|刚刚|上面|前面)?(说|讲|提|列)?(的|过的)?第\s*(?P<n>[一二两三四五六七八九十\d]{1,3})\s*(个步骤|个|步|条|点|项)"
+    r"(是|说的是|讲的是)?(啥|什么|哪个)?(意思)?(来着)?(再说一遍|再说一下|再讲一遍|再讲一下|具体怎么做|怎么做|呢|没看懂|没听清)?"
     r"[？?。！!，,\s]*")
 # A numbered line of an answer: 「2. 询问客人是否已经饮用…[1]」.
-NUMBERED_LINE = re.compile(r"\s*(?P<n>\d{1,2})\s*[.、．)）]\s*(?P<line>\S.*)")
-CHINESE_SMALL_NUMBERS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+# (「3.5 升以下」 is no step 3.)
+NUMBERED_LINE = re.compile(r"\s*(?P<n>\d{1,2})\s*(?:[.．](?!\d)|[、)）])\s*(?P<line>\S.*)")
 
 
 # A message that is only a greeting, thanks, an acknowledgement or a goodbye (「你好」「谢谢」「在吗」
@@ -250,6 +263,7 @@ SMALL_TALK = {
                         r"|(你|您)有(什么|啥)用|怎么用你|你都会(什么|啥)|有什么功能|能问(什么|啥))"),
 }
 SMALL_TALK_TAIL = r"[啊呀呢哈啦嘛吧哟~～\s。，,.!！?？]*"
+SMALL_TALK_ANY = re.compile("(?:(?:" + "|".join(w.pattern for w in SMALL_TALK.values()) + ")" + SMALL_TALK_TAIL + ")+")
 # Emoji and pictographs only (「🍺🍺🍺」): nothing to search for.
 ONLY_SYMBOLS = re.compile(r"[\s\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200D。，,.!！?？~～…]+")
 BARE_QUANTITY = re.compile(r"\s*(那就|就|要|改成|改为|来)?\s*(\d+|[零〇一二两三四五六七八九十百]+)\s*(箱|瓶|杯|份|件|桶|个)"

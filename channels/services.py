@@ -152,6 +152,7 @@ def answer_markdown(result, thread_id: str) -> str:
 def data_legend(data: list[dict]) -> list[str]:
     """「[D1]–[D5] 查询：热销商品（广州天河店 · 上周）」: the data rows' markers read in the message
     itself (they were bare [D1]…[D5] on the platforms, where rule sources had a line each)."""
+    from agent.templatetags.storemind import category_label
     from ops.tools import TOOLS
 
     groups: dict[tuple, list[str]] = {}
@@ -159,7 +160,8 @@ def data_legend(data: list[dict]) -> list[str]:
         params = row.get("params") or {}
         period = params.get("period")
         where = [str(params["store"]) if params.get("store") else "",
-                 period.get("label", "") if isinstance(period, dict) else str(period or "")]
+                 period.get("label", "") if isinstance(period, dict) else str(period or ""),
+                 category_label(params["category"]) if params.get("category") else ""]
         tool = TOOLS.get(row.get("tool"))
         groups.setdefault((tool.title if tool else str(row.get("tool", "")), " · ".join(w for w in where if w)), []).append(row["ref"])
     return [f"[{refs[0]}]" + (f"–[{refs[-1]}]" if len(refs) > 1 else "") + f" 查询：{title}" + (f"（{where}）" if where else "")

@@ -58,7 +58,8 @@ class Product(models.Model):
 
     # Groups of categories a question names as one (「哪个酒卖得最好」 listed 可口可乐 first): a
     # product tool's `category` may be one of these as well as a single category.
-    CATEGORY_GROUPS = {"酒类": ("啤酒", "威士忌", "鸡尾酒", "葡萄酒")}
+    ALCOHOL = "酒类"
+    CATEGORY_GROUPS = {ALCOHOL: (Category.BEER.value, Category.WHISKY.value, Category.COCKTAIL.value, Category.WINE.value)}
 
     class Unit(models.TextChoices):
         BOTTLE = "瓶", "瓶"
@@ -81,6 +82,11 @@ class Product(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @classmethod
+    def category_label(cls, category: str) -> str:
+        """「啤酒类」, and a group as it is named (「酒类」, not 「酒类类」)."""
+        return category if category in cls.CATEGORY_GROUPS else f"{category}类"
 
     def in_sales_units(self, quantity: int, unit: str) -> int:
         """`quantity` of `unit` in the unit the bar sells: 箱 × case_size unless the product is sold by the 箱."""

@@ -14,7 +14,7 @@ from ops.tools import ToolResult
 from .data import row_key, row_sentence
 from .sources import Sources
 
-_DOC_REF = re.compile(r"\[(\d+)\]")
+DOC_REF = re.compile(r"\[(\d+)\]")
 
 
 _DATA_REF = re.compile(r"\[D(\d+)\]")
@@ -37,7 +37,7 @@ def guard_unknown_citations(answer: str, sources: Sources) -> tuple[str, list[st
         removed.append(m.group(0))
         return ""
 
-    return _DATA_REF.sub(row, _DOC_REF.sub(doc, answer)), removed
+    return _DATA_REF.sub(row, DOC_REF.sub(doc, answer)), removed
 
 
 def guard_all_rows(answer: str, tool_result: ToolResult | None, sources: Sources) -> tuple[str, list[str]]:

@@ -72,8 +72,11 @@ def read_follow_up(state: AgentState, resolved, search_alone):
     if not core or resolved is None:
         return resolved
     words = _new_words(core)
+    within = _coverage(words, resolved.top)
+    if within == 1.0:  # the reading within the previous answer already holds every new word
+        return resolved
     alone = search_alone(core)
-    within, own = _coverage(words, resolved.top), _coverage(words, alone.top)
+    own = _coverage(words, alone.top)
     with state.trace.step("follow_up_reading") as detail:
         detail.update(new_words=words, within_previous=round(within, 2), on_its_own=round(own, 2),
                       chosen="on_its_own" if own > within else "within_previous")

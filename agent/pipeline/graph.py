@@ -18,7 +18,6 @@ This package never writes SQL and never performs a business write: actions becom
 a person confirms (workflow app)."""
 from __future__ import annotations
 
-import re
 from datetime import date
 
 from core.scoping import warm
@@ -26,6 +25,7 @@ from knowledge.selectors import IndexNotReady, index_read_once
 from ops.selectors import store_list_read_once
 from ops.tools import local_today
 
+from .. import compose
 from .. import vocabulary as vocab
 from ..llm import llm_budget
 from ..router import ACTION, BOTH, DATA, OUT_OF_SCOPE, POLICY, Route
@@ -103,24 +103,25 @@ def context_for_next_turn(state: AgentState) -> dict:
         ctx["top_document"] = state.chosen.hits[0].document
         ctx["top_section"] = state.chosen.hits[0].section_path
     if state.route and state.route.handler == "repeat_step":  # 「第二步是啥」 then 「那第三步呢」: the same list
-        ctx.update({k: state.previous[k] for k in ("steps", "top_document", "top_section") if k in state.previous})
-    elif not state.refused and (steps := numbered_steps(state.answer, state.sources.citations)):
-        ctx["steps"] = steps
+        ctx.update({k: state.previous[k] for k in ("steps", "step_sources", "top_document", "top_section") if k in state.previous})
+    elif not state.refused and (steps := numbered_steps(state.answer)):
+        cited = {r for step in steps for r in step["refs"]}
+        ctx["steps"], ctx["step_sources"] = steps, [c for c in state.sources.citations if c["ref"] in cited]
     return ctx
 
 
-def numbered_steps(answer: str, citations: list[dict]) -> list[dict]:
-    """The numbered lines of an answer (「1. 先向客人道歉…[1]」), each with the citations its
-    markers name, for a later 「第二步是啥」."""
-    by_ref = {c["ref"]: c for c in citations}
-    steps = []
+def numbered_steps(answer: str) -> list[dict]:
+    """The first numbered list of an answer (「1. 先向客人道歉…[1]」), each line with the source
+    markers it carries, for a later 「第二步是啥」 (a second list starting again at 1 is not read)."""
+    steps: list[dict] = []
     for raw in (answer or "").splitlines():
         m = vocab.NUMBERED_LINE.fullmatch(raw)
         if m is None:
             continue
-        refs = re.findall(r"\[(\d+)\]", m.group("line"))
+        if steps and int(m.group("n")) <= steps[-1]["n"]:
+            break
         steps.append({"n": int(m.group("n")), "line": m.group("line").strip(),
-                      "citations": [by_ref[r] for r in dict.fromkeys(refs) if r in by_ref]})
+                      "refs": list(dict.fromkeys(m_.group(1) for m_ in compose.DOC_REF.finditer(m.group("line"))))})
     return steps
 
 

@@ -25,8 +25,7 @@ def retrieve_guard(state: AgentState) -> SearchResult | None:
     """Knowledge channel. Always returns; empty when the intent doesn't need documents."""
     if state.route.intent not in (POLICY, BOTH):
         return None
-    result = search(state.rules_query, audiences=state.audiences, k=RETRIEVAL_K)
-    return read_follow_up(state, result, lambda q: search(vocab.as_rule_words(q), audiences=state.audiences, k=RETRIEVAL_K))
+    return search(state.rules_query, audiences=state.audiences, k=RETRIEVAL_K)
 
 
 def data_guard(state: AgentState) -> tuple[DataPlan | None, ToolResult | None, str | None]:
@@ -69,6 +68,8 @@ def guards_node(state: AgentState) -> SearchResult | None:
             (result, r_span) = _timed(retrieve_guard, state, started)
             ((plan, tool_result, error), d_span) = _timed(data_guard, state, started)
         state.plan, state.tool_result, state.tool_error = plan, tool_result, error
+        # On the request thread: it may change the resolved query and records a step of its own.
+        result = read_follow_up(state, result, lambda q: search(vocab.as_rule_words(q), audiences=state.audiences, k=RETRIEVAL_K))
         detail["retrieve_guard"] = {"span_ms": r_span, "hits": hits_detail(result) if result else [], "skipped": result is None}
         detail["data_guard"] = {
             "span_ms": d_span, "skipped": plan is None, "plan": plan.as_dict() if plan else None,

@@ -84,7 +84,7 @@ def repeat_step(state: AgentState) -> None:
                         f"上一条回答没有分步骤列出，所以没有「第 {n} 步」。可以点开上面引用的来源看完整规定，或者把想问的那一步直接说出来。")
         return
     state.answer = f"第 {n} 条：{step['line']}"
-    state.sources.citations = list(step.get("citations") or [])
+    state.sources.citations = [c for c in state.previous.get("step_sources") or [] if c["ref"] in step["refs"]]
 
 
 def ticket_details(state: AgentState) -> None:

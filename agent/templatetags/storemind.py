@@ -9,6 +9,8 @@ from django.utils.safestring import mark_safe
 from knowledge.rendering import TABLE_ROW as _TABLE_ROW
 from knowledge.rendering import text_html
 
+from ..router import SMALL_TALK_REASON
+
 register = template.Library()
 _REF = re.compile(r"\[(D?\d+)\]")
 
@@ -97,7 +99,6 @@ _REASON_PHRASES = {
     "与门店无关": "与门店运营无关", "代写与作业": "与门店运营无关", "薪资": "涉及个人薪资", "他人隐私": "涉及他人隐私",
 }
 _SIGNAL_NAME = re.compile(r"([^\s：:、；，（()—]+)×\d+")
-SMALL_TALK_REASON = "寒暄或回应"  # agent.router._small_talk's reason
 _INTENT_HEADS = {
     "policy": "按规则问题处理", "data": "按数据问题处理", "both": "既查规则又查数据", "action": "按操作请求处理",
     "out_of_scope": "不在门店业务范围内",
@@ -129,7 +130,7 @@ def answer_badge(m) -> dict:
         else:
             why = "知识库里没有能回答这个问题的内容"
         return {"label": "未能回答", "css": "refused", "reason": why}
-    if m.route_reason.startswith(SMALL_TALK_REASON):  # 「你好」 wore 「操作」, as if something had been done
+    if reason == SMALL_TALK_REASON:  # 「你好」 wore 「操作」, as if something had been done
         return {"label": "闲聊", "css": "chat", "reason": "寒暄或回应，没有查资料，也没有任何操作"}
     phrases = []
     for name in _SIGNAL_NAME.findall(reason):
@@ -185,6 +186,12 @@ def source_label(citation: dict) -> str:
     return f"{label} · 第 {citation['page']} 页" if citation.get("page") else label
 
 
+def category_label(category: str) -> str:
+    from ops.models import Product
+
+    return Product.category_label(category)
+
+
 def _describe_params(params: dict) -> str:
     bits = []
     if params.get("store"):
@@ -194,7 +201,7 @@ def _describe_params(params: dict) -> str:
         span = period.get("start", "") if period.get("start") == period.get("end") else f"{period.get('start', '')} 至 {period.get('end', '')}"
         bits.append(f"{period.get('label', '')}（{span}）" if period.get("label") else span)
     if params.get("category"):
-        bits.append(params["category"] if params["category"].endswith("类") else f"{params['category']}类")  # 酒类, not 酒类类
+        bits.append(category_label(params["category"]))
     if params.get("n"):
         bits.append(f"前 {params['n']} 名")
     return " · ".join(bits)

@@ -32,7 +32,7 @@ def top_products(*, store: Store | None, period: Period, n: int = 5, category: s
         }
         for i, a in enumerate(agg, start=1)
     ]
-    what = (category if category in Product.CATEGORY_GROUPS else f"{category}类") if category else ""
+    what = Product.category_label(category) if category else ""
     if rows:
         listing = "；".join(f"{r['rank']}. {r['product']} {r['qty']}{r['unit']}" for r in rows)
         summary = f"{store_label(store, scope)} {period.describe()} {what}销量前 {n}：{listing}。"

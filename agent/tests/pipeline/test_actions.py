@@ -476,3 +476,12 @@ def test_a_quantity_for_a_waiting_restock_of_several_products_says_where_to_chan
     which, _ = t2.ask("改成3箱")
     assert "2 种商品" in which.answer and "改数量" in which.answer, which.answer
     assert Proposal.objects.get(pk=made.proposal["id"]).payload == made.proposal["payload"]
+
+
+@pytest.mark.parametrize("text,severity", [("客人说没什么不舒服", "一般"), ("他说没有哪里不舒服", "一般"), ("客人说肚子好像有点疼", "严重"),
+                                           ("客人吃完说不舒服", "严重")])
+def test_a_complaint_that_rules_an_illness_out_is_not_serious(text, severity):
+    # 「没什么不舒服」 read as ill, 「肚子好像有点疼」 as well.
+    from agent.slots import ticket_severity
+
+    assert ticket_severity(text) == severity

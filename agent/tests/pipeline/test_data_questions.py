@@ -496,7 +496,7 @@ def test_busiest_hours_of_a_day_without_orders_yet_point_to_the_usual_ones():
 
 @pytest.mark.parametrize("question,category,kinds", [
     ("上周哪个酒卖得最好", "酒类", {"啤酒", "威士忌", "鸡尾酒", "葡萄酒"}), ("上周卖得最好的饮料", "软饮", {"软饮"}),
-    ("上周哪款啤酒卖得最好", "啤酒", {"啤酒"})])
+    ("上周哪款啤酒卖得最好", "啤酒", {"啤酒"}), ("上周哪个无酒精饮料卖得最好", "软饮", {"软饮"})])
 def test_a_kind_of_drink_said_in_everyday_words_filters_the_best_sellers(manager, question, category, kinds):
     # Seen: 「上周哪个酒卖得最好」 listed 可口可乐 (no category was read from 「酒」).
     result, _, _ = chat_ask(user=manager, query=question)
@@ -509,3 +509,16 @@ def test_a_follow_up_on_the_best_selling_drinks_keeps_the_kind(manager):
     chat_ask(user=manager, query="上周哪个酒卖得最好", thread_id="top-drinks")
     again, _, _ = chat_ask(user=manager, query="那上上周呢", thread_id="top-drinks")
     assert again.data and again.data[0]["params"]["category"] == "酒类" and again.data[0]["params"]["period"]["label"] == "上上周"
+
+
+@pytest.mark.parametrize("question,category", [("上周卖得最好的下酒菜", None), ("上周热销前五（不含酒）", "软饮"), ("酒吧上周热销前五", None)])
+def test_a_word_with_酒_in_it_is_not_always_the_drinks(question, category):
+    from agent.data_guard import plan_data
+
+    assert plan_data(question, today=local_today()).params.get("category") == category
+
+
+def test_every_product_after_the_best_selling_drinks_drops_the_kind(manager):
+    chat_ask(user=manager, query="上周哪个酒卖得最好", thread_id="top-every")
+    every, _, _ = chat_ask(user=manager, query="那全部商品呢", thread_id="top-every")
+    assert every.data and not every.data[0]["params"].get("category")

@@ -60,7 +60,8 @@ def test_deciding_a_proposal_that_does_not_exist_says_so():
 @pytest.mark.parametrize("said,kind", [("你好", "greeting"), ("在吗", "greeting"), ("谢谢", "thanks"), ("好的谢谢", "thanks"),
                                        ("好的", "ack"), ("收到！", "ack"), ("拜拜", "bye"), ("🍺🍺🍺", "symbols"),
                                        # 「哈哈」 was answered from 食品安全, 「你能做什么」 from 卫生标准, 「你是谁」 declined as unrelated.
-                                       ("哈哈", "laugh"), ("你能做什么", "about"), ("你是谁", "about"), ("你能帮我干啥", "about")])
+                                       ("哈哈", "laugh"), ("你能做什么", "about"), ("你是谁", "about"), ("你能帮我干啥", "about"),
+                                       ("👍", "ack"), ("👌👌", "ack")])
 def test_small_talk_gets_a_line_back_and_is_not_an_unanswered_question(staff, said, kind):
     # Seen: 「你好」 was answered from 社交媒体 › 负面舆情, 「谢谢」 with a stored-value table, 「好的」
     # as unrelated to the store, and each was filed under 未解答问题 for the manager.

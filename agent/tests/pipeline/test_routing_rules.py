@@ -63,6 +63,9 @@ def test_every_rule_has_a_case_and_every_case_a_rule():
     ("刚才说的第二步是啥", Turn("刚才说的第二步是啥", steps=5), "repeat_step", {"n": 2}),
     ("那第5点呢", Turn("那第5点呢", steps=5), "repeat_step", {"n": 5}),
     ("第三条再说一遍", Turn("第三条再说一遍", steps=3), "repeat_step", {"n": 3}),
+    ("刚刚说的第2条是什么意思？", Turn("刚刚说的第2条是什么意思？", steps=3), "repeat_step", {"n": 2}),
+    ("第二个步骤是啥", Turn("第二个步骤是啥", steps=3), "repeat_step", {"n": 2}),
+    ("第十二步呢", Turn("第十二步呢", steps=3), "repeat_step", {"n": 12}),
 ])
 def test_a_request_names_its_handler_and_what_it_acts_on(question, turn, handler, target):
     route = route_by_rules(question, date(2026, 12, 4), turn)
@@ -73,6 +76,13 @@ def test_a_request_names_its_handler_and_what_it_acts_on(question, turn, handler
                                       "我要确认一下补货到了没有", "我得确认下补货数量对不对"])
 def test_a_question_about_who_approves_is_a_rule_not_the_asker_s_list(question):
     assert route_by_rules(question, date(2026, 12, 4), Turn(question)).handler != "proposal_status"
+
+
+@pytest.mark.parametrize("said", ["发票规定", "退卡流程", "好的，我去处理了", "撤销这个工单", "别建了", "顺便补两箱科罗娜", "客人要是吐了怎么办"])
+def test_only_what_reads_like_more_of_the_complaint_is_added_to_the_ticket(said):
+    # A review found every statement after a ticket added to it: bare topics, cancels, a restock.
+    route = route_by_rules(said, date(2026, 12, 4), Turn(said, proposal_id="5", ticket=True))
+    assert route.handler != "ticket_details", route
 
 
 def test_a_request_is_read_as_typed_and_needs_its_thread():
