@@ -137,13 +137,6 @@ def _all_stores() -> list[Store]:
     return _read_once("stores", lambda: list(Store.objects.all()))
 
 
-def scope_label(tokens) -> str:
-    """A document's scope tokens as a reader names them: 「广州天河店」, 「深圳的门店」 ('' for every store)."""
-    names = {f"store:{s.pk}": s.name for s in _all_stores()}
-    parts = [names.get(t, "") if t.startswith("store:") else f"{t.removeprefix('city:')}的门店" for t in tokens or ()]
-    return "、".join(p for p in parts if p)
-
-
 def store_zones() -> dict[str, list[int]]:
     """Each time zone the stores keep, with the ids of the stores on its clock (read once per question)."""
     zones: dict[str, list[int]] = {}

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from knowledge.selectors import Hit, SectionUnit, section_units
-from ops.selectors import scope_label
+from knowledge.selectors import Hit, SectionUnit, scope_label, section_units
 from ops.tools import ToolResult
 
 
@@ -47,7 +46,7 @@ def number_sources(hits: list[Hit], tool_result: ToolResult | None, *, qvec=None
             "text": section_text(section) or hit.text, "chunk_id": hit.chunk_id, "document_id": hit.document_id,
             "version": hit.version, "page": hit.page,
             # A document for some stores only (a store's own rule beside the chain's): who it is for.
-            **({"scope": scope_label(hit.scope)} if getattr(hit, "scope", ()) else {}),
+            **({"scope": scope_label(hit.scope)} if hit.scope else {}),
             # A manager linked this question to this section: the most relevant source there is,
             # whatever its similarity (its grade says so, so it is not listed 中 above a 高).
             **({"taught": True} if getattr(hit, "taught", False) else {}),

@@ -28,6 +28,7 @@ from .documents import (
     documents_for,
     managed_document,
     neighbour_sections,
+    scope_label,
     section_changes,
     status_of,
 )
@@ -81,6 +82,7 @@ from .sections import (
 
 __all__ = [
     "section_changes",
+    "scope_label",
     "IndexNotReady",
     "Visibility",
     "as_visibility",

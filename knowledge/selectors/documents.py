@@ -48,6 +48,16 @@ def documents_for(user):
     return (readable | managed).distinct().select_related("current_version").prefetch_related("scope_stores").order_by("title", "pk")
 
 
+def scope_label(tokens) -> str:
+    """A chunk's scope tokens (knowledge.services.writing.scope_tokens) as a reader names them:
+    「广州天河店」, 「深圳的门店」 ('' for every store)."""
+    from ops.selectors import store_candidates
+
+    names = {f"store:{store.pk}": store.name for _, store in store_candidates()}  # read once per question
+    parts = [names.get(t, "") if t.startswith("store:") else f"{t.removeprefix('city:')}的门店" for t in tokens or ()]
+    return "、".join(p for p in parts if p)
+
+
 def status_of(document: Document) -> str:
     if document.current_version is not None:
         return document.current_version.status
