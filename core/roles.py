@@ -88,6 +88,12 @@ def matrix_markdown() -> str:
     return "\n".join(lines)
 
 
+# Who grants a permission a role lacks, as the 403 page says it (a store manager was told to ask
+# the store manager); the chat's refusals name who answers by the same roles (agent WHO_TO_ASK).
+WHO_GRANTS = {"hq": "系统管理员", "manager": "区域经理或总部"}
+DEFAULT_WHO_GRANTS = "店长或总部"
+
+
 def role_label(user) -> str:
     """For display only (the page header); checks never use it."""
     if user is None or not user.is_authenticated:

@@ -74,7 +74,8 @@ def inventory_adjust(*, data: dict, user, token: ApiToken | None = None) -> Adju
     if qty_problem(delta, allow_negative=True):
         errors["delta"] = ["必须是非零整数（正数入库，负数出库），绝对值不超过 100000。"]
     reason = data.get("reason")
-    # The Chinese label is accepted as well as the code (「报损」 as 「damage」), as 「堂食」 is for an order's channel.
+    # The Chinese label is accepted as well as the code (「报损」 as 「damage」): a POS vendor's staff write
+    # Chinese, and an order's channel is written in Chinese already (堂食/外卖/团购).
     reason = {label: value for value, label in InventoryAdjustment.Reason.choices}.get(reason, reason) if isinstance(reason, str) else reason
     if not isinstance(reason, str) or reason not in InventoryAdjustment.Reason.values:
         choices = "、".join(f"{value}（{label}）" for value, label in InventoryAdjustment.Reason.choices)

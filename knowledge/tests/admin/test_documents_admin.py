@@ -144,7 +144,7 @@ def test_staff_cannot_open_the_upload_page():
     manager = make_user("admin_doc_manager", role="manager", stores=["GZ-TH"], is_staff=True)
     client.force_login(manager)
     page = client.get("/admin/knowledge/document/add/")
-    assert page.status_code == 403 and "请联系总部" in page.content.decode()
+    assert page.status_code == 403 and "请联系区域经理或总部" in page.content.decode()
 
 
 @pytest.mark.parametrize("index", ["abc", "99", "²"])
