@@ -128,18 +128,6 @@ class Embedder:
     def _embed_query(self, text: str) -> np.ndarray:
         raise NotImplementedError
 
-    def embed_queries(self, texts: list[str]) -> np.ndarray:
-        """Query vectors of many texts (an ingest's question forms, the negative bank): the
-        vectors `embed_query` gives, read the same way, in one pass through the backend where it
-        has a batch call, and not kept in the per-process LRU."""
-        fitted = [self.fit_query(normalise_query(t)) for t in texts]
-        if not fitted:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        return np.asarray(self._embed_queries(fitted), dtype=np.float32).reshape(len(fitted), -1)
-
-    def _embed_queries(self, texts: list[str]) -> np.ndarray:
-        return np.stack([np.asarray(self._embed_query(t), dtype=np.float32) for t in texts])
-
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         raise NotImplementedError
 
@@ -163,13 +151,6 @@ class E5Embedder(Embedder):
     def _embed_query(self, text: str) -> np.ndarray:
         with self._lock:  # the C engine is not documented as thread-safe
             return np.asarray(self._model.query(text), dtype=np.float32)
-
-    def _embed_queries(self, texts: list[str]) -> np.ndarray:
-        # One batch packs every text's tokens into the same matrix products (each text still
-        # attends only to itself, so the vectors are bit-identical to one call per text): 240
-        # short questions took 7.8 s instead of 36.9 s here with another job on the machine.
-        with self._lock:
-            return np.asarray(self._model.query(list(texts)), dtype=np.float32).reshape(len(texts), self.dimension)
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         with self._lock:
@@ -237,9 +218,6 @@ class _HttpEmbedder(Embedder):
 
     def _embed_query(self, text: str) -> np.ndarray:
         return self.embed_passages([text])[0]
-
-    def _embed_queries(self, texts: list[str]) -> np.ndarray:
-        return self.embed_passages(texts)  # batched by `batch_size`; no prefix on these APIs
 
 
 class OllamaEmbedder(_HttpEmbedder):

@@ -134,30 +134,3 @@ def test_e5_reads_a_long_question_by_its_start_and_end_within_its_limit():
     assert len(fitted) == E5Embedder.max_query_chars
     assert fitted.startswith("开头说明") and fitted.endswith("最后问：要不要退款？") and "…" in fitted
     assert HashingEmbedder(64).fit_query(long_text) == long_text  # no limit where the model has none
-
-
-def test_e5_embeds_many_questions_in_one_batch_with_the_vectors_of_one_at_a_time():
-    # An ingest embedded its generated question forms one call at a time: 1,628 of them were a
-    # quarter of a 102 s ingest. One batch gives the same vectors, read the same way.
-    from knowledge.embedders import E5Embedder
-
-    emb = E5Embedder()
-    questions = ["客人说酒有异味怎么办", "  冰箱温度 超过8度\n怎么处理", "开店要做什么" + "，然后呢" * 200]
-    batch = emb.embed_queries(questions)
-    assert batch.shape == (3, emb.dimension)
-    for row, q in zip(batch, questions):
-        assert np.array_equal(row, emb.embed_query(q))
-    assert emb.embed_queries([]).shape == (0, emb.dimension)
-
-
-def test_embed_cached_sends_an_ingests_questions_to_the_endpoint_in_batches(fake_http, db):
-    from knowledge.services import embed_cached
-
-    fake_http.routes["/api/embed"] = ollama_route
-    emb = OllamaEmbedder(fake_http.url, "bge-m3")
-    emb.embed_passages(["维度"])  # the dimension, as the first ingest learns it
-    questions = [f"第{i}个问题怎么办" for i in range(40)]
-    vectors = embed_cached(emb, questions, kind="query")
-    inputs = [body["input"] for _, body, _ in fake_http.requests[1:]]
-    assert [len(i) for i in inputs] == [32, 8], "one request per question, not per batch"
-    assert [list(v) for v in vectors] == [list(emb.embed_query(q)) for q in questions]
