@@ -34,7 +34,7 @@ FEATURES = ("chunk_sim", "sentence_sim", "form_sim", "global_sim", "coverage", "
 # What kind of figure a question asks for, and how a section states one: a question asking 多久
 # answered by a section with no duration anywhere is likely asking a detail the SOPs leave out.
 ANSWER_TYPES = {
-    "duration": (r"多久|多长时间|多长|几天|几分钟|几小时|几个小时|多少天|多少分钟|多少小时|几周|几个月|多少年|几年|期限",
+    "duration": (r"多久|多长时间|多长|几秒|多少秒|几天|几分钟|几小时|几个小时|多少天|多少分钟|多少小时|几周|几个月|多少年|几年|期限",
                  r"\d+(\.\d+)?\s*(分钟|小时|天|日|秒|周|个月|年|min|h)|[一二两三四五六七八九十半]+\s*(分钟|小时|天|周|个月|年)"),
     "money": (r"多少钱|几块|多少元|多少块|价格|价钱|金额|费用|多少费", r"\d+(\.\d+)?\s*(元|块)|¥\s*\d"),
     "clock": (r"几点|什么时间开|什么时候关|几点钟", r"\d{1,2}\s*[:：]\s*\d{2}|\d{1,2}\s*点"),
@@ -93,6 +93,16 @@ class Verdict:
 
 
 _ANSWER_TYPES = {kind: (re.compile(ask), re.compile(states)) for kind, (ask, states) in ANSWER_TYPES.items()}
+
+
+def asked_types(question: str) -> tuple[str, ...]:
+    """The kinds of figure a question asks for (「洗手洗多久」 → duration)."""
+    return tuple(kind for kind, (ask, _) in _ANSWER_TYPES.items() if ask.search(question or ""))
+
+
+def states_type(kinds: tuple[str, ...], text: str) -> bool:
+    """Whether `text` states a figure of one of those kinds (「搓洗不少于 20 秒」 a duration)."""
+    return any(_ANSWER_TYPES[kind][1].search(text) for kind in kinds)
 
 
 def salient_terms(question: str) -> list[str]:
@@ -232,10 +242,9 @@ def signals(question: str, qvec, result: SearchResult, top: Hit | None, meta: In
     out["sentence_sim"] = float(sentence_sims.max()) if len(sentence_sims) else 0.0
     form_sims = cosines(snap.form_vectors, qvec) if snap.form_vectors is not None else np.zeros(0)
     out["form_sim"] = float(form_sims.max()) if len(form_sims) else out["sentence_sim"]
-    asked = [kind for kind, (ask, _) in _ANSWER_TYPES.items() if ask.search(question)]
-    if asked:
+    if asked := asked_types(question):
         section_text = "\n".join(text for _, text, _ in snap.units)
-        states = [kind for kind in asked if _ANSWER_TYPES[kind][1].search(section_text)]
+        states = [kind for kind in asked if states_type((kind,), section_text)]
         out["type_match"] = float(bool(states))
         out["type_miss"] = float(not states)
     in_section = (snap.terms & set(terms)) | {t for t in terms if snap.terms & set(meanings.get(t, []))}

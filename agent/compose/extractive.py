@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from knowledge.answerability import asked_types, states_type
 from knowledge.chunking import TABLE_RULE, split_sentences
 from knowledge.selectors import SectionUnit
 from knowledge.text import tokenize
@@ -104,12 +105,15 @@ def condition_fit(text: str, quantity: tuple[float, str] | None) -> int:
     return 0 if not verdicts else (1 if all(verdicts) else -1)
 
 
-def _lead(units: list[SectionUnit], terms: set[str], quantity: tuple[float, str] | None = None) -> SectionUnit:
+def _lead(units: list[SectionUnit], terms: set[str], quantity: tuple[float, str] | None = None,
+          asked: tuple[str, ...] = ()) -> SectionUnit:
     """The unit that answers the question: closest to it by its own vector; words in common
     break ties (and decide alone when no vectors were compared). When the question states an
     amount or a duration and the closest units (within 0.05) state alternative thresholds for it
     (「10 元以内…」「超过 10 元…」), the one the amount meets goes first. A lone threshold decides
-    nothing: 「停电快40分钟」 met 「闭店后 45 分钟内完成闭店工作」, which is about something else."""
+    nothing: 「停电快40分钟」 met 「闭店后 45 分钟内完成闭店工作」, which is about something else.
+    A question asking for a kind of figure (`asked`: 「洗手洗几秒」 a duration) is led, among the
+    closest units, by one that states such a figure."""
     best = max((u.similarity for u in units), default=0.0)
     band = {id(u) for u in units if u.similarity >= best - 0.05}
     fits = {id(u): condition_fit(u.text, quantity) for u in units if id(u) in band} if quantity else {}
@@ -117,17 +121,21 @@ def _lead(units: list[SectionUnit], terms: set[str], quantity: tuple[float, str]
 
     def key(iu):
         i, u = iu
-        return (id(u) in band, fits.get(id(u), 0) if alternatives else 0, round(u.similarity, 3),
+        return (id(u) in band, fits.get(id(u), 0) if alternatives else 0, bool(asked) and states_type(asked, u.text), round(u.similarity, 3),
                 len(terms & set(tokenize(u.text))), -i)
     return max(enumerate(units), key=key)[1]
 
 
 def _add_block(units: list[SectionUnit], lines: list[SectionUnit], block: int) -> None:
     """A numbered or bulleted run whole, with the sentence that introduces it (「…如下：」)."""
-    intro = [u for u in units if u.block == block - 1 and u.kind == "sentence" and u.text.rstrip().endswith(("：", ":"))]
-    for u in intro[-1:] + [u for u in units if u.block == block]:
+    for u in _intro_of(units, block) + [u for u in units if u.block == block]:
         if u not in lines:
             lines.append(u)
+
+
+def _intro_of(units: list[SectionUnit], block: int) -> list[SectionUnit]:
+    """The sentence that introduces a run (「…如下：」), when there is one."""
+    return [u for u in units if u.block == block - 1 and u.kind == "sentence" and u.text.rstrip().endswith(("：", ":"))][-1:]
 
 
 def _relevant(units: list[SectionUnit], lead: SectionUnit, term_set: set[str], budget: int) -> list[SectionUnit]:
@@ -137,20 +145,32 @@ def _relevant(units: list[SectionUnit], lead: SectionUnit, term_set: set[str], b
         _add_block(units, lines, lead.block)
     else:
         lines.append(lead)
+    bar = lead.similarity - 0.04
     if len(units) <= budget:
         rest = [u for u in units if u not in lines]
     else:
-        bar = lead.similarity - 0.04
-        rest = [u for u in units if u not in lines and (u.similarity >= bar or term_set & set(tokenize(u.text)))]
+        # Past the budget, the closest lines are the ones kept (the answer shows them in the
+        # document's order all the same).
+        rest = sorted((u for u in units if u not in lines and (u.similarity >= bar or term_set & set(tokenize(u.text)))),
+                      key=lambda u: -u.similarity)
     for u in rest:
         if u in lines:
             continue
-        if u.kind == "item":
-            if len(lines) + sum(1 for x in units if x.block == u.block) > budget and len(units) > budget:
-                continue
+        if u.kind == "item" and len(lines) + sum(1 for x in units if x.block == u.block) <= budget:
             _add_block(units, lines, u.block)
+        elif u.kind == "item":
+            # A run too long to give whole gives the items as close to the question as the lead,
+            # each after the run's intro: 「洗手方法：…揉搓不少于 20 秒」 was dropped with the
+            # fourteen lines of its run, and 「洗手洗几秒」 was answered 「必须洗手的时机：」 alone.
+            if len(lines) < budget and u.similarity >= bar:
+                lines.extend(i for i in _intro_of(units, u.block) if i not in lines)
+                lines.append(u)
         elif len(lines) < budget or len(units) <= budget:
             lines.append(u)
+    if lead.kind == "sentence" and lead.text.rstrip().endswith(("：", ":")):
+        items = [u for u in units if u.block == lead.block + 1 and u.kind == "item"]
+        if items and not any(u in lines for u in items):  # an intro never stands without its list
+            lines.append(max(items, key=lambda u: u.similarity))
     return lines
 
 
@@ -167,15 +187,16 @@ def _head(units: list[SectionUnit], first: SectionUnit, lead_fits: bool, quantit
 
 
 def section_lines(units: list[SectionUnit], terms: list[str], *, budget: int = MAX_LINES,
-                  quantity: tuple[float, str] | None = None) -> list[str]:
+                  quantity: tuple[float, str] | None = None, asked: tuple[str, ...] = ()) -> list[str]:
     """Lead with the unit that answers the question, then the rest of the section that is
     relevant, in the document's order. A numbered or bulleted procedure and a table stay
     whole; a short section is given whole. `quantity`: the amount or duration the question
-    states (question_quantity), which picks among a rule's thresholds."""
+    states (question_quantity), which picks among a rule's thresholds; `asked`: the kinds of
+    figure it asks for (asked_types)."""
     if not units:
         return []
     term_set = set(terms)
-    lead = _lead(units, term_set, quantity)
+    lead = _lead(units, term_set, quantity, asked)
     # Chosen among alternative thresholds: it stands on its own, not after the others.
     lead_fits = quantity is not None and condition_fit(lead.text, quantity) > 0 \
         and any(condition_fit(u.text, quantity) < 0 for u in units)
@@ -221,7 +242,8 @@ def hedge(sources: Sources) -> str:
             "情况不一样的话请问值班主管或店长。")
 
 
-def second_section_lines(units: list[SectionUnit], terms: list[str], *, quantity: tuple[float, str] | None = None) -> list[str]:
+def second_section_lines(units: list[SectionUnit], terms: list[str], *, quantity: tuple[float, str] | None = None,
+                         asked: tuple[str, ...] = ()) -> list[str]:
     """A second section adds the one unit that answers, with what it cannot stand without: a
     list item with its intro, a clause of a 「；」 run with the run's opening (which names what the
     run is: 「禁止发布：」, 「单次报损金额…」), a list's intro with its closest item. One line came out as
@@ -229,12 +251,11 @@ def second_section_lines(units: list[SectionUnit], terms: list[str], *, quantity
     with no list after it."""
     if not units:
         return []
-    lead = _lead(units, set(terms), quantity)
+    lead = _lead(units, set(terms), quantity, asked)
     if lead.kind == "table":
         return [_shown(lead, set(terms))]
     if lead.kind == "item":
-        intro = [u for u in units if u.block == lead.block - 1 and u.kind == "sentence" and u.text.rstrip().endswith(("：", ":"))]
-        return [u.text.rstrip() for u in [*intro[-1:], lead]]
+        return [u.text.rstrip() for u in [*_intro_of(units, lead.block), lead]]
     opener = _start_of_enumeration(units, lead)
     if opener is not lead:  # 「300 元至 2000 元由区域经理审批；」 alone lacks the 「单次报损金额」 its run opens with
         return [opener.text.rstrip(), lead.text.rstrip()]
@@ -250,7 +271,8 @@ def extractive_policy_answer(question: str, sources: Sources, terms: list[str]) 
     out = []
     for i, c in enumerate(sources.citations):
         units = sources.sections.get(c["ref"]) or [SectionUnit("sentence", s, 0) for s in split_sentences(c["text"])]
-        quantity = question_quantity(question)
-        chosen = section_lines(units, terms, quantity=quantity) if i == 0 else second_section_lines(units, terms, quantity=quantity)
+        quantity, asked = question_quantity(question), asked_types(question)
+        chosen = (section_lines(units, terms, quantity=quantity, asked=asked) if i == 0
+                  else second_section_lines(units, terms, quantity=quantity, asked=asked))
         out += [f"{line}[{c['ref']}]" for line in chosen]
     return "\n".join(out)

@@ -43,6 +43,59 @@ def test_a_long_section_is_cut_to_what_is_relevant_but_a_table_stays_whole(staff
     assert len(lines) <= compose.MAX_LINES
 
 
+def test_a_question_asking_for_a_figure_is_led_by_the_close_line_that_states_one():
+    # 「洗手洗多久」 was answered from a long hygiene section with its closest lines, none of which
+    # said how long; the line with 「不少于 20 秒」 was a little less close and was left out.
+    from knowledge.answerability import asked_types
+    from knowledge.selectors import SectionUnit
+
+    units = [SectionUnit("sentence", f"第{i}条卫生要求。", i, similarity=0.5) for i in range(12)]
+    units[3] = SectionUnit("sentence", "进入操作区前必须洗手，先用流动水打湿双手。", 3, similarity=0.90)
+    units[9] = SectionUnit("sentence", "用洗手液搓洗双手各个部位，时间不少于 20 秒。", 9, similarity=0.855)
+    question = "洗手要洗多长时间"
+    assert asked_types(question) == ("duration",)
+    lines = compose.section_lines(units, [], asked=asked_types(question))
+    assert lines[0] == units[9].text
+    assert units[3].text in lines  # the closest line still follows
+    # Asking for no figure, the closest line leads as before; a line far from the question does
+    # not lead because it states a figure.
+    assert compose.section_lines(units, [])[0] == units[3].text
+    units[9].similarity = 0.80
+    assert compose.section_lines(units, [], asked=("duration",))[0] == units[3].text
+    assert compose.second_section_lines(units, [], asked=("duration",)) == [units[3].text]
+
+
+def test_a_run_too_long_to_give_whole_gives_its_relevant_items_and_an_intro_never_stands_alone():
+    # 「洗手洗几秒」 was answered 「必须洗手的时机：」 and nothing else: the line with 「不少于 20 秒」
+    # sat in a run of fourteen items, too long to give whole, so none of it was given.
+    from knowledge.selectors import SectionUnit
+
+    intro = SectionUnit("sentence", "必须洗手的时机：", 1, similarity=0.922)
+    items = [SectionUnit("item", f"{i}. 第{i}种情况后。", 2, similarity=0.86) for i in range(1, 13)]
+    how = SectionUnit("item", "洗手方法：按六步洗手法揉搓不少于 20 秒，流动水冲净。", 2, similarity=0.918)
+    units = [intro, *items[:8], how, *items[8:]]
+    lines = compose.section_lines(units, [])
+    assert lines[0] == intro.text and how.text in lines
+    assert len(lines) <= compose.MAX_LINES
+    # With nothing close enough in the run, the intro still brings its closest item.
+    how.similarity = 0.70
+    items[4].similarity = 0.87
+    assert compose.section_lines(units, []) == [intro.text, items[4].text]
+
+
+def test_past_the_budget_the_closest_lines_are_kept_not_the_first():
+    # Lines sharing a word with the question filled the answer in the document's order, and the
+    # line closest to it, near the end of the section, was cut.
+    from knowledge.selectors import SectionUnit
+
+    units = [SectionUnit("sentence", "冰柜的日常要求如下。", 0, similarity=0.90)]
+    units += [SectionUnit("sentence", f"冰柜第{i}项检查。", i, similarity=0.5) for i in range(1, 10)]
+    units.append(SectionUnit("sentence", "除霜每 2 周一次，霜层超过 5 毫米立即除霜。", 10, similarity=0.88))
+    lines = compose.section_lines(units, ["冰柜"])
+    assert len(lines) == compose.MAX_LINES
+    assert lines[0] == units[0].text and lines[-1] == units[10].text  # still in the document's order
+
+
 def test_a_long_table_shows_the_rows_the_question_names():
     # A 30-row storage chart answered 「汤底能放多久」 with every row of the chart.
     from knowledge.selectors import SectionUnit
