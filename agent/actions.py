@@ -56,8 +56,35 @@ def propose_from_question(state) -> ActionOutcome:
                 changed.append("product")
             except UnknownProduct:  # renamed since: ask, as for any order without a product
                 pass
+        if not pending.skus and not parsed.qty and (waiting := _restock_just_shown(state)) is not None:
+            return _already_waiting(waiting, pending, state)
     step = slots.advance(pending, user=state.user, today=state.today, suggest=_suggest(state))
     return _outcome(step, state, kind=pending.kind, filled=changed)
+
+
+def _restock_just_shown(state):
+    """The restock proposal the previous answer made or pointed at, while it still waits for the manager."""
+    from workflow.models import Proposal
+    from workflow.selectors import proposal_for_status
+
+    proposal_id = state.previous.get("proposal_id")
+    if not str(proposal_id or "").isdigit():
+        return None
+    proposal = proposal_for_status(state.user, int(proposal_id))
+    if proposal is None or proposal.kind != Proposal.Kind.RESTOCK or proposal.status != Proposal.Status.PENDING:
+        return None
+    return proposal
+
+
+def _already_waiting(proposal, pending, state) -> ActionOutcome:
+    """「帮我补吧」 right after an answer that showed a waiting restock: that one, not a new one (the
+    conversation still takes a product and a quantity for something else)."""
+    from workflow.chat import proposal_dict
+
+    message = (f"这些商品已在待确认的补货提案 #{proposal.pk} 里，店长确认之前不会下单，没有重复生成。"
+               "要补别的商品，请说商品名和数量，例如「青岛啤酒，补20箱」。")
+    return ActionOutcome(message, proposal_dict(proposal, state.user), None,
+                         {"kind": pending.kind, "already_waiting": proposal.pk, "pending": pending.as_dict()}, pending.as_dict())
 
 
 def continue_pending(state) -> tuple[ActionOutcome | None, str]:
@@ -70,7 +97,7 @@ def continue_pending(state) -> tuple[ActionOutcome | None, str]:
     if parsed.cancel:
         return _outcome(slots.cancelled(pending), state, kind=pending.kind), "取消"
     if pending.offer_lines:  # 「要我生成补货提案吗？」: only a yes proposes; anything else is a new question
-        if not parsed.yes:
+        if not (parsed.yes or vocab.ACCEPT_RESTOCK_OFFER.fullmatch(state.question)):
             return None, "没有接受补货建议，建议过期"
         from workflow.chat import proposal_dict, restock_offer_accept
 

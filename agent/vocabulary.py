@@ -113,7 +113,10 @@ SIGNALS: tuple[Signal, ...] = (
            r"([，,]\s*(帮我|麻烦|请)?(提|申请|下|弄|报|交)一?下(单)?\s*[。！!]?)?\s*$", 3),
     # The whole message asks for a restock and names nothing yet (「我要补货」「申请补货」): the conversation
     # asks for the product and the quantity. (「补科罗娜」: the router checks the name against the product list.)
-    Signal("要补货", ACTION, r"^\s*(我要|我想|要|想|帮忙)?(申请)?补货\s*[。！!]?\s*$", 3),
+    # 「帮我补吧」「那就都补上」「再补一次」: the same, said with 补 alone (it was answered from the rule on
+    # 补卡, the missed clock-in).
+    Signal("要补货", ACTION, r"^\s*(那|那就|就)?(你)?(我要|我想|要|想|帮忙|帮我|给我|麻烦|替我|请)?(再|都|全都|全部|一起)?(申请)?"
+           r"(补货|补上|补一下货?|补点货?|补)(货|上|一下|一次)?\s*(吧|呗|啊|呀|了|去吧)?\s*[。！!]?\s*$", 3),
     Signal("请求建工单", ACTION, TICKET_REQUEST, 3),
     Signal("客诉请求登记", ACTION, FILE_A_COMPLAINT, 3),
 
@@ -271,6 +274,11 @@ BARE_QUANTITY = re.compile(r"\s*(那就|就|要|改成|改为|来)?\s*(\d+|[零�
 # 「科罗娜还有多少」「黑方还有没有货」: with a product named, how much of it is left (stock), not a rule.
 # 「补科罗娜」: 补 and a product's name, nothing else (「补签」「补打小票」 name no product).
 RESTOCK_A_PRODUCT = re.compile(r"\s*(我要|我想|要|想|帮忙)?(申请)?补货?\s*[：:，,\s]*(?P<what>[^，。？！\d\s]{1,10}?)\s*[。！!]?\s*")
+# 「帮我补吧」「那就都补上」「按建议补」 said to 「要我为…生成补货提案吗？」: a yes in the words of the
+# request itself (it was answered from the rule on 补卡, the missed clock-in).
+ACCEPT_RESTOCK_OFFER = re.compile(r"\s*(好|好的|行|嗯)?[，,\s]*(那|那就|就)?(你)?(帮我|给我|麻烦|替我|请)?(都|全都|全部|一起)?"
+                                  r"(按(你的?)?建议(的?量)?)?(补|补货|补上|补一下|下单|生成|提交|提一下)(货|上|一下)?(都|全部)?"
+                                  r"\s*(吧|呗|啊|呀|了|去吧)?[。！!\s]*")
 # A guest's stored bottle (「存的黑牌还有多少」) is not the bar's stock.
 STOCK_LEFT = re.compile(r"^(?![^\n]*(存的|存酒|寄存))[^\n]*?((还有|还剩|剩下?)(多少|几)(?![钱天年次个人客位种])|还有没有货?|还有货|有货吗|有没有货|"
                         r"还有[吗嘛么没]|还剩[吗嘛么])")  # 「科罗娜还有吗」: the router still needs a product named

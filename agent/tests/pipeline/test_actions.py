@@ -485,3 +485,38 @@ def test_a_complaint_that_rules_an_illness_out_is_not_serious(text, severity):
     from agent.slots import ticket_severity
 
     assert ticket_severity(text) == severity
+
+
+@pytest.mark.parametrize("yes", ["帮我补吧", "那就都补上", "按建议补"])
+def test_a_restock_offer_is_accepted_in_the_words_of_the_request(staff, yes):
+    # 「帮我补吧」 said to 「要我为广州天河店生成补货提案吗？」 was answered from the rule on 补卡 (a missed clock-in).
+    t = Thread(staff)
+    shown, _ = t.ask("天河店哪些商品低于安全库存")
+    assert "生成补货提案吗" in shown.answer, shown.answer
+    accepted, _ = t.ask(yes)
+    assert accepted.proposal is not None and accepted.proposal["status"] == "pending", accepted.answer
+    assert "补卡" not in accepted.answer
+    # Said again, or after a later stock answer that points at it: that proposal, not a new one and not a rule.
+    again, _ = t.ask("那帮我补吧")
+    assert f"#{accepted.proposal['id']}" in again.answer and "补卡" not in again.answer, again.answer
+    assert again.intent == "action"
+    other = Thread(staff)
+    other.ask("天河店哪些商品低于安全库存")
+    pointed, _ = other.ask("帮我补吧")
+    assert pointed.answer.startswith(f"这些商品已在待确认的补货提案 #{accepted.proposal['id']} 里"), pointed.answer
+    assert Proposal.objects.filter(kind="restock", status="pending", proposed_by=staff).count() == 1
+    named, _ = other.ask("青岛 5箱")  # the conversation still takes another product
+    assert named.proposal is not None and named.proposal["id"] != accepted.proposal["id"], named.answer
+    Proposal.objects.filter(proposed_by=staff).update(status="rejected")
+
+
+def test_a_bare_restock_request_asks_what_to_restock():
+    from datetime import date
+
+    from agent.router import route_by_rules
+
+    for said in ("帮我补吧", "补吧", "再补一次", "都补上"):
+        route = route_by_rules(said, date(2026, 12, 4), None)
+        assert (route.intent, route.rule) == ("action", "action_words"), said
+    for rule_question in ("补卡", "帮我补卡吧", "补打小票"):
+        assert route_by_rules(rule_question, date(2026, 12, 4), None).intent != "action", rule_question
