@@ -96,14 +96,8 @@ def continue_pending(state) -> tuple[ActionOutcome | None, str]:
     parsed = slots.parse(state.question)
     if parsed.cancel:
         return _outcome(slots.cancelled(pending), state, kind=pending.kind), "取消"
-    if pending.offer_lines:  # 「要我生成补货提案吗？」: only a yes proposes; anything else is a new question
-        if not (parsed.yes or vocab.ACCEPT_RESTOCK_OFFER.fullmatch(state.question)):
-            return None, "没有接受补货建议，建议过期"
-        from workflow.chat import proposal_dict, restock_offer_accept
-
-        proposal, message = restock_offer_accept(user=state.user, store=pending.store, lines=pending.offer_lines, today=state.today)
-        return ActionOutcome(message, proposal_dict(proposal, state.user) if proposal else None,
-                             detail={"kind": pending.kind, "accepted_offer": True, "proposal_id": proposal.pk if proposal else None}), "接受补货建议"
+    if pending.offer_lines:  # 「要我生成补货提案吗？」: a yes, or changes to it, propose; anything else is a new question
+        return _answer_to_offer(pending, parsed, state)
     route = state.route
     if pending.kind == slots.RESTOCK and "product" in pending.missing() and not parsed.products and not parsed.not_a_product:
         # 「喜力啊」 answering 「要补哪个商品？」 was declined as off-topic: a name alone answers the question asked.
@@ -124,6 +118,26 @@ def continue_pending(state) -> tuple[ActionOutcome | None, str]:
     # No suggested quantity here: in a conversation we ask, so the person says how much.
     step = slots.advance(pending, user=state.user, today=state.today)
     return _outcome(step, state, kind=pending.kind, filled=changed), "补上了" + "、".join(SLOT_NAMES[c] for c in changed)
+
+
+def _answer_to_offer(pending, parsed, state) -> tuple[ActionOutcome | None, str]:
+    """「好」 proposes the offered lines; 「金汤力补20杯就够了 红牌先不要」 proposes them as changed
+    (it proposed the offer unchanged); what cannot be read is asked back with the offer kept."""
+    from workflow.chat import proposal_dict, restock_offer_accept
+
+    changes = slots.offer_changes(state.question, pending.offer_lines)
+    if changes.unclear:
+        return ActionOutcome(changes.unclear + "（或回复「好」按建议量生成，「算了」不补。）", detail={"kind": pending.kind, "unclear": changes.unclear},
+                             pending=pending.as_dict()), "补货建议的改动没看懂"
+    if not changes.changed and not (parsed.yes or vocab.ACCEPT_RESTOCK_OFFER.fullmatch(state.question)):
+        return None, "没有接受补货建议，建议过期"
+    if not changes.lines:
+        return ActionOutcome("好的，建议里的商品都不补了，没有生成补货提案。", detail={"kind": pending.kind, "changed": changes.changed}), "都不补了"
+    proposal, message = restock_offer_accept(user=state.user, store=pending.store, lines=changes.lines, today=state.today,
+                                             changed=changes.changed)
+    return ActionOutcome(message, proposal_dict(proposal, state.user) if proposal else None,
+                         detail={"kind": pending.kind, "accepted_offer": True, "changed": changes.changed,
+                                 "proposal_id": proposal.pk if proposal else None}), "接受补货建议"
 
 
 def offer_restock(state):

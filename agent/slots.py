@@ -146,6 +146,91 @@ def parse(text: str) -> Parsed:
     return parsed
 
 
+# The clauses of a reply to a restock offer (「行 不过金汤力补20杯就够了 红牌先不要」).
+_CLAUSES = re.compile(r"[，,。；;！!？?\s]+|不过|但是|另外|其他的?|其余的?")
+_DROP = re.compile(r"不要|不用|不补|别补|先不|去掉|删掉|拿掉|划掉|不需要")
+
+
+@dataclass
+class OfferChanges:
+    """What a reply to 「要我生成补货提案吗？」 changes in the offered lines."""
+    lines: list = field(default_factory=list)  # the offer as it now stands
+    changed: list = field(default_factory=list)  # 「金汤力 20杯」「不补尊尼获加红牌」, as the reply will say them
+    unclear: str = ""  # what could not be read, asked back
+
+
+def offer_changes(text: str, lines: list[dict]) -> OfferChanges:
+    """A quantity set (「金汤力补20杯就够了」) or a product dropped (「红牌先不要」) per clause, for the
+    offered products only. It said 「已按建议量…生成」 and proposed the offer unchanged."""
+    by_sku = {line["sku"]: dict(line) for line in lines}
+    out = OfferChanges(lines=[dict(line) for line in lines])
+    if vocab.ASKS_SOMETHING.search(text or ""):  # 「金汤力多少钱一杯」 asks; it changes nothing
+        return out
+    out.lines = []
+    if not products_in(text or "") and _DROP.search(text or "") and not _QTY.search(text or ""):  # 「都不要了」「先不补了」
+        out.changed = ["都不补"]
+        return out
+    for clause in _segments(text or ""):
+        named = products_in(clause)
+        qty = _QTY.search(clause)
+        if not named:
+            if qty:
+                out.unclear = f"「{clause}」是要改哪个商品的数量？请说商品名，例如「{_product_name(lines[0])}改成{qty.group(0)}」。"
+            continue
+        foreign = [p.name for p in named if p.sku not in by_sku]
+        if foreign:
+            out.unclear = (f"这次建议里没有{'、'.join(foreign)}。要另外补，请在生成之后说「补{foreign[0]} 2箱」这样的商品和数量。")
+            continue
+        if _DROP.search(clause):
+            for p in named:
+                if by_sku.pop(p.sku, None) is not None:
+                    out.changed.append(f"不补{p.name}")
+        elif qty:
+            if len(named) > 1:
+                out.unclear = f"「{clause}」里有几种商品，请一种一种说数量。"
+                continue
+            product, n, unit = named[0], cn_number(qty.group(1)), qty.group(2)
+            if unit == Product.Unit.CASE and product.case_size <= 1 and product.unit != Product.Unit.CASE:
+                out.unclear = f"{product.name}按{product.unit}卖，没有整箱，请按{product.unit}说数量。"
+                continue
+            line = by_sku[product.sku]
+            quantity = product.in_sales_units(n, unit)
+            if quantity <= 0:
+                out.unclear = f"{product.name}的数量要大于 0；不补的话说「{product.name}不要」。"
+                continue
+            if quantity != line["quantity"]:
+                line["reason"] = f"{line.get('reason', '')}；建议 {line['quantity']}{line['unit']}，提交人改为 {quantity}{line['unit']}".lstrip("；")
+                line["quantity"] = quantity
+                out.changed.append(f"{product.name} {quantity}{line['unit']}")
+    out.lines = [line for sku, line in by_sku.items()]
+    return out
+
+
+def _segments(text: str) -> list[str]:
+    """The clauses of a reply, each cut where a product is named: spaces are gone by the time a
+    message is read (「金汤力补20杯就够了红牌先不要」), so a clause can hold two changes. What comes
+    before the first name stays with it (「不要红牌」), and 「红牌和金汤力都不要」 stays one."""
+    names = sorted(((n, p) for p in Product.objects.filter(active=True) for n in [p.name, *p.aliases] if n),
+                   key=lambda pair: len(pair[0]), reverse=True)
+    out: list[str] = []
+    for clause in filter(None, _CLAUSES.split(text)):
+        starts = sorted(start for start, _, _ in longest_first_matches(clause, names))[1:]
+        pieces = [clause[a:b] for a, b in zip([0, *starts], [*starts, len(clause)])]
+        merged: list[str] = []
+        for piece in pieces:
+            if merged and re.search(r"(和|跟|与|及|还有|、)$", merged[-1]) and not _QTY.search(merged[-1]):
+                merged[-1] += piece
+            else:
+                merged.append(piece)
+        out += merged
+    return out
+
+
+def _product_name(line: dict) -> str:
+    product = Product.objects.filter(sku=line["sku"]).first()
+    return product.name if product else line["sku"]
+
+
 def bare_product_answer(text: str) -> str:
     """「喜力啊」 answering 「要补哪个商品？」: the name said (to be told it is not sold), or "" when
     the message is more than a name (a question, a quantity, a store)."""

@@ -10,7 +10,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 
 from core.errors import Conflict
 from core.localtime import local_time
-from ops.models import Store
+from ops.models import Product, Store
 
 from .models import Proposal
 from .selectors import open_restock_quantities
@@ -129,9 +129,10 @@ def restock_offer(*, user, rows: list[dict]):
     return None, "\n".join([*notes, question]), {"store": store.name, "lines": lines}
 
 
-def restock_offer_accept(*, user, store: str, lines: list[dict], today) -> tuple[Proposal | None, str]:
-    """The person said yes to an offered restock: propose exactly the offered lines (idempotent:
-    saying yes twice to the same offer gives one proposal), unless one is already waiting."""
+def restock_offer_accept(*, user, store: str, lines: list[dict], today, changed: list[str] | None = None) -> tuple[Proposal | None, str]:
+    """The person said yes to an offered restock: propose the offered lines, as they changed them
+    (`changed`: what they changed, as the reply says it); idempotent: saying yes twice to the same
+    offer gives one proposal, unless one is already waiting."""
     store_obj = Store.objects.get(name=store)
     waiting = pending_restock_for(store_obj, [line["sku"] for line in lines], any_of=True)
     if waiting is not None:
@@ -143,4 +144,9 @@ def restock_offer_accept(*, user, store: str, lines: list[dict], today) -> tuple
     except (PermissionDenied, ValidationError) as exc:
         messages = exc.messages if isinstance(exc, ValidationError) else [str(exc)]
         return None, "不能提交这个提案：" + "；".join(messages)
+    if changed:
+        names = dict(Product.objects.filter(sku__in=[line["sku"] for line in lines]).values_list("sku", "name"))
+        said = "、".join(f"{names.get(line['sku'], line['sku'])} {line['quantity']}{line['unit']}" for line in lines)
+        return proposal, (f"已按你的改动（{'，'.join(changed)}）为{proposal.store.name}生成补货提案 #{proposal.pk}：{said}"
+                          "（待店长确认，确认前不会下单）。")
     return proposal, f"已按建议量为{proposal.store.name}生成补货提案 #{proposal.pk}（待店长确认，确认前不会下单）。"

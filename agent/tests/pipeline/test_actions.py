@@ -520,3 +520,49 @@ def test_a_bare_restock_request_asks_what_to_restock():
         assert (route.intent, route.rule) == ("action", "action_words"), said
     for rule_question in ("补卡", "帮我补卡吧", "补打小票"):
         assert route_by_rules(rule_question, date(2026, 12, 4), None).intent != "action", rule_question
+
+
+def _offered(thread):
+    shown, _ = thread.ask("天河店哪些商品低于安全库存")
+    lines = shown.context["pending_action"]["offer_lines"]
+    from ops.models import Product
+
+    products = {p.sku: p for p in Product.objects.filter(sku__in=[line["sku"] for line in lines])}
+    return [(products[line["sku"]], line) for line in lines]
+
+
+def test_a_reply_that_changes_the_offered_restock_is_proposed_as_changed(staff):
+    # 「行 不过金汤力补20杯就够了 红牌先不要」 was read as 「行」: proposal with 金汤力 29 and 红牌 11.
+    t = Thread(staff)
+    offered = _offered(t)
+    assert len(offered) >= 2
+    (first, first_line), (second, _) = offered[0], offered[1]
+    qty = first_line["quantity"] - 1
+    reply, _ = t.ask(f"行 不过{first.name}补{qty}{first.unit}就够了 {second.name}先不要")
+    assert reply.proposal is not None, reply.answer
+    lines = {line["sku"]: line for line in Proposal.objects.get(pk=reply.proposal["id"]).payload["lines"]}
+    assert lines[first.sku]["quantity"] == qty and f"提交人改为 {qty}{first.unit}" in lines[first.sku]["reason"]
+    assert second.sku not in lines and len(lines) == len(offered) - 1
+    assert f"{first.name} {qty}{first.unit}" in reply.answer and f"不补{second.name}" in reply.answer
+    Proposal.objects.filter(pk=reply.proposal["id"]).update(status="rejected")
+
+
+def test_a_reply_to_the_offer_that_asks_drops_everything_or_is_unclear_proposes_nothing(staff):
+    t = Thread(staff)
+    (first, _), *_ = _offered(t)
+    asked, _ = t.ask(f"{first.name}多少钱一杯")  # a question, not a quantity of one
+    assert asked.proposal is None and "提交人改为" not in asked.answer
+    t = Thread(staff)
+    _offered(t)
+    none, _ = t.ask("都不要了")
+    assert none.proposal is None and "都不补了" in none.answer, none.answer
+    t = Thread(staff)
+    offered = _offered(t)
+    unclear, _ = t.ask("补20杯")  # of which product?
+    assert unclear.proposal is None and "是要改哪个商品的数量" in unclear.answer, unclear.answer
+    yes, _ = t.ask("好")  # the offer still stands, unchanged
+    assert yes.proposal is not None
+    assert {line["sku"]: line["quantity"] for line in Proposal.objects.get(pk=yes.proposal["id"]).payload["lines"]} == \
+        {line["sku"]: line["quantity"] for _, line in offered}
+    assert Proposal.objects.filter(proposed_by=staff, status="pending").count() == 1
+    Proposal.objects.filter(proposed_by=staff).update(status="rejected")
