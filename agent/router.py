@@ -207,6 +207,21 @@ def _decides_a_proposal(q: _Asked) -> Route | None:
                  target={"proposal": pk})
 
 
+def _withdraws_a_proposal(q: _Asked) -> Route | None:
+    """「撤回刚才那个工单」「算了先不补了」 right after this thread made a proposal, or 「撤回提案3」: the
+    proposer takes it back through the audited service (it was answered from the rule on 撤销核销).
+    A bare 「算了」 takes nothing back (a_reply_to_nothing_asked says what is still waiting)."""
+    said = q.turn.said.strip()
+    if (len(said) > vocab.WITHDRAW_MAX_CHARS or q.turn.pending or not q.turn.signed_in or not vocab.WITHDRAW_PROPOSAL.search(said)
+            or vocab.ASKS_SOMETHING.search(said) or vocab.NOT_A_PROPOSAL.search(said)):
+        return None
+    number = vocab.PROPOSAL_NUMBER.search(said)
+    pk = next(g for g in number.groups() if g) if number else q.turn.proposal_id
+    if not pk:
+        return None
+    return Route(ACTION, f"撤回提案 #{pk}（只有提交人可以撤回）", handler="withdraw_in_chat", target={"proposal": str(pk)})
+
+
 def _asks_for_a_page(q: _Asked) -> Route | None:
     """「查看审计记录」: a short request to see a page of the product gets its address."""
     said = q.turn.said.strip()
@@ -433,7 +448,7 @@ def _only_a_period(q: _Asked) -> Route | None:
 # trace (Route.rule); a question none of them reads is searched as a rules question, undecided.
 # The first four are requests the product answers itself (Route.handler), not questions.
 ROUTING_RULES: tuple[tuple[str, Callable[[_Asked], Route | None]], ...] = (
-    ("decides_a_proposal", _decides_a_proposal), ("asks_for_a_page", _asks_for_a_page),
+    ("decides_a_proposal", _decides_a_proposal), ("withdraws_a_proposal", _withdraws_a_proposal), ("asks_for_a_page", _asks_for_a_page),
     ("asks_where_proposals_stand", _asks_where_proposals_stand), ("a_reply_to_nothing_asked", _a_reply_to_nothing_asked),
     ("a_step_of_the_last_answer", _a_step_of_the_last_answer), ("small_talk", _small_talk),
     ("details_for_the_ticket", _details_for_the_ticket),

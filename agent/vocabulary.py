@@ -205,6 +205,13 @@ DECIDE_PROPOSAL = re.compile(rf"({_DECIDE_VERBS})[^，。？！\d#]{{0,4}}"
 DECIDE_THIS = re.compile(rf"\s*(帮我|麻烦)?({_DECIDE_VERBS}|批了?)(一下)?(这个|这张|该|刚才的?|刚刚的?)?"
                          r"(提案|补货单|补货申请|申请|工单)?[吧了。！!\s]*")
 
+# 「撤回刚才那个工单」「算了先不补了」「撤回提案3」: the asker takes back a proposal (it was answered
+# from the rule on 撤销核销, a group-buy voucher). Not a question about one, and not another thing
+# that is withdrawn or cancelled (a voucher, an order, a booking).
+WITHDRAW_PROPOSAL = re.compile(r"撤回|撤销|取消|不要了|不补了|别补了|先不补|不用补了|不建了|先不建|别建了?|不用建了?")
+NOT_A_PROPOSAL = re.compile(r"核销|订单|单子|账单|结账|券|会员|储值|积分|退款|发票|预订|预定|订位|包厢|存酒|活动|打卡|排班|请假")
+WITHDRAW_MAX_CHARS = 20
+
 # 「把26号补货拒了」「12号提案批了吧」: the same, with the number first and the verb after.
 DECIDE_PROPOSAL_AFTER = re.compile(rf"#?\s*(\d+)\s*号?(?:提案|补货单|补货申请|补货|工单)[^，。？！\d]{{0,4}}({_DECIDE_VERBS}|拒掉|拒了|批了)"
                                    r"(?!了?[吗没嘛]|没有)")  # 「12号提案批了吗」 asks where it stands

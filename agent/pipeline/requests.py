@@ -22,6 +22,38 @@ def decide_in_chat(state: AgentState) -> None:
                         "店长也可以在后台的「操作提案」里处理。我不会替任何人确认或拒绝。")
 
 
+def withdraw_in_chat(state: AgentState) -> None:
+    """「撤回刚才那个工单」: the proposer's own pending proposal, withdrawn through the audited
+    service behind the card's 撤回; anyone else is told who may, and how."""
+    from django.core.exceptions import PermissionDenied, ValidationError
+
+    from core.errors import Conflict, NotFound, message_text
+    from workflow.models import Proposal
+    from workflow.services import proposal_withdraw
+
+    pk = int(state.route.target["proposal"])
+    state.decided_on = str(pk)
+    proposal = proposal_for_status(state.user, pk) if state.user is not None else None
+    if proposal is None:
+        state.answer = presenters.proposal_number_answer(state.user, pk, None)
+        return
+    what = "补货" if proposal.kind == Proposal.Kind.RESTOCK else "客诉工单"
+    if proposal.status == Proposal.Status.WITHDRAWN:
+        state.answer = f"{what}提案 #{pk} 已经撤回了。"
+    elif proposal.status != Proposal.Status.PENDING:
+        state.answer = f"{what}提案 #{pk} 已经是「{proposal.get_status_display()}」，不能再撤回。"
+    elif proposal.proposed_by_id != state.user.pk:
+        state.answer = (f"{what}提案 #{pk} 是 {proposal.proposed_by.username} 提交的，只有提交人可以撤回；"
+                        "有权限的人可以在提案卡片上点「拒绝」并写明原因。")
+    else:
+        try:
+            proposal_withdraw(proposal=proposal, user=state.user, reason="在对话里撤回")
+        except (PermissionDenied, ValidationError, Conflict, NotFound) as exc:
+            state.answer = f"没能撤回{what}提案 #{pk}：{message_text(exc)}"
+            return
+        state.answer = f"已撤回{what}提案 #{pk}，改动记入审计，它不会再等待确认。要重新提交，直接再说一次就行。"
+
+
 def proposal_status(state: AgentState) -> None:
     """One proposal by its number, or the asker's proposals (those awaiting them, or theirs)."""
     target = state.route.target
@@ -96,7 +128,7 @@ def ticket_details(state: AgentState) -> None:
     state.answer = add_ticket_details_in_chat(user=state.user, proposal_id=pk, said=state.question)
 
 
-HANDLERS = {"small_talk": small_talk, "repeat_step": repeat_step, "ticket_details": ticket_details, "decide_in_chat": decide_in_chat, "proposal_status": proposal_status, "point_to_page": point_to_page,
+HANDLERS = {"withdraw_in_chat": withdraw_in_chat, "small_talk": small_talk, "repeat_step": repeat_step, "ticket_details": ticket_details, "decide_in_chat": decide_in_chat, "proposal_status": proposal_status, "point_to_page": point_to_page,
             "nothing_pending": nothing_pending}
 
 

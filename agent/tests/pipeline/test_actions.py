@@ -566,3 +566,31 @@ def test_a_reply_to_the_offer_that_asks_drops_everything_or_is_unclear_proposes_
         {line["sku"]: line["quantity"] for _, line in offered}
     assert Proposal.objects.filter(proposed_by=staff, status="pending").count() == 1
     Proposal.objects.filter(proposed_by=staff).update(status="rejected")
+
+
+def test_the_proposer_withdraws_a_proposal_in_chat_and_no_one_else_can(staff):
+    # 「算了 先不补了」 right after the restock was proposed, and 「撤回刚才那个工单」, were answered from
+    # the rule on 撤销核销 (a group-buy voucher) and the proposals stayed pending.
+    t = Thread(staff)
+    t.ask("帮我给天河店补2箱科罗娜")
+    made = Proposal.objects.filter(proposed_by=staff, status="pending").latest("pk")
+    back, _ = t.ask("算了 先不补了")
+    made.refresh_from_db()
+    assert made.status == "withdrawn" and back.answer.startswith(f"已撤回补货提案 #{made.pk}"), back.answer
+    assert AuditLog.objects.filter(action=AuditLog.Action.WITHDRAWN, target_id=str(made.pk)).count() == 1
+    again, _ = t.ask("撤回")
+    assert again.answer == f"补货提案 #{made.pk} 已经撤回了。"
+    # Another's proposal, by its number: who may, and how; nothing changes.
+    other = make_user("slots_withdraw_other", role="staff", stores=["GZ-TH"])
+    t2 = Thread(other)
+    t2.ask("帮我给天河店补3箱科罗娜")
+    theirs = Proposal.objects.filter(proposed_by=other, status="pending").latest("pk")
+    refused, _ = Thread(staff).ask(f"撤回提案{theirs.pk}")
+    theirs.refresh_from_db()
+    assert theirs.status == "pending" and "只有提交人可以撤回" in refused.answer, refused.answer
+    # A question about withdrawing, or withdrawing something else, is not a withdrawal.
+    for question in ("撤销核销", "提案可以撤回吗"):
+        asked, _ = t2.ask(question)
+        theirs.refresh_from_db()
+        assert theirs.status == "pending", question
+    Proposal.objects.filter(pk=theirs.pk).update(status="rejected")

@@ -10,6 +10,7 @@ pytestmark = pytest.mark.django_db
 
 CASES = {  # rule: (question, intent)
     "decides_a_proposal": ("确认提案7", "action"),
+    "withdraws_a_proposal": ("撤回刚才那个工单", "action", {"proposal_id": "3"}),
     "asks_for_a_page": ("查看审计记录", "action"),
     "asks_where_proposals_stand": ("我的补货申请批了吗", "action"),
     "a_reply_to_nothing_asked": ("五箱吧", "action"),
