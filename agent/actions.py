@@ -47,6 +47,13 @@ def propose_from_question(state) -> ActionOutcome:
     if parsed.store_problem:
         return ActionOutcome(parsed.store_problem, detail={"kind": pending.kind, "pending": pending.as_dict()}, pending=pending.as_dict())
     changed = slots.merge(pending, parsed, "")
+    if pending.kind == slots.TICKET and len(slots.own_complaint(state.question)) < 5 and (made := _ticket_just_made(state)):
+        # 「建个工单」 again right after one was proposed filed a second ticket for the same complaint.
+        from workflow.chat import proposal_dict
+
+        return ActionOutcome(f"刚才已生成客诉工单提案 #{made.pk}，没有重复生成。要补充情况直接说，比如「桌号A5 他吃了一口」；"
+                             "要登记另一件事，把经过一起说出来。", proposal_dict(made, state.user), None,
+                             {"kind": pending.kind, "already_made": made.pk})
     if pending.kind == slots.RESTOCK and not pending.skus and not pending.not_a_product:
         # 「芝华士快没了」 → 「帮我补一箱」: the product the previous answer was about.
         product = (state.previous.get("params") or {}).get("product") if state.previous.get("tool") in vocab.PRODUCT_TOOLS else None
@@ -65,13 +72,25 @@ def propose_from_question(state) -> ActionOutcome:
 def _restock_just_shown(state):
     """The restock proposal the previous answer made or pointed at, while it still waits for the manager."""
     from workflow.models import Proposal
+
+    return _proposal_just_shown(state, Proposal.Kind.RESTOCK)
+
+
+def _ticket_just_made(state):
+    from workflow.models import Proposal
+
+    return _proposal_just_shown(state, Proposal.Kind.TICKET)
+
+
+def _proposal_just_shown(state, kind):
+    from workflow.models import Proposal
     from workflow.selectors import proposal_for_status
 
     proposal_id = state.previous.get("proposal_id")
     if not str(proposal_id or "").isdigit():
         return None
     proposal = proposal_for_status(state.user, int(proposal_id))
-    if proposal is None or proposal.kind != Proposal.Kind.RESTOCK or proposal.status != Proposal.Status.PENDING:
+    if proposal is None or proposal.kind != kind or proposal.status != Proposal.Status.PENDING:
         return None
     return proposal
 

@@ -247,13 +247,35 @@ def start(question: str, *, user, history: list[tuple[str, str]]) -> tuple[Pendi
     parsed = parse(question)
     pending = PendingAction(kind=kind, started_with=question[:200])
     if kind == TICKET:
-        description = _REQUEST_WORDS.sub("", re.sub(vocab.FILE_IT, "", question)).strip(_DESCRIPTION_EDGES)
-        # What is left of 「帮我登记这个投诉」 is still the request (「登记这个投诉」), not a complaint.
-        description = re.sub(vocab.TICKET_REQUEST, "", description).strip(_DESCRIPTION_EDGES)
-        if len(description) < 5 and history:
-            description = f"{history[-1][0]} {description}".strip()  # 「帮我建个工单」 after the complaint itself
+        description = own_complaint(question)
+        if len(description) < 5 and history:  # 「帮我建个工单」 after the complaint itself
+            description = complaint_in_history(history) or description
         pending.description = description if len(description) >= 5 else ""
     return pending, parsed
+
+
+# What a request to file a ticket says besides the complaint: the request, a 「算了」 or 「那」 before
+# it, and the 「咋办」 of the question it was first asked as.
+_NOT_THE_COMPLAINT = re.compile(r"^(算了|好吧|好的|那|那就|还是)+|(该?怎么办|咋办|咋整|怎么处理|如何处理|怎么弄)[吧啊呀？?。！!]*$|^[吧啊呀了]+$")
+
+
+def own_complaint(text: str) -> str:
+    """The complaint a message itself states, without the request around it."""
+    description = _REQUEST_WORDS.sub("", re.sub(vocab.FILE_IT, "", text)).strip(_DESCRIPTION_EDGES)
+    # What is left of 「帮我登记这个投诉」 is still the request (「登记这个投诉」), not a complaint.
+    description = re.sub(vocab.TICKET_REQUEST, "", description).strip(_DESCRIPTION_EDGES)
+    return _NOT_THE_COMPLAINT.sub("", description).strip(_DESCRIPTION_EDGES)
+
+
+def complaint_in_history(history: list[tuple[str, str]]) -> str:
+    """The latest earlier message that tells a complaint (「客人在炸鸡里吃出一根头发 咋办」), not the
+    last one whatever it was: 「那要免单吗」 → 「算了 帮我建个投诉工单吧」 filed 「那要免单吗 算了吧」."""
+    for question, _answer in reversed(history):
+        said = own_complaint(question)
+        if len(said) >= 5 and (vocab.GUEST_COMPLAINS.search(said) or re.search(r"客人|顾客|客户|\d+\s*号?桌", said)
+                               or ticket_category(said) != Ticket.Category.OTHER):
+            return said
+    return own_complaint(history[-1][0]) if history else ""
 
 
 def merge(pending: PendingAction, parsed: Parsed, text: str) -> list[str]:

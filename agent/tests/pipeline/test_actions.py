@@ -594,3 +594,21 @@ def test_the_proposer_withdraws_a_proposal_in_chat_and_no_one_else_can(staff):
         theirs.refresh_from_db()
         assert theirs.status == "pending", question
     Proposal.objects.filter(pk=theirs.pk).update(status="rejected")
+
+
+def test_a_ticket_asked_for_later_in_the_thread_files_the_complaint_and_only_once(staff):
+    # 「客人在炸鸡里吃出一根头发 咋办」→「那要免单吗」→「算了 帮我建个投诉工单吧」 filed 「那要免单吗 算了吧」 as
+    # 其他; and 「建个工单」 said again right after filed a second ticket for the same complaint.
+    t = Thread(staff)
+    t.ask("客人在炸鸡里吃出一根头发 咋办")
+    t.ask("那要免单吗")
+    filed, _ = t.ask("算了 帮我建个投诉工单吧")
+    assert filed.proposal is not None, filed.answer
+    payload = Proposal.objects.get(pk=filed.proposal["id"]).payload
+    assert payload["description"] == "客人在炸鸡里吃出一根头发" and payload["category"] == "食品安全", payload
+    again, _ = t.ask("建个工单")
+    assert again.answer.startswith(f"刚才已生成客诉工单提案 #{filed.proposal['id']}"), again.answer
+    assert Proposal.objects.filter(kind="ticket", proposed_by=staff, status="pending").count() == 1
+    other, _ = t.ask("再帮我建个工单 9号桌客人说音乐太吵")  # another complaint is another ticket
+    assert other.proposal is not None and other.proposal["id"] != filed.proposal["id"], other.answer
+    Proposal.objects.filter(proposed_by=staff).update(status="rejected")
