@@ -485,12 +485,30 @@ def _trend_per_store(d: Draft):
     d.params["by_store"] = True  # 「11月各店每天营业额趋势」: a series per store, not the chain's total
 
 
+# 「按销售额」「按金额排呢」「哪个卖的钱最多」: ranked by sales, not by quantity (it listed by quantity).
+BY_REVENUE = re.compile(r"按(销售额|金额|营业额|收入|钱)|(销售额|金额|营业额|收入)(最高|最多|排|前)|卖的?钱最多|赚(钱)?最多")
+BY_QUANTITY = re.compile(r"按(销量|数量|件数|瓶数|杯数)|(销量|数量)(最高|最多|排)")
+
+
+def _named_category(question: str) -> str | None:
+    return next((c for c in Product.Category.values if c in question), None)
+
+
+def _sales_of_a_category(d: Draft):
+    # 「上周威士忌卖了多少」 was answered with the whole store's revenue: that category's products, every one.
+    d.switch(TOP_PRODUCTS, f"品类「{_named_category(d.question)}」+ ")
+    d.params["n"] = MAX_TOP_N
+
+
 def _how_many_and_which_category(d: Draft):
-    d.params["n"] = top_n(d.question)
-    for category in Product.Category.values:
-        if category in d.question:
-            d.params["category"] = category
-            return
+    d.params["n"] = d.params.get("n") or top_n(d.question)
+    if BY_REVENUE.search(d.question):
+        d.params["by"] = "revenue"
+    elif d.inherited and d.prev_params.get("by") and not BY_QUANTITY.search(d.question):
+        d.params["by"] = d.prev_params["by"]
+    if category := _named_category(d.question):
+        d.params["category"] = category
+        return
     if vocab.SOFT_DRINKS.search(d.question):  # 「无酒精饮料」 before 酒
         d.params["category"] = Product.Category.SOFT.value
     elif vocab.ANY_ALCOHOL.search(d.question):
@@ -543,6 +561,8 @@ RULES: tuple[Rule, ...] = (
          _sales_by_channel),
     Rule("stock_of_a_product", lambda d: d.tool == LOW_STOCK and bool(d.product), _stock_of_a_product),
     Rule("sales_of_a_product", lambda d: d.tool == STORE_SALES and (bool(d.product) or _counted_sales(d)), _sales_of_a_product),
+    Rule("sales_of_a_category", lambda d: d.tool == STORE_SALES and not d.product and _named_category(d.question) is not None,
+         _sales_of_a_category),
     Rule("product_param", lambda d: d.tool in (PRODUCT_SALES, PRODUCT_STOCK, vocab.PRODUCT_DAILY), _product_param),
     Rule("member_key", lambda d: d.tool == MEMBER_BALANCE, _member_key),
     Rule("store_param", lambda d: d.tool != COMPARE_STORES, _store_param),

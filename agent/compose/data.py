@@ -111,6 +111,13 @@ def _the_total(r: ToolResult, sources: Sources, question: str, store_named: bool
     return None
 
 
+def _category_total(r: ToolResult, sources: Sources, question: str, store_named: bool) -> str | None:
+    # 「上周威士忌卖了多少」: every product of the category that sold, and what they came to together.
+    if r.tool != "top_products" or not r.params.get("category") or not r.rows or len(r.rows) >= int(r.params.get("n") or 0):
+        return None
+    return f"合计：{len(r.rows)} 款，销售额 ¥{sum(row['revenue'] for row in r.rows):,.2f}。"
+
+
 def _only_store_you_see(r: ToolResult, sources: Sources, question: str, store_named: bool) -> str | None:
     # Only when no store was named: asked for every store, the one row is all the asker may see
     # (「天河店上周卖了多少，占全公司多少」 from head office named one store on purpose). 「四家店上周
@@ -131,7 +138,7 @@ def _the_usual_busy_hours(r: ToolResult, sources: Sources, question: str, store_
 
 # What the question asked of the rows, said after them, in this order; each line only when it applies.
 AFTER_THE_ROWS = (_best_and_weakest_day, _the_store_that_sold_most, _the_change, _daily_average, _refunds_in_one_line,
-                  _the_total, _only_store_you_see, _the_usual_busy_hours)
+                  _the_total, _category_total, _only_store_you_see, _the_usual_busy_hours)
 
 
 def extractive_data_answer(tool_result: ToolResult, sources: Sources, question: str = "", *, store_named: bool = False) -> str:

@@ -129,8 +129,8 @@ def _top_n(call: Call) -> None:
 
 
 def _choices(call: Call) -> None:
-    """`category` and `metric`: one of the schema's enum, or its default."""
-    for name in ("category", "metric"):
+    """`category`, `metric` and `by`: one of the schema's enum, or its default."""
+    for name in ("category", "metric", "by"):
         if name not in call.props or name in call.errors:
             continue
         raw = call.params.get(name, call.props[name].get("default"))

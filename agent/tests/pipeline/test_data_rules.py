@@ -34,6 +34,7 @@ CASES = {
     "sales_by_channel": ("上周退款多少", None, "channel_sales", False),
     "stock_of_a_product": ("百威还剩多少", None, "product_stock", False),
     "sales_of_a_product": ("上周科罗娜卖了多少", None, "product_sales", False),
+    "sales_of_a_category": ("上周威士忌卖了多少", None, "top_products", False),
     "product_param": ("芝华士快没了", None, "product_stock", False),
     "member_key": ("M00012 储值余额还有多少", None, "member_balance", False),
     "store_param": ("库存还够", None, "low_stock", False),
@@ -77,3 +78,26 @@ def test_best_tool_breaks_a_tie_for_any_tool_of_the_whitelist():
         assert vocab.best_tool({tool: 2, "store_sales": 2}) in (tool, "store_sales")
     assert vocab.best_tool({"product_stock": 2, "low_stock": 2}) == "low_stock"
     assert vocab.best_tool({"product_stock": 3, "low_stock": 2}) == "product_stock"
+
+
+def test_a_category_s_sales_list_every_product_of_it_and_a_ranking_by_sales_when_asked(manager):
+    # 「上周威士忌卖了多少」 answered the whole store's revenue as if it were the whisky's, and 「鸡尾酒呢」
+    # the same; 「哪个酒卖得最好 按销售额」 and 「按金额排呢」 kept the ranking by quantity.
+    from agent.services import chat_ask
+    from ops.models import OrderLine, Product
+
+    whisky, conv, _ = chat_ask(user=manager, query="上周威士忌卖了多少")
+    rows = whisky.data
+    assert rows and {d["row"]["category"] for d in rows} == {"威士忌"}, whisky.answer
+    sold = {p.name for p in Product.objects.filter(category="威士忌")
+            if OrderLine.objects.filter(product=p, order__status="paid").exists()}
+    assert {d["row"]["product"] for d in rows} <= sold
+    assert f"合计：{len(rows)} 款，销售额 ¥{sum(d['row']['revenue'] for d in rows):,.2f}。" in whisky.answer
+    cocktails, _, _ = chat_ask(user=manager, query="鸡尾酒呢", thread_id=conv.thread_id)
+    assert cocktails.data and {d["row"]["category"] for d in cocktails.data} == {"鸡尾酒"}, cocktails.answer
+    by_sales, conv, _ = chat_ask(user=manager, query="上周哪个酒卖得最好 按销售额")
+    revenues = [d["row"]["revenue"] for d in by_sales.data]
+    assert revenues == sorted(revenues, reverse=True) and "销售额前" in by_sales.answer, by_sales.answer
+    by_qty, _, _ = chat_ask(user=manager, query="那按数量呢", thread_id=conv.thread_id)
+    quantities = [d["row"]["qty"] for d in by_qty.data]
+    assert quantities == sorted(quantities, reverse=True) and "销量前" in by_qty.answer, by_qty.answer

@@ -99,6 +99,21 @@ def test_top_products_matches_sql_and_caps_n():
         assert "n" in exc.value.message_dict
 
 
+def test_top_products_by_sales_matches_sql_and_rejects_another_order():
+    result = run_tool("top_products", {"store": "福田", "period": "最近30天", "n": 3, "by": "revenue"}, user=None)
+    p = result.params["period"]
+    lo, hi = day_bounds(date.fromisoformat(p["start"]), date.fromisoformat(p["end"]))
+    expected = sql_one(
+        "SELECT p.name, SUM(l.amount) a FROM ops_orderline l JOIN ops_order o ON o.id=l.order_id JOIN ops_product p ON p.id=l.product_id "
+        "JOIN ops_store s ON s.id=o.store_id WHERE s.code='SZ-FT' AND o.status='paid' AND o.created_at >= %s AND o.created_at < %s "
+        "GROUP BY p.id, p.name ORDER BY a DESC, SUM(l.qty) DESC, p.id LIMIT 3", [lo, hi])
+    assert [(r["product"], r["revenue"]) for r in result.rows] == [(n, a) for n, a in expected]
+    assert result.params["by"] == "revenue" and "销售额前 3" in result.summary
+    with pytest.raises(ValidationError) as exc:
+        run_tool("top_products", {"period": "上周", "by": "profit"}, user=None)
+    assert exc.value.message_dict["by"] == ["by 只能是：qty、revenue。"]
+
+
 def test_compare_stores_ranks_by_revenue_and_shares_sum_to_100():
     result = run_tool("compare_stores", {"period": "上周"}, user=None)
     revenues = [r["revenue"] for r in result.rows]
