@@ -89,3 +89,18 @@ def test_a_follow_up_naming_a_new_thing_is_also_read_on_its_own(staff):
     chat_ask(user=staff, query="客人说酒有异味怎么办", thread_id="fu-unwell")
     unwell, _, _ = chat_ask(user=staff, query="那如果客人喝了以后不舒服呢", thread_id="fu-unwell")
     assert first_section(unwell).endswith("客人饮用后身体不适")
+
+
+def test_a_message_about_whom_the_thread_was_on_continues_it_and_is_never_declined_as_unrelated(staff):
+    # 「他朋友说没事让我们接着上」 after a drunk guest, 「为啥要问这个」 after the steps and 「他能打印出来给他吗」
+    # after a member's balance were declined as 与门店运营无关.
+    _, conv, _ = chat_ask(user=staff, query="有个客人喝多了还要继续点酒 咋办")
+    friend, _, _ = chat_ask(user=staff, query="他朋友说没事让我们接着上", thread_id=conv.thread_id)
+    route = next(s for s in friend.trace if s["step"] == "route")["detail"]
+    assert "醉酒客人的处理" in route["resolved_query"] and not friend.refused, friend.answer
+    _, conv, _ = chat_ask(user=staff, query="帮我查下会员M00012的余额")
+    printed, _, _ = chat_ask(user=staff, query="他能打印出来给他吗", thread_id=conv.thread_id)
+    assert printed.intent != "out_of_scope" and "与门店运营无关" not in printed.answer, printed.answer
+    # Out of the store's world in a thread is still declined in a line.
+    weather, _, _ = chat_ask(user=staff, query="今天天气怎么样", thread_id=conv.thread_id)
+    assert weather.intent == "out_of_scope"
