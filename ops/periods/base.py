@@ -138,7 +138,10 @@ def finish(start: date, end: date, label: str, today: date, original: str) -> Pe
 
 
 # Order matters: longer, more specific patterns first.
-RELATIVE_DAYS = {"今天": 0, "今日": 0, "今儿": 0, "昨天": 1, "昨日": 1, "昨儿": 1, "昨晚": 1, "前天": 2, "前儿": 2, "大前天": 3}
+RELATIVE_DAYS = {"今天": 0, "今日": 0, "今儿": 0, "今晚": 0, "今夜": 0, "昨天": 1, "昨日": 1, "昨儿": 1, "昨晚": 1, "前天": 2, "前儿": 2,
+                 "大前天": 3}
+# A bar's night is its business day: 「今晚卖了多少」 is today's (it was asked which period was meant).
+RELATIVE_DAY_LABELS = {"今晚": "今天", "今夜": "今天"}
 
 
 FUTURE = ("明天", "后天", "下周", "下个月", "下月", "明年", "下星期")

@@ -27,6 +27,7 @@ from .base import (
     RE_WEEKDAY,
     RE_YEAR,
     RE_YEAR_FIRST_N,
+    RELATIVE_DAY_LABELS,
     RELATIVE_DAYS,
     WEEKDAYS,
     Period,
@@ -147,7 +148,7 @@ def _relative_day(t: str, today: date, original: str) -> Period | None:
     for word in sorted(RELATIVE_DAYS, key=len, reverse=True):
         if word in t:
             day = today - timedelta(days=RELATIVE_DAYS[word])
-            return Period(day, day, word)
+            return Period(day, day, RELATIVE_DAY_LABELS.get(word, word))
     return None
 
 

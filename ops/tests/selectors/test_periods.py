@@ -11,6 +11,7 @@ TODAY = date(2026, 11, 18)  # a Wednesday
     "text,start,end",
     [
         ("今天", "2026-11-18", "2026-11-18"),
+        ("今晚", "2026-11-18", "2026-11-18"),  # a bar's night is its business day (it was asked which period)
         ("昨天", "2026-11-17", "2026-11-17"),
         ("昨日", "2026-11-17", "2026-11-17"),
         ("前天", "2026-11-16", "2026-11-16"),
@@ -293,3 +294,7 @@ def test_the_second_half_takes_the_month_of_the_first():
 
     periods = find_periods("10月上半月和下半月哪个多", TODAY)
     assert [(p.start.isoformat(), p.end.isoformat()) for p in periods] == [("2026-10-01", "2026-10-15"), ("2026-10-16", "2026-10-31")]
+
+
+def test_tonight_is_labelled_today():
+    assert parse_period("今晚", TODAY).label == "今天" and find_period("今晚卖了多少", TODAY).label == "今天"
