@@ -331,6 +331,8 @@ def _action_words(q: _Asked) -> Route | None:
 def _restock_a_product(q: _Asked) -> Route | None:
     if (m := vocab.RESTOCK_A_PRODUCT.fullmatch(q.text)) and _is_a_product_name(m.group("what")):
         return Route(ACTION, f"动作请求 — 补 +商品名「{m.group('what')}」", q.scores)
+    if (m := vocab.PRODUCT_TO_RESTOCK.fullmatch(q.text)) and _is_a_product_name(m.group("what")):
+        return Route(ACTION, f"动作请求 — 商品名「{m.group('what')}」+ 补", q.scores)
     return None
 
 

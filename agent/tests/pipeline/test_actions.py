@@ -518,8 +518,12 @@ def test_a_bare_restock_request_asks_what_to_restock():
     for said in ("帮我补吧", "补吧", "再补一次", "都补上"):
         route = route_by_rules(said, date(2026, 12, 4), None)
         assert (route.intent, route.rule) == ("action", "action_words"), said
-    for rule_question in ("补卡", "帮我补卡吧", "补打小票"):
+    for rule_question in ("补卡", "帮我补卡吧", "补打小票", "打卡忘了补"):
         assert route_by_rules(rule_question, date(2026, 12, 4), None).intent != "action", rule_question
+    # The product first (「科罗娜按建议量补」 was answered from the rule on 沽清).
+    for said in ("科罗娜补一下", "科罗娜按建议量补", "那青岛也补点吧"):
+        route = route_by_rules(said, date(2026, 12, 4), None)
+        assert route.intent == "action", said
 
 
 def _offered(thread):
