@@ -2,6 +2,7 @@
 what the question asked of the rows (the best day, the store that sold most, a daily average)."""
 from __future__ import annotations
 
+import re
 from datetime import date
 
 from ops.tools import TOOLS, ToolResult, column, format_cell
@@ -149,6 +150,15 @@ def extractive_data_answer(tool_result: ToolResult, sources: Sources, question: 
         # and weakest day; every day of every store is in the chart and the table below.
         return "\n".join(lines + _per_store_trend_lines(sources))
     fmt = row_sentence(tool_result.tool)
+    after = [line for add in AFTER_THE_ROWS if (line := add(tool_result, sources, question, store_named)) is not None]
+    # 「上个月哪天最好」: the day asked for first, then the thirty days it was read from (the answer
+    # came after every one of them).
+    best_day = _best_and_weakest_day(tool_result, sources, question, store_named) if WHICH_DAY.search(question) else None
+    if best_day in after:
+        after.remove(best_day)
+        lines.append(best_day)
     lines += [f"- {fmt(d['row'])} [{d['ref']}]" for d in sources.data]
-    lines += [line for after in AFTER_THE_ROWS if (line := after(tool_result, sources, question, store_named)) is not None]
-    return "\n".join(lines)
+    return "\n".join(lines + after)
+
+
+WHICH_DAY = re.compile(r"哪天|哪一天|哪几天|星期几|周几|礼拜几")

@@ -522,3 +522,15 @@ def test_every_product_after_the_best_selling_drinks_drops_the_kind(manager):
     chat_ask(user=manager, query="上周哪个酒卖得最好", thread_id="top-every")
     every, _, _ = chat_ask(user=manager, query="那全部商品呢", thread_id="top-every")
     assert every.data and not every.data[0]["params"].get("category")
+
+
+def test_which_day_is_answered_before_the_days_it_was_read_from(manager):
+    # 「上个月哪天生意最好」 listed all thirty days before the one line that answered it.
+    result, _, _ = chat_ask(user=manager, query="上个月哪天生意最好")
+    lines = result.answer.splitlines()
+    assert lines[1].startswith("营业额最高的是") and len(lines) == len(result.data) + 2, result.answer
+    best = max(result.data, key=lambda d: d["row"]["revenue"])
+    assert f"[{best['ref']}]" in lines[1]
+    # Without 哪天 the line still follows the days.
+    plain, _, _ = chat_ask(user=manager, query="上个月每天营业额")
+    assert plain.answer.splitlines()[-1].startswith("营业额最高的是"), plain.answer
