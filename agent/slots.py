@@ -661,7 +661,9 @@ def add_ticket_details_in_chat(*, user, proposal_id, said: str) -> str:
     if proposal.status != Proposal.Status.PENDING:
         return f"客诉工单提案 #{proposal.pk} 已经是「{proposal.get_status_display()}」，不能再补充；后续情况请在工单里跟进。"
     payload = dict(proposal.payload or {})
-    addition = re.sub(r"\s+", " ", said).strip()
+    # 「补充一下是8号桌…」: the detail, not the words that announce it.
+    addition = re.sub(r"^(再|另外)?(补充|加上|加一句|还有)(一下|一点|一句)?(是|就是)?[：:，,\s]*", "", re.sub(r"\s+", " ", said).strip()) \
+        or re.sub(r"\s+", " ", said).strip()
     description = payload.get("description", "")
     if addition in description:
         return f"这条补充已经在客诉工单提案 #{proposal.pk} 里了。"

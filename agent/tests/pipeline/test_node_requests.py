@@ -121,6 +121,9 @@ def test_details_said_after_a_complaint_ticket_are_added_to_it(manager):
     # A detail that makes it serious raises the severity (never lowers it) and says what the SOPs ask.
     ill, _, _ = chat_ask(user=manager, query="他现在说肚子有点疼", thread_id="ticket-more")
     assert Proposal.objects.get(pk=pk).payload["severity"] == "严重" and "严重" in ill.answer and "就医" in ill.answer
+    # 「补充一下是…」 adds the detail, not the words announcing it.
+    chat_ask(user=manager, query="补充一下是8号桌的客人", thread_id="ticket-more")
+    assert Proposal.objects.get(pk=pk).payload["description"].endswith("；补充：8号桌的客人")
     # A question is answered as one, and the ticket is left alone.
     asked, _, _ = chat_ask(user=manager, query="客人要是吐了怎么办", thread_id="ticket-more")
     assert asked.intent == "policy" and "吐了" not in Proposal.objects.get(pk=pk).payload["description"]
