@@ -285,6 +285,14 @@ def _a_step_of_the_last_answer(q: _Asked) -> Route | None:
     return Route(POLICY, f"问上一条回答里的第 {n} 条", handler="repeat_step", target={"n": n})
 
 
+def _changes_the_ticket(q: _Asked) -> Route | None:
+    """「严重程度改成严重」 right after a complaint ticket was proposed: that field, changed on it."""
+    if not q.turn.ticket or not q.turn.proposal_id or not (m := vocab.CHANGE_THE_TICKET.fullmatch(q.turn.said)):
+        return None
+    return Route(ACTION, f"修改刚提交的客诉工单提案 #{q.turn.proposal_id}：{m.group('value')}", handler="ticket_change",
+                 target={"proposal": q.turn.proposal_id, "value": m.group("value")})
+
+
 def _details_for_the_ticket(q: _Asked) -> Route | None:
     """「他吃了一口 现在没不舒服 桌号A5」 right after a complaint ticket was proposed: more of that
     complaint, not a rules question (it was answered from 外卖差评与退款, and the ticket kept only
@@ -453,7 +461,7 @@ ROUTING_RULES: tuple[tuple[str, Callable[[_Asked], Route | None]], ...] = (
     ("decides_a_proposal", _decides_a_proposal), ("withdraws_a_proposal", _withdraws_a_proposal), ("asks_for_a_page", _asks_for_a_page),
     ("asks_where_proposals_stand", _asks_where_proposals_stand), ("a_reply_to_nothing_asked", _a_reply_to_nothing_asked),
     ("a_step_of_the_last_answer", _a_step_of_the_last_answer), ("small_talk", _small_talk),
-    ("details_for_the_ticket", _details_for_the_ticket),
+    ("changes_the_ticket", _changes_the_ticket), ("details_for_the_ticket", _details_for_the_ticket),
     ("action_words", _action_words), ("restock_a_product", _restock_a_product),
     ("stock_left_of_a_product", _stock_left_of_a_product), ("out_of_the_stores_world", _out_of_the_stores_world),
     ("two_periods_compared", _two_periods_compared), ("data_words_about_a_rule", _data_words_about_a_rule),

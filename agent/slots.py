@@ -645,6 +645,31 @@ def amend_quantity_in_chat(*, user, proposal_id, said: str) -> str | None:
     return f"已把补货提案 #{proposal.pk} 的{product.name}改为 {as_said}，改动记入审计。店长确认之前不会下单。"
 
 
+def change_ticket_in_chat(*, user, proposal_id, value: str) -> str:
+    """「严重程度改成严重」「类别改成食品安全」 right after a complaint ticket was proposed: that field
+    changed through the audited service behind the card's edit (the same value again changes nothing)."""
+    from core.errors import Conflict
+    from workflow.models import Proposal
+    from workflow.selectors import proposal_for_status
+    from workflow.services import proposal_amend
+
+    proposal = proposal_for_status(user, int(proposal_id)) if str(proposal_id).isdigit() else None
+    if proposal is None or proposal.kind != Proposal.Kind.TICKET:
+        return "没有找到要修改的客诉工单提案。"
+    if proposal.status != Proposal.Status.PENDING:
+        return f"客诉工单提案 #{proposal.pk} 已经是「{proposal.get_status_display()}」，不能再修改。"
+    field, label = ("severity", "严重程度") if value in Ticket.Severity.values else ("category", "类别")
+    payload = dict(proposal.payload or {})
+    if payload.get(field) == value:
+        return f"客诉工单提案 #{proposal.pk} 的{label}已经是「{value}」。"
+    try:
+        proposal_amend(proposal=proposal, user=user, payload={**payload, field: value})
+    except (PermissionDenied, ValidationError, Conflict, NotFound) as exc:
+        return f"没能修改客诉工单提案 #{proposal.pk}：{message_text(exc)}"
+    return (f"已把客诉工单提案 #{proposal.pk} 的{label}改为「{value}」，改动记入审计。确认后才会建立工单。"
+            + (SEVERITY_ADVICE.get(value, "") if field == "severity" else ""))
+
+
 def add_ticket_details_in_chat(*, user, proposal_id, said: str) -> str:
     """「桌号A5 他吃了一口」 right after a complaint ticket was proposed: added to that ticket's
     description through the audited service behind the card's edit (the same words again change

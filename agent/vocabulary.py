@@ -240,6 +240,11 @@ ASKS_SOMETHING = re.compile(r"[？?]|吗|呢|怎么|咋|什么|啥|多少|几[�
 # happened. A bare topic (「发票规定」), a thanks or a cancel (「撤销这个工单」) is none.
 COMPLAINT_DETAIL = re.compile(r"他|她|客人|顾客|对方|那桌|桌号|\d+\s*号?桌|[A-Za-z]\d{1,3}(?![A-Za-z\d])|刚才|刚刚|现在|当时|后来|"
                               r"[\d一二两三四五六七八九十]+\s*[点时分]|点钟|分钟|吃了|喝了|一口|要求|赔|报警|曝光|差评|媒体|发到网上")
+# 「严重程度改成严重」「类别改成食品安全」 right after a ticket was proposed: that field of it (it was answered
+# from the rules on severity). The values are the ticket's own.
+_TICKET_VALUES = "一般|较重|严重|酒水品质|食品安全|服务态度|收银结账|环境卫生|会员储值|其他"
+CHANGE_THE_TICKET = re.compile(r"\s*(把)?(这个|刚才的?)?(工单|提案)?(的)?(严重程度|严重性|级别|等级|类别|分类|类型)?\s*"
+                               r"(改成|改为|调成|调到|设为|设成|换成|算)\s*(?P<value>" + _TICKET_VALUES + r")(级|类)?[吧了。！!\s]*")
 CANCEL_A_PROPOSAL = re.compile(r"撤销|撤回|取消|别建|不建|不用建|算了|不要了")
 # 「哪个酒卖得最好」: every kind of alcohol; not 酒吧/酒店 (places), 下酒菜 (food) or 无酒精/不含酒 (soft drinks).
 ANY_ALCOHOL = re.compile(r"(?<!下)(?<!不含)(?<!无)酒(?![吧店馆楼精菜])")

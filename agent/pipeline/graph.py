@@ -4,7 +4,7 @@ its step in the trace.
 
     resolve_follow_up                                    follow_up.py
     route_node                                           routing.py
-    answer_request: decide_in_chat │ withdraw_in_chat │ point_to_page │ proposal_status │ nothing_pending │ small_talk │ repeat_step │ ticket_details → done   requests.py
+    answer_request: decide_in_chat │ withdraw_in_chat │ ticket_change │ point_to_page │ proposal_status │ nothing_pending │ small_talk │ repeat_step │ ticket_details → done   requests.py
     pending_action_node → done (a slot filled)           propose.py
     ├ out of scope → refuse → done                       refusals.py
     ├ action → action_node → done                        propose.py
@@ -97,7 +97,7 @@ def context_for_next_turn(state: AgentState) -> dict:
         ctx["proposal_kind"] = state.proposal.get("kind", "")
     elif state.decided_on:  # 「确认提案」 then 「批了吧」: still that proposal
         ctx["proposal_id"] = state.decided_on
-        if state.route and state.route.handler == "ticket_details":  # more details may follow
+        if state.route and state.route.handler in ("ticket_details", "ticket_change"):  # more details may follow
             ctx["proposal_kind"] = "ticket"
     if state.chosen and state.chosen.hits:
         ctx["top_document"] = state.chosen.hits[0].document

@@ -128,7 +128,16 @@ def ticket_details(state: AgentState) -> None:
     state.answer = add_ticket_details_in_chat(user=state.user, proposal_id=pk, said=state.question)
 
 
-HANDLERS = {"withdraw_in_chat": withdraw_in_chat, "small_talk": small_talk, "repeat_step": repeat_step, "ticket_details": ticket_details, "decide_in_chat": decide_in_chat, "proposal_status": proposal_status, "point_to_page": point_to_page,
+def ticket_change(state: AgentState) -> None:
+    """「严重程度改成严重」: that field of the complaint just proposed (audited)."""
+    from ..slots import change_ticket_in_chat
+
+    pk = state.route.target["proposal"]
+    state.decided_on = str(pk)
+    state.answer = change_ticket_in_chat(user=state.user, proposal_id=pk, value=state.route.target["value"])
+
+
+HANDLERS = {"withdraw_in_chat": withdraw_in_chat, "ticket_change": ticket_change, "small_talk": small_talk, "repeat_step": repeat_step, "ticket_details": ticket_details, "decide_in_chat": decide_in_chat, "proposal_status": proposal_status, "point_to_page": point_to_page,
             "nothing_pending": nothing_pending}
 
 

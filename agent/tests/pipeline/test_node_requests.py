@@ -127,3 +127,24 @@ def test_details_said_after_a_complaint_ticket_are_added_to_it(manager):
     # A question is answered as one, and the ticket is left alone.
     asked, _, _ = chat_ask(user=manager, query="客人要是吐了怎么办", thread_id="ticket-more")
     assert asked.intent == "policy" and "吐了" not in Proposal.objects.get(pk=pk).payload["description"]
+
+
+def test_a_ticket_s_severity_or_category_is_changed_in_chat_right_after_it_was_proposed(manager):
+    # 「严重程度改成严重」 and 「类别改成食品安全」 were answered with the rules on severity and food.
+    from core.models import AuditLog
+    from workflow.models import Proposal
+
+    first, _, _ = chat_ask(user=manager, query="帮我建个投诉工单 8号桌客人说服务员态度差", thread_id="ticket-change")
+    pk = first.proposal["id"]
+    raised, _, _ = chat_ask(user=manager, query="严重程度改成严重", thread_id="ticket-change")
+    assert raised.answer.startswith(f"已把客诉工单提案 #{pk} 的严重程度改为「严重」") and "就医" in raised.answer, raised.answer
+    moved, _, _ = chat_ask(user=manager, query="类别改成食品安全", thread_id="ticket-change")
+    payload = Proposal.objects.get(pk=pk).payload
+    assert (payload["severity"], payload["category"]) == ("严重", "食品安全"), moved.answer
+    same, _, _ = chat_ask(user=manager, query="改成严重", thread_id="ticket-change")
+    assert "已经是「严重」" in same.answer
+    assert AuditLog.objects.filter(action=AuditLog.Action.AMENDED, target_id=str(pk)).count() == 2
+    # Without a ticket just proposed it is not a change of anything.
+    alone, _, _ = chat_ask(user=manager, query="严重程度改成严重")
+    assert "已把" not in alone.answer
+    Proposal.objects.filter(pk=pk).update(status="rejected")

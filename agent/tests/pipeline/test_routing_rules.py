@@ -16,6 +16,7 @@ CASES = {  # rule: (question, intent)
     "a_reply_to_nothing_asked": ("五箱吧", "action"),
     "a_step_of_the_last_answer": ("刚才说的第二步是啥", "policy", {"steps": 5}),
     "small_talk": ("你好", "action"),
+    "changes_the_ticket": ("严重程度改成严重", "action", {"proposal_id": "2", "ticket": True}),
     "details_for_the_ticket": ("桌号A5 他吃了一口", "action", {"proposal_id": "2", "ticket": True}),
     "action_words": ("帮我补一箱", "action"),
     "restock_a_product": ("补科罗娜", "action"),
