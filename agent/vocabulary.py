@@ -240,6 +240,9 @@ ASKS_SOMETHING = re.compile(r"[？?]|吗|呢|怎么|咋|什么|啥|多少|几[�
 # happened. A bare topic (「发票规定」), a thanks or a cancel (「撤销这个工单」) is none.
 COMPLAINT_DETAIL = re.compile(r"他|她|客人|顾客|对方|那桌|桌号|\d+\s*号?桌|[A-Za-z]\d{1,3}(?![A-Za-z\d])|刚才|刚刚|现在|当时|后来|"
                               r"[\d一二两三四五六七八九十]+\s*[点时分]|点钟|分钟|吃了|喝了|一口|要求|赔|报警|曝光|差评|媒体|发到网上")
+# 「要补吗」「需要补货吗」 right after a product's stock: whether to, from those figures (it was answered
+# with the restock rules, or declined as unrelated).
+SHOULD_RESTOCK = re.compile(r"\s*(那|那么)?(现在|这个)?(要|需要|该|用不用|要不要|需不需要|得)(补|补货|补一下|补点)(了)?(吗|么|嘛|不|没)?[？?。！!\s]*")
 # 「严重程度改成严重」「类别改成食品安全」 right after a ticket was proposed: that field of it (it was answered
 # from the rules on severity). The values are the ticket's own.
 _TICKET_VALUES = "一般|较重|严重|酒水品质|食品安全|服务态度|收银结账|环境卫生|会员储值|其他"

@@ -4,7 +4,7 @@ its step in the trace.
 
     resolve_follow_up                                    follow_up.py
     route_node                                           routing.py
-    answer_request: decide_in_chat │ withdraw_in_chat │ ticket_change │ point_to_page │ proposal_status │ nothing_pending │ small_talk │ repeat_step │ ticket_details → done   requests.py
+    answer_request: decide_in_chat │ withdraw_in_chat │ ticket_change │ restock_advice │ point_to_page │ proposal_status │ nothing_pending │ small_talk │ repeat_step │ ticket_details → done   requests.py
     pending_action_node → done (a slot filled)           propose.py
     ├ out of scope → refuse → done                       refusals.py
     ├ action → action_node → done                        propose.py

@@ -137,7 +137,41 @@ def ticket_change(state: AgentState) -> None:
     state.answer = change_ticket_in_chat(user=state.user, proposal_id=pk, value=state.route.target["value"])
 
 
-HANDLERS = {"withdraw_in_chat": withdraw_in_chat, "ticket_change": ticket_change, "small_talk": small_talk, "repeat_step": repeat_step, "ticket_details": ticket_details, "decide_in_chat": decide_in_chat, "proposal_status": proposal_status, "point_to_page": point_to_page,
+def restock_advice(state: AgentState) -> None:
+    """「要补吗」 right after a stock answer: for each product shown, below its safety stock or not,
+    from the same tool run again (the figures may have moved), and how to ask for a restock."""
+    from django.core.exceptions import PermissionDenied, ValidationError
+
+    from core.errors import message_text
+    from ops.tools import run_tool
+
+    target = state.route.target
+    try:
+        rows = run_tool(target["tool"], target["params"], user=state.user, today=state.today).rows
+    except (PermissionDenied, ValidationError) as exc:
+        state.answer = f"查不到刚才的库存：{message_text(exc)}"
+        return
+    lines = []
+    for r in rows[:5]:
+        head = f"{r['store']} {r['product']}在库 {r['on_hand']}{r['unit']}"
+        if r["on_hand"] < r["safety_stock"]:
+            lines.append(f"{head}，低于安全库存 {r['safety_stock']}，建议补 {r['suggested_qty']}{r['unit']}（安全库存 + 近7天销量 − 在库）。")
+        else:
+            cover = f"，约够卖 {r['days_of_cover']} 天" if r.get("days_of_cover") is not None else ""
+            lines.append(f"{head}，不低于安全库存 {r['safety_stock']}{cover}，现在不用补。")
+    if not lines:
+        state.answer = "刚才没有查到需要补的商品。"
+        return
+    offer = state.previous.get("pending_action")
+    if offer and offer.get("offer_lines"):  # the offer still stands for the next 「好」
+        state.pending_action = offer
+        state.answer = "\n".join(lines) + "\n要我按建议量生成补货提案吗？回复「好」生成，店长确认之前不会下单。"
+        return
+    name = rows[0]["product"]
+    state.answer = "\n".join(lines) + f"\n要补的话直接说，比如「补{name} 2箱」，店长确认之前不会下单。"
+
+
+HANDLERS = {"withdraw_in_chat": withdraw_in_chat, "restock_advice": restock_advice, "ticket_change": ticket_change, "small_talk": small_talk, "repeat_step": repeat_step, "ticket_details": ticket_details, "decide_in_chat": decide_in_chat, "proposal_status": proposal_status, "point_to_page": point_to_page,
             "nothing_pending": nothing_pending}
 
 

@@ -6,7 +6,7 @@ from ops.selectors import find_stores_in_text
 
 from .. import vocabulary as vocab
 from ..data_guard import compared_store
-from ..router import BOTH, DATA, POLICY, Route, Turn, route
+from ..router import ACTION, BOTH, DATA, POLICY, Route, Turn, route
 from .follow_up import FOLLOW_UP
 from .state import AgentState
 
@@ -17,6 +17,11 @@ def route_node(state: AgentState) -> None:
                     pending=bool(state.previous.get("pending_action")), steps=len(state.previous.get("steps") or []),
                     ticket=state.previous.get("proposal_kind") == "ticket", answered=bool(state.previous.get("top_document")))
         decision = route(state.resolved_query, state.llm, state.today, turn)
+        offered = bool((state.previous.get("pending_action") or {}).get("offer_lines"))
+        if (vocab.SHOULD_RESTOCK.fullmatch(state.question) and state.previous.get("tool") in vocab.STOCK_TOOLS
+                and (offered or not turn.pending)):  # 「要补吗」 asks; only 「好」 accepts an offer
+            decision = Route(ACTION, "问要不要补：按上一轮查到的库存回答", decision.scores, handler="restock_advice",
+                             target={"tool": state.previous["tool"], "params": state.previous.get("params") or {}})
         prev_intent = state.previous.get("intent")
         if not decision.decided and prev_intent in (DATA, BOTH) and (state.resolved_query != state.question or FOLLOW_UP.search(state.question)):
             decision = Route(DATA, f"追问，沿用上一轮的数据意图（{prev_intent}）", decision.scores)

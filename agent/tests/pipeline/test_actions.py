@@ -616,3 +616,24 @@ def test_a_ticket_asked_for_later_in_the_thread_files_the_complaint_and_only_onc
     other, _ = t.ask("再帮我建个工单 9号桌客人说音乐太吵")  # another complaint is another ticket
     assert other.proposal is not None and other.proposal["id"] != filed.proposal["id"], other.answer
     Proposal.objects.filter(proposed_by=staff).update(status="rejected")
+
+
+def test_asking_whether_to_restock_after_a_stock_answer_is_answered_from_those_figures(staff):
+    # 「青岛还剩多少 够卖几天」→「要补吗」 got the restock rules, and 「要补吗」 said to an offer proposed it.
+    from ops.models import Inventory
+
+    stock = Inventory.objects.select_related("product").get(store__code="GZ-TH", product__name="青岛啤酒")
+    t = Thread(staff)
+    t.ask("天河店青岛还剩多少")
+    advice, _ = t.ask("要补吗")
+    assert advice.intent == "action" and "补卡" not in advice.answer and f"在库 {stock.on_hand}" in advice.answer, advice.answer
+    assert ("现在不用补" in advice.answer) == (stock.on_hand >= stock.safety_stock)
+    assert advice.proposal is None
+    t = Thread(staff)
+    offered = _offered(t)
+    asked, _ = t.ask("要补吗")  # a question, not a yes: the figures, and the offer still stands
+    assert asked.proposal is None and asked.answer.endswith("回复「好」生成，店长确认之前不会下单。"), asked.answer
+    assert all(p.name in asked.answer for p, _ in offered)
+    yes, _ = t.ask("好")
+    assert yes.proposal is not None
+    Proposal.objects.filter(proposed_by=staff).update(status="rejected")
