@@ -486,6 +486,7 @@ def _trend_per_store(d: Draft):
 
 
 # 「按销售额」「按金额排呢」「哪个卖的钱最多」: ranked by sales, not by quantity (it listed by quantity).
+_TOP_N_SAID = re.compile(r"\d|[一二两三四五六七八九十]+(名|个|款|种|位)|前|第一|最")
 BY_REVENUE = re.compile(r"按(销售额|金额|营业额|收入|钱)|(销售额|金额|营业额|收入)(最高|最多|排|前)|卖的?钱最多|赚(钱)?最多")
 BY_QUANTITY = re.compile(r"按(销量|数量|件数|瓶数|杯数)|(销量|数量)(最高|最多|排)")
 
@@ -502,6 +503,8 @@ def _sales_of_a_category(d: Draft):
 
 def _how_many_and_which_category(d: Draft):
     d.params["n"] = d.params.get("n") or top_n(d.question)
+    if d.inherited and d.prev_params.get("n") and not _TOP_N_SAID.search(d.question):
+        d.params["n"] = d.prev_params["n"]  # 「按金额排呢」 after every whisky: still every one
     if BY_REVENUE.search(d.question):
         d.params["by"] = "revenue"
     elif d.inherited and d.prev_params.get("by") and not BY_QUANTITY.search(d.question):

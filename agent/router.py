@@ -210,10 +210,11 @@ def _decides_a_proposal(q: _Asked) -> Route | None:
 def _withdraws_a_proposal(q: _Asked) -> Route | None:
     """「撤回刚才那个工单」「算了先不补了」 right after this thread made a proposal, or 「撤回提案3」: the
     proposer takes it back through the audited service (it was answered from the rule on 撤销核销).
-    A bare 「算了」 takes nothing back (a_reply_to_nothing_asked says what is still waiting)."""
+    A bare 「算了」 takes nothing back (a_reply_to_nothing_asked says what is still waiting), and what
+    someone else cancelled (「客人把外卖取消了」「他说不要了」) is no withdrawal."""
     said = q.turn.said.strip()
     if (len(said) > vocab.WITHDRAW_MAX_CHARS or q.turn.pending or not q.turn.signed_in or not vocab.WITHDRAW_PROPOSAL.search(said)
-            or vocab.ASKS_SOMETHING.search(said) or vocab.NOT_A_PROPOSAL.search(said)):
+            or vocab.ASKS_SOMETHING.search(said) or vocab.NOT_A_PROPOSAL.search(said) or vocab.SOMEONE_ELSE.search(said)):
         return None
     number = vocab.PROPOSAL_NUMBER.search(said)
     pk = next(g for g in number.groups() if g) if number else q.turn.proposal_id
@@ -289,8 +290,16 @@ def _changes_the_ticket(q: _Asked) -> Route | None:
     """「严重程度改成严重」 right after a complaint ticket was proposed: that field, changed on it."""
     if not q.turn.ticket or not q.turn.proposal_id or not (m := vocab.CHANGE_THE_TICKET.fullmatch(q.turn.said)):
         return None
-    return Route(ACTION, f"修改刚提交的客诉工单提案 #{q.turn.proposal_id}：{m.group('value')}", handler="ticket_change",
-                 target={"proposal": q.turn.proposal_id, "value": m.group("value")})
+    from workflow.models import Ticket
+
+    value, field = m.group("value"), m.group("field")
+    severity = value in Ticket.Severity.values
+    if not (severity or value in Ticket.Category.values) or (m.group("verb") == "算" and not field):
+        return None  # 「算其他」 alone, or a value a ticket does not have
+    if field and bool(vocab.SEVERITY_FIELD.search(field)) != severity:
+        value = ""  # 「类别改成严重」: which was meant is asked back
+    return Route(ACTION, f"修改刚提交的客诉工单提案 #{q.turn.proposal_id}：{value or '字段和取值对不上'}", handler="ticket_change",
+                 target={"proposal": q.turn.proposal_id, "value": value})
 
 
 def _details_for_the_ticket(q: _Asked) -> Route | None:

@@ -113,11 +113,16 @@ class Parsed:
         return bool(self.cancel or self.yes or self.store or self.store_problem or self.products or self.qty)
 
 
-def products_in(text: str) -> list[Product]:
-    """Products named by name or alias (青岛、科罗娜、生啤); the longest name wins at a spot."""
-    names = sorted(((n, p) for p in Product.objects.filter(active=True) for n in [p.name, *p.aliases] if n),
-                   key=lambda pair: len(pair[0]), reverse=True)
-    return list(dict.fromkeys(product for _, _, product in longest_first_matches(text, names)))
+def _product_names() -> list[tuple[str, Product]]:
+    """(name or alias, product) of every product on sale, longest name first."""
+    return sorted(((n, p) for p in Product.objects.filter(active=True) for n in [p.name, *p.aliases] if n),
+                  key=lambda pair: len(pair[0]), reverse=True)
+
+
+def products_in(text: str, names: list | None = None) -> list[Product]:
+    """Products named by name or alias (青岛、科罗娜、生啤); the longest name wins at a spot. `names`:
+    _product_names() read once by a caller that looks at several texts."""
+    return list(dict.fromkeys(product for _, _, product in longest_first_matches(text, names or _product_names())))
 
 
 def parse(text: str) -> Parsed:
@@ -149,6 +154,10 @@ def parse(text: str) -> Parsed:
 # The clauses of a reply to a restock offer (「行 不过金汤力补20杯就够了 红牌先不要」).
 _CLAUSES = re.compile(r"[，,。；;！!？?\s]+|不过|但是|另外|其他的?|其余的?")
 _DROP = re.compile(r"不要|不用|不补|别补|先不|去掉|删掉|拿掉|划掉|不需要")
+_DROP_ALL = re.compile(r"\s*(那|那就|算了)?(都|全部|全都)?(先)?(不要|不补|不用补|不需要|别补)(了|吧)*[。！!\s]*")
+_NO_CHANGE = re.compile(r"不用改|不需要改|不改|照旧|按建议|就这样")
+_ASKS_TO_CHANGE = re.compile(r"行吗|行不行|可以吗|可不可以|好吗|好不好|成吗|够吗|够不够")
+_BARE_NUMBER = re.compile(r"(\d+|[零〇一二两三四五六七八九十百]+)\s*$")
 
 
 @dataclass
@@ -162,20 +171,28 @@ class OfferChanges:
 def offer_changes(text: str, lines: list[dict]) -> OfferChanges:
     """A quantity set (「金汤力补20杯就够了」) or a product dropped (「红牌先不要」) per clause, for the
     offered products only. It said 「已按建议量…生成」 and proposed the offer unchanged."""
+    text = text or ""
     by_sku = {line["sku"]: dict(line) for line in lines}
     out = OfferChanges(lines=[dict(line) for line in lines])
-    if vocab.ASKS_SOMETHING.search(text or ""):  # 「金汤力多少钱一杯」 asks; it changes nothing
+    names = _product_names()
+    if vocab.ASKS_SOMETHING.search(text):
+        # 「好的，青岛啤酒补5瓶行吗」 asks for a change: asked back, never proposed unchanged. 「金汤力多少钱一杯」
+        # asks something else: it changes nothing.
+        if _ASKS_TO_CHANGE.search(text) and (_QTY.search(text) or products_in(text, names)):
+            out.unclear = f"是要改数量吗？请直接说改成多少，例如「{_product_name(lines[0])}补{lines[0]['quantity'] // 2 or 1}{lines[0]['unit']}」。"
         return out
     out.lines = []
-    if not products_in(text or "") and _DROP.search(text or "") and not _QTY.search(text or ""):  # 「都不要了」「先不补了」
+    if _DROP_ALL.fullmatch(text):  # 「都不要了」「先不补了」
         out.changed = ["都不补"]
         return out
-    for clause in _segments(text or ""):
-        named = products_in(clause)
+    for clause in _segments(text, names):
+        named = products_in(clause, names)
         qty = _QTY.search(clause)
         if not named:
             if qty:
                 out.unclear = f"「{clause}」是要改哪个商品的数量？请说商品名，例如「{_product_name(lines[0])}改成{qty.group(0)}」。"
+            elif _DROP.search(clause) and not _NO_CHANGE.search(clause):  # 「不用那么多」: of which?
+                out.unclear = f"「{clause}」是要少补哪个商品？请说商品名和数量，例如「{_product_name(lines[0])}补{lines[0]['quantity'] // 2 or 1}{lines[0]['unit']}」。"
             continue
         foreign = [p.name for p in named if p.sku not in by_sku]
         if foreign:
@@ -185,11 +202,13 @@ def offer_changes(text: str, lines: list[dict]) -> OfferChanges:
             for p in named:
                 if by_sku.pop(p.sku, None) is not None:
                     out.changed.append(f"不补{p.name}")
-        elif qty:
+        elif qty or (len(named) == 1 and _BARE_NUMBER.search(clause)):
             if len(named) > 1:
                 out.unclear = f"「{clause}」里有几种商品，请一种一种说数量。"
                 continue
-            product, n, unit = named[0], cn_number(qty.group(1)), qty.group(2)
+            product = named[0]
+            # 「青岛啤酒补20」: no unit, the offered line's own
+            n, unit = (cn_number(qty.group(1)), qty.group(2)) if qty else (cn_number(_BARE_NUMBER.search(clause).group(1)), by_sku[product.sku]["unit"])
             if unit == Product.Unit.CASE and product.case_size <= 1 and product.unit != Product.Unit.CASE:
                 out.unclear = f"{product.name}按{product.unit}卖，没有整箱，请按{product.unit}说数量。"
                 continue
@@ -206,12 +225,10 @@ def offer_changes(text: str, lines: list[dict]) -> OfferChanges:
     return out
 
 
-def _segments(text: str) -> list[str]:
+def _segments(text: str, names: list) -> list[str]:
     """The clauses of a reply, each cut where a product is named: spaces are gone by the time a
     message is read (「金汤力补20杯就够了红牌先不要」), so a clause can hold two changes. What comes
     before the first name stays with it (「不要红牌」), and 「红牌和金汤力都不要」 stays one."""
-    names = sorted(((n, p) for p in Product.objects.filter(active=True) for n in [p.name, *p.aliases] if n),
-                   key=lambda pair: len(pair[0]), reverse=True)
     out: list[str] = []
     for clause in filter(None, _CLAUSES.split(text)):
         starts = sorted(start for start, _, _ in longest_first_matches(clause, names))[1:]
@@ -256,7 +273,8 @@ def start(question: str, *, user, history: list[tuple[str, str]]) -> tuple[Pendi
 
 # What a request to file a ticket says besides the complaint: the request, a 「算了」 or 「那」 before
 # it, and the 「咋办」 of the question it was first asked as.
-_NOT_THE_COMPLAINT = re.compile(r"^(算了|好吧|好的|那|那就|还是)+|(该?怎么办|咋办|咋整|怎么处理|如何处理|怎么弄)[吧啊呀？?。！!]*$|^[吧啊呀了]+$")
+_NOT_THE_COMPLAINT = re.compile(r"^((算了|好吧|好的)|(那就|那|还是)(?=[，,\s]|帮|给|建|登|请|麻烦|$))+"
+                                r"|(该?怎么办|咋办|咋整|怎么处理|如何处理|怎么弄)[吧啊呀？?。！!]*$|^[吧啊呀了]+$")
 
 
 def own_complaint(text: str) -> str:
@@ -272,7 +290,7 @@ def complaint_in_history(history: list[tuple[str, str]]) -> str:
     last one whatever it was: 「那要免单吗」 → 「算了 帮我建个投诉工单吧」 filed 「那要免单吗 算了吧」."""
     for question, _answer in reversed(history):
         said = own_complaint(question)
-        if len(said) >= 5 and (vocab.GUEST_COMPLAINS.search(said) or re.search(r"客人|顾客|客户|\d+\s*号?桌", said)
+        if len(said) >= 5 and (vocab.GUEST_COMPLAINS.search(said) or vocab.SOMEONE_ELSE.search(said)
                                or ticket_category(said) != Ticket.Category.OTHER):
             return said
     return own_complaint(history[-1][0]) if history else ""
@@ -653,6 +671,9 @@ def change_ticket_in_chat(*, user, proposal_id, value: str) -> str:
     from workflow.selectors import proposal_for_status
     from workflow.services import proposal_amend
 
+    if not value:
+        return ("严重程度只能是" + "、".join(Ticket.Severity.values) + "，类别只能是" + "、".join(Ticket.Category.values)
+                + "。请说「严重程度改成严重」或「类别改成食品安全」。")
     proposal = proposal_for_status(user, int(proposal_id)) if str(proposal_id).isdigit() else None
     if proposal is None or proposal.kind != Proposal.Kind.TICKET:
         return "没有找到要修改的客诉工单提案。"

@@ -116,7 +116,7 @@ SIGNALS: tuple[Signal, ...] = (
     # 「帮我补吧」「那就都补上」「再补一次」: the same, said with 补 alone (it was answered from the rule on
     # 补卡, the missed clock-in).
     Signal("要补货", ACTION, r"^\s*(那|那就|就)?(你)?(我要|我想|要|想|帮忙|帮我|给我|麻烦|替我|请)?(再|都|全都|全部|一起)?(申请)?"
-           r"(补货|补上|补一下货?|补点货?|补)(货|上|一下|一次)?\s*(吧|呗|啊|呀|了|去吧)?\s*[。！!]?\s*$", 3),
+           r"(补货|补上|补一下货?|补点货?|补)(货|上|一下|一次)?\s*(吧|呗|啊|呀|去吧)?\s*[。！!]?\s*$", 3),
     Signal("请求建工单", ACTION, TICKET_REQUEST, 3),
     Signal("客诉请求登记", ACTION, FILE_A_COMPLAINT, 3),
 
@@ -208,8 +208,11 @@ DECIDE_THIS = re.compile(rf"\s*(帮我|麻烦)?({_DECIDE_VERBS}|批了?)(一下)
 # 「撤回刚才那个工单」「算了先不补了」「撤回提案3」: the asker takes back a proposal (it was answered
 # from the rule on 撤销核销, a group-buy voucher). Not a question about one, and not another thing
 # that is withdrawn or cancelled (a voucher, an order, a booking).
-WITHDRAW_PROPOSAL = re.compile(r"撤回|撤销|取消|不要了|不补了|别补了|先不补|不用补了|不建了|先不建|别建了?|不用建了?")
-NOT_A_PROPOSAL = re.compile(r"核销|订单|单子|账单|结账|券|会员|储值|积分|退款|发票|预订|预定|订位|包厢|存酒|活动|打卡|排班|请假")
+WITHDRAW_PROPOSAL = re.compile(r"^(算了|那|那就|帮我|我要|我想|还是)*[，,\s]*(撤回|撤销|取消|不要了|不补了|别补了|先不补了?|不用补了|不建了|先不建了?|别建了?|不用建了?)"
+                               r"|(撤回|撤销|取消)(刚才|刚刚|这个|那个|这张)?的?(那个|这个)?(工单|提案|补货单?|补货申请|申请|客诉单|投诉单)")
+NOT_A_PROPOSAL = re.compile(r"核销|订单|单子|账单|那单|结账|券|会员|储值|积分|退款|发票|预订|预定|预约|订位|包厢|存酒|活动|打卡|排班|请假")
+# Someone else, or a table: 「他说不要了」「客人把外卖取消了」 tell what happened, they withdraw nothing.
+SOMEONE_ELSE = re.compile(r"他|她|客人|顾客|客户|对方|那桌|桌号|\d+\s*号?桌")
 WITHDRAW_MAX_CHARS = 20
 
 # 「把26号补货拒了」「12号提案批了吧」: the same, with the number first and the verb after.
@@ -243,11 +246,14 @@ COMPLAINT_DETAIL = re.compile(r"他|她|客人|顾客|对方|那桌|桌号|\d+\s
 # 「要补吗」「需要补货吗」 right after a product's stock: whether to, from those figures (it was answered
 # with the restock rules, or declined as unrelated).
 SHOULD_RESTOCK = re.compile(r"\s*(那|那么)?(现在|这个)?(要|需要|该|用不用|要不要|需不需要|得)(补|补货|补一下|补点)(了)?(吗|么|嘛|不|没)?[？?。！!\s]*")
+# A message that starts from someone or something the previous answer was about (「他朋友说没事让我们接着上」
+# after a drunk guest, 「为啥要问这个」 after the steps, 「他能打印出来给他吗」 after a member's balance).
+REFERS_BACK = re.compile(r"^(他|她|他们|她们|对方|这个|这种|这样|那个|那种|为啥|为什么)")
 # 「严重程度改成严重」「类别改成食品安全」 right after a ticket was proposed: that field of it (it was answered
 # from the rules on severity). The values are the ticket's own.
-_TICKET_VALUES = "一般|较重|严重|酒水品质|食品安全|服务态度|收银结账|环境卫生|会员储值|其他"
-CHANGE_THE_TICKET = re.compile(r"\s*(把)?(这个|刚才的?)?(工单|提案)?(的)?(严重程度|严重性|级别|等级|类别|分类|类型)?\s*"
-                               r"(改成|改为|调成|调到|设为|设成|换成|算)\s*(?P<value>" + _TICKET_VALUES + r")(级|类)?[吧了。！!\s]*")
+CHANGE_THE_TICKET = re.compile(r"\s*(把)?(这个|刚才的?)?(工单|提案)?(的)?(?P<field>严重程度|严重性|级别|等级|类别|分类|类型)?\s*"
+                               r"(?P<verb>改成|改为|调成|调到|设为|设成|换成|算)\s*(?P<value>[\u4e00-\u9fff]{2,4}?)(级|类)?[吧了。！!\s]*")
+SEVERITY_FIELD = re.compile(r"严重程度|严重性|级别|等级")
 CANCEL_A_PROPOSAL = re.compile(r"撤销|撤回|取消|别建|不建|不用建|算了|不要了")
 # 「哪个酒卖得最好」: every kind of alcohol; not 酒吧/酒店 (places), 下酒菜 (food) or 无酒精/不含酒 (soft drinks).
 ANY_ALCOHOL = re.compile(r"(?<!下)(?<!不含)(?<!无)酒(?![吧店馆楼精菜])")
@@ -296,7 +302,7 @@ RESTOCK_A_PRODUCT = re.compile(r"\s*(我要|我想|要|想|帮忙)?(申请)?补�
 # request itself (it was answered from the rule on 补卡, the missed clock-in).
 ACCEPT_RESTOCK_OFFER = re.compile(r"\s*(好|好的|行|嗯)?[，,\s]*(那|那就|就)?(你)?(帮我|给我|麻烦|替我|请)?(都|全都|全部|一起)?"
                                   r"(按(你的?)?建议(的?量)?)?(补|补货|补上|补一下|下单|生成|提交|提一下)(货|上|一下)?(都|全部)?"
-                                  r"\s*(吧|呗|啊|呀|了|去吧)?[。！!\s]*")
+                                  r"\s*(吧|呗|啊|呀|去吧)?[。！!\s]*")
 # A guest's stored bottle (「存的黑牌还有多少」) is not the bar's stock.
 STOCK_LEFT = re.compile(r"^(?![^\n]*(存的|存酒|寄存))[^\n]*?((还有|还剩|剩下?)(多少|几)(?![钱天年次个人客位种])|还有没有货?|还有货|有货吗|有没有货|"
                         r"还有[吗嘛么没]|还剩[吗嘛么])")  # 「科罗娜还有吗」: the router still needs a product named

@@ -21,9 +21,6 @@ _ELLIPTICAL = re.compile(r"^(要不要|需不需要|需要|用不用|还要|还�
 
 
 _ELLIPTICAL_MAX = 10
-# A message that starts from someone or something the previous answer was about (「他朋友说没事让我们接着上」
-# after a drunk guest, 「为啥要问这个」 after the steps): it continues that answer's section.
-REFERS_BACK = re.compile(r"^(他|她|他们|她们|对方|这个|这种|这样|那个|那种|为啥|为什么)")
 
 
 def resolve_follow_up(state: AgentState) -> None:
@@ -40,7 +37,7 @@ def resolve_follow_up(state: AgentState) -> None:
     # 「要不要店长批」 names one thing; 「要不要给客人叫代驾」 (客人, 代驾) is a question of its own.
     elliptical = prev.get("intent") in (POLICY, BOTH) and len(q.rstrip("？?。")) <= _ELLIPTICAL_MAX and _ELLIPTICAL.search(q) \
         and len(_new_words(q)) <= 1
-    refers_back = prev.get("intent") in (POLICY, BOTH) and bool(REFERS_BACK.search(q))
+    refers_back = prev.get("intent") in (POLICY, BOTH) and bool(vocab.REFERS_BACK.search(q))
     if not prev or not (FOLLOW_UP.search(q) or elliptical or refers_back) or len(q) > FOLLOW_UP_MAX_CHARS:
         return
     if prev.get("intent") in (POLICY, BOTH) and prev.get("top_document"):

@@ -2,16 +2,11 @@
 they cover is, or who answers a topic they leave to someone else."""
 from __future__ import annotations
 
-import re
-
 from ops.selectors import find_product_in_text
 
 from .. import vocabulary as vocab
 from ..router import BOTH, DATA, POLICY
 from .state import AgentState
-
-# Someone or something the thread was on (他, 这个 …), or why it was said.
-REFERS_TO_THE_THREAD = re.compile(r"他|她|对方|这个|这样|这种|那个|那样|那种|为啥|为什么")
 
 REFUSAL_TEXT = (
     "抱歉，现有的门店制度文档里没有能回答这个问题的内容，我不能凭空作答。"
@@ -55,7 +50,7 @@ def far_from_domain(state: AgentState) -> bool:
         return False
     # 「他能打印出来给他吗」 right after a member's balance, 「为啥要问这个」 after the steps: about what the
     # thread was on, not out of the store's world (they were declined as 与门店运营无关).
-    if state.previous.get("intent") in (POLICY, BOTH, DATA) and REFERS_TO_THE_THREAD.search(state.question):
+    if state.previous.get("intent") in (POLICY, BOTH, DATA) and vocab.REFERS_BACK.search(state.question):
         return False
     return not vocab.about_the_store(state.question) and find_product_in_text(state.question) is None
 

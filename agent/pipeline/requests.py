@@ -40,17 +40,12 @@ def withdraw_in_chat(state: AgentState) -> None:
     what = "补货" if proposal.kind == Proposal.Kind.RESTOCK else "客诉工单"
     if proposal.status == Proposal.Status.WITHDRAWN:
         state.answer = f"{what}提案 #{pk} 已经撤回了。"
-    elif proposal.status != Proposal.Status.PENDING:
-        state.answer = f"{what}提案 #{pk} 已经是「{proposal.get_status_display()}」，不能再撤回。"
-    elif proposal.proposed_by_id != state.user.pk:
-        state.answer = (f"{what}提案 #{pk} 是 {proposal.proposed_by.username} 提交的，只有提交人可以撤回；"
-                        "有权限的人可以在提案卡片上点「拒绝」并写明原因。")
+        return
+    try:  # the service says who may, and audits a refusal as the card's 撤回 does
+        proposal_withdraw(proposal=proposal, user=state.user, reason="在对话里撤回")
+    except (PermissionDenied, ValidationError, Conflict, NotFound) as exc:
+        state.answer = f"没能撤回{what}提案 #{pk}：{message_text(exc)}"
     else:
-        try:
-            proposal_withdraw(proposal=proposal, user=state.user, reason="在对话里撤回")
-        except (PermissionDenied, ValidationError, Conflict, NotFound) as exc:
-            state.answer = f"没能撤回{what}提案 #{pk}：{message_text(exc)}"
-            return
         state.answer = f"已撤回{what}提案 #{pk}，改动记入审计，它不会再等待确认。要重新提交，直接再说一次就行。"
 
 

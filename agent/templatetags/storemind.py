@@ -1,4 +1,5 @@
 """Template helpers for the chat page: clickable citations and readable trace details."""
+import dataclasses
 import json
 import re
 
@@ -257,10 +258,13 @@ def data_view(m) -> dict | None:
         from agent.charts import LINES_WIDTH, WIDE, WIDTH, bar_chart, line_chart, responsive
 
         rows = [d["row"] for d in m.data]
+        chart = spec.chart
+        if (first.get("params") or {}).get("by") == "revenue" and chart.value == "qty":  # bars as the ranking reads
+            chart = dataclasses.replace(chart, value="revenue")
         if spec.chart.series and spec.chart.series in first["row"]:  # one line per store
-            view["chart"] = responsive(line_chart, rows, spec.chart, title=spec.title, narrow=LINES_WIDTH, wide=WIDE["lines"])
+            view["chart"] = responsive(line_chart, rows, chart, title=spec.title, narrow=LINES_WIDTH, wide=WIDE["lines"])
         else:
-            view["chart"] = responsive(bar_chart, rows, spec.chart, title=spec.title, narrow=WIDTH, wide=WIDE["bar"])
+            view["chart"] = responsive(bar_chart, rows, chart, title=spec.title, narrow=WIDTH, wide=WIDE["bar"])
     return view
 
 

@@ -637,3 +637,34 @@ def test_asking_whether_to_restock_after_a_stock_answer_is_answered_from_those_f
     yes, _ = t.ask("好")
     assert yes.proposal is not None
     Proposal.objects.filter(proposed_by=staff).update(status="rejected")
+
+
+def test_what_others_cancelled_and_agreeing_replies_change_no_proposal():
+    # The review's cases: each read as a withdrawal, a dropped offer or a request.
+    from datetime import date
+
+    from agent import slots
+    from agent.router import Turn, route_by_rules
+    from ops.models import Product
+
+    for said in ("客人说菜不要了", "他说不要了", "对方说取消", "客人把外卖取消了", "客人取消预约了", "撤销3号桌的那单", "提案可以撤回吗"):
+        route = route_by_rules(said, date(2026, 12, 4), Turn(said, proposal_id="12", ticket=True))
+        assert route.handler != "withdraw_in_chat", said
+    for said in ("撤回刚才那个工单", "算了先不补了", "撤回"):
+        assert route_by_rules(said, date(2026, 12, 4), Turn(said, proposal_id="12")).handler == "withdraw_in_chat", said
+    for said in ("补了", "都补了", "补上了"):  # done, not asked for
+        assert route_by_rules(said, date(2026, 12, 4), None).intent != "action", said
+    products = list(Product.objects.filter(name__in=["青岛啤酒", "科罗娜啤酒"]).order_by("name"))
+    lines = [{"sku": p.sku, "quantity": 10, "unit": p.unit, "reason": "r"} for p in products]
+    for agreeing in ("行，不用改了，就按建议", "好，不需要改"):
+        changes = slots.offer_changes(agreeing, lines)
+        assert changes.lines == lines and not changes.changed and not changes.unclear, agreeing
+    for unclear in ("好 不过不用那么多", "好的，青岛啤酒补5瓶行吗"):
+        changes = slots.offer_changes(unclear, lines)
+        assert changes.unclear and not changes.changed, unclear
+    changes = slots.offer_changes("青岛啤酒补20", lines)  # no unit: the line's own
+    assert [line["quantity"] for line in changes.lines if line["sku"] == products[1].sku] == [20], changes
+    assert slots.offer_changes("都不要了", lines).changed == ["都不补"]
+    assert slots.own_complaint("那桌客人投诉菜里有头发，帮我建个工单") == "那桌客人投诉菜里有头发"
+    assert slots.own_complaint("还是那个客人说酒是假的 帮我建个工单") == "还是那个客人说酒是假的"
+    assert slots.own_complaint("算了 帮我建个投诉工单吧") in ("", "吧")

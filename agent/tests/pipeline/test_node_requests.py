@@ -143,6 +143,13 @@ def test_a_ticket_s_severity_or_category_is_changed_in_chat_right_after_it_was_p
     assert (payload["severity"], payload["category"]) == ("严重", "食品安全"), moved.answer
     same, _, _ = chat_ask(user=manager, query="改成严重", thread_id="ticket-change")
     assert "已经是「严重」" in same.answer
+    crossed, _, _ = chat_ask(user=manager, query="类别改成一般", thread_id="ticket-change")  # a severity named as a category
+    assert crossed.answer.startswith("严重程度只能是") and Proposal.objects.get(pk=pk).payload["severity"] == "严重"
+    from datetime import date
+
+    from agent.router import Turn, route_by_rules
+
+    assert route_by_rules("算其他", date(2026, 12, 4), Turn("算其他", proposal_id=str(pk), ticket=True)).handler != "ticket_change"
     assert AuditLog.objects.filter(action=AuditLog.Action.AMENDED, target_id=str(pk)).count() == 2
     # Without a ticket just proposed it is not a change of anything.
     alone, _, _ = chat_ask(user=manager, query="严重程度改成严重")
