@@ -500,9 +500,14 @@ def _ask_quantity(t: Turn) -> Step | None:
     products = [t.products[s] for s in t.pending.skus if s not in t.pending.settled]
     names = "、".join(p.name for p in products)
     units = "、".join(sorted({p.unit for p in products}))
+    # 「科罗娜按建议量补」 of a product not below its safety stock: there is no suggestion, and it says so.
+    none = f"{names}现在不低于安全库存，没有建议补货量。" if len(products) == 1 and _BY_SUGGESTION.search(t.pending.started_with) else ""
     if all(p.case_size <= 1 for p in products):  # 精酿IPA by the glass: no case to offer
-        return Step(f"{names}要补多少{units}？", t.pending)
-    return Step(f"{names}要补多少？可以说「补20箱」或「补二十{units}」（一箱按每箱数量折算）。", t.pending)
+        return Step(f"{none}{names}要补多少{units}？", t.pending)
+    return Step(f"{none}{names}要补多少？可以说「补20箱」或「补二十{units}」（一箱按每箱数量折算）。", t.pending)
+
+
+_BY_SUGGESTION = re.compile(r"按(你的?)?建议")
 
 
 def _create_restock(t: Turn) -> Step:

@@ -295,7 +295,7 @@ BARE_QUANTITY = re.compile(r"\s*(那就|就|要|改成|改为|来)?\s*(\d+|[零�
 # 「科罗娜还有多少」「黑方还有没有货」: with a product named, how much of it is left (stock), not a rule.
 # 「补科罗娜」: 补 and a product's name, nothing else (「补签」「补打小票」 name no product).
 # 「科罗娜补一下」「科罗娜按建议量补」: the product first, then 补 (it was answered from the rule on 沽清).
-PRODUCT_TO_RESTOCK = re.compile(r"\s*(那|那个|还有)?(?P<what>[^，。？！\d\s]{1,10}?)(帮我)?(按(你的?)?建议的?(量|数量)?)?补(一下|点|些|一点|一些|上)?(货)?"
+PRODUCT_TO_RESTOCK = re.compile(r"\s*(那|那个|还有)?([^，。？！\d\s]{1,8}?店的?)?(?P<what>[^，。？！\d\s]{1,10}?)(帮我)?(按(你的?)?建议的?(量|数量)?)?补(一下|点|些|一点|一些|上)?(货)?"
                                 r"\s*(吧|呗)?\s*[。！!]?\s*")
 RESTOCK_A_PRODUCT = re.compile(r"\s*(我要|我想|要|想|帮忙)?(申请)?补货?\s*[：:，,\s]*(?P<what>[^，。？！\d\s]{1,10}?)\s*[。！!]?\s*")
 # 「帮我补吧」「那就都补上」「按建议补」 said to 「要我为…生成补货提案吗？」: a yes in the words of the

@@ -668,3 +668,15 @@ def test_what_others_cancelled_and_agreeing_replies_change_no_proposal():
     assert slots.own_complaint("那桌客人投诉菜里有头发，帮我建个工单") == "那桌客人投诉菜里有头发"
     assert slots.own_complaint("还是那个客人说酒是假的 帮我建个工单") == "还是那个客人说酒是假的"
     assert slots.own_complaint("算了 帮我建个投诉工单吧") in ("", "吧")
+
+
+def test_restock_by_the_suggestion_of_a_product_not_low_says_there_is_none(staff):
+    # 「科罗娜按建议量补」 (科罗娜 not below its safety stock) asked for a quantity as if none had been asked for.
+    from ops.models import Inventory
+
+    stock = Inventory.objects.get(store__code="GZ-TH", product__name="科罗娜啤酒")
+    Inventory.objects.filter(pk=stock.pk).update(on_hand=stock.safety_stock + 50)
+    asked, _ = Thread(staff).ask("天河店科罗娜按建议量补")
+    assert asked.answer.startswith("科罗娜啤酒现在不低于安全库存，没有建议补货量。科罗娜啤酒要补多少"), asked.answer
+    plain, _ = Thread(staff).ask("天河店科罗娜补一下")
+    assert plain.answer.startswith("科罗娜啤酒要补多少"), plain.answer
