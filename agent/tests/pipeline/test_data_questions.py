@@ -34,6 +34,17 @@ def test_a_follow_up_builds_on_the_last_plan_that_ran_not_on_a_refused_store():
     assert later.data and later.data[0]["params"]["store"] == "广州天河店" and "福田" not in later.answer
 
 
+def test_a_question_refused_for_its_store_is_asked_of_our_store_next():
+    # 「福田店上周卖了多少」 by a 天河 manager was refused, and 「那我们店呢」 was then asked back
+    # 「想查哪项经营数据？」: the refused question was forgotten, not only its store.
+    manager = make_user("agent_refused_then_ours", role="manager", stores=["GZ-TH"])
+    refused, conv, _ = chat_ask(user=manager, query="福田店上周卖了多少")
+    assert not refused.data and "没有权限查看" in refused.answer
+    ours, _, _ = chat_ask(user=manager, query="那我们店呢", thread_id=conv.thread_id)
+    assert ours.data and ours.data[0]["tool"] == "store_sales", ours.answer
+    assert ours.data[0]["params"]["store"] == "广州天河店" and "上周" in ours.answer and "福田" not in ours.answer
+
+
 @pytest.mark.parametrize("question", ["上周各店外卖销售额对比", "上周哪家店退款最多"])
 def test_a_store_comparison_by_channel_says_it_cannot_split_instead_of_dropping_the_channel(question):
     # Both were answered with the all-channel revenue ranking, as if 外卖 / 退款 had not been said.
