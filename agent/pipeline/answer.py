@@ -2,9 +2,12 @@
 then the guards (citations, rows, mandatory clauses)."""
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 
 from knowledge import answerability
+from knowledge.selectors import titles_closed_to
 from knowledge.text import query_terms
 
 from .. import compose
@@ -96,6 +99,18 @@ def scope_note(citations: list[dict]) -> str:
     return f"注意：{named}。与通用规定不一致时，在这些门店以门店规定为准，拿不准请问店长。"
 
 
+_NAMED_DOCUMENT = re.compile(r"《([^《》\n]{1,128})》")
+
+
+def closed_reference_note(draft: str, audiences) -> str:
+    """A rule that points to a document the reader may not open (「报损金额的审批权限见《店长手册》」
+    to a bartender) left them nowhere: say it is closed to them and who can tell them."""
+    closed = titles_closed_to(_NAMED_DOCUMENT.findall(draft), audiences)
+    if not closed:
+        return ""
+    return f"注意：{'、'.join(f'《{t}》' for t in closed)}只对店长开放，你看不到，这部分请问店长。"
+
+
 def compose_answer(state: AgentState) -> None:
     with state.trace.step("answer") as detail:
         _number_sources(state)
@@ -107,6 +122,7 @@ def compose_answer(state: AgentState) -> None:
         owner = f"制度文档里没有关于{uncovered_words(uncovered)}的规定，{uncovered_owner(uncovered)}。" if uncovered else ""
         parts = [written, note, owner] if written is not None else _extractive(state, detail, note, owner)
         parts.append(scope_note(state.sources.citations))
+        parts.append(closed_reference_note("\n".join(p for p in parts if p), state.audiences))
         draft = "\n".join(p for p in parts if p)
         answer, report = compose.apply_guards(state.question, draft, state.sources, state.tool_result, state.audiences,
                                               mandatory=bool(state.sources.citations))

@@ -31,6 +31,7 @@ from .documents import (
     scope_label,
     section_changes,
     status_of,
+    titles_closed_to,
 )
 from .index import (
     IndexNotReady,
@@ -149,4 +150,5 @@ __all__ = [
     "managed_document",
     "neighbour_sections",
     "status_of",
+    "titles_closed_to",
 ]

@@ -48,6 +48,16 @@ def documents_for(user):
     return (readable | managed).distinct().select_related("current_version").prefetch_related("scope_stores").order_by("title", "pk")
 
 
+def titles_closed_to(titles, visibility) -> list[str]:
+    """Of the document titles an answer names (「见《店长手册》」), those of published documents
+    the reader's audiences do not include: a pointer they cannot follow."""
+    if not titles:
+        return []
+    closed = (Document.objects.filter(title__in=set(titles), current_version__isnull=False, archived_at__isnull=True)
+              .exclude(audience__in=list(visibility.audiences)).values_list("title", flat=True))
+    return [t for t in dict.fromkeys(titles) if t in set(closed)]
+
+
 def scope_label(tokens) -> str:
     """A chunk's scope tokens (knowledge.services.writing.scope_tokens) as a reader names them:
     「广州天河店」, 「深圳的门店」 ('' for every store)."""
