@@ -491,6 +491,25 @@ BY_REVENUE = re.compile(r"按(销售额|金额|营业额|收入|钱)|(销售额|
 BY_QUANTITY = re.compile(r"按(销量|数量|件数|瓶数|杯数)|(销量|数量)(最高|最多|排)")
 
 
+def _best_sellers_of_each_store(d: Draft) -> bool:
+    """「各店上周卖得最好的是什么」「天河店和福田店各自卖得最好的酒」: a ranking per store (the first got
+    the chain's one ranking, the second a comparison of revenue with no product in it)."""
+    if not vocab.EACH_STORE.search(d.question) or "渠道" in d.question:
+        return False
+    return d.tool == TOP_PRODUCTS or (d.tool == COMPARE_STORES and TOP_PRODUCTS in vocab.tool_scores(vocab.match(d.question)))
+
+
+def _per_store_ranking(d: Draft):
+    if d.tool != TOP_PRODUCTS:
+        d.switch(TOP_PRODUCTS, "每家店各自 + ")
+    d.params["by_store"] = True
+    named = [words for words, _ in find_stores_in_text(d.question)]
+    city = city_in_text(d.question)
+    if len(named) >= 2 or city:  # those stores (or the asker's in that city), not every one
+        d.params["stores"] = [*([city] if city else []), *named]
+        d.params["store"] = None
+
+
 def _named_category(question: str) -> str | None:
     return next((c for c in Product.Category.values if c in question), None)
 
@@ -509,6 +528,10 @@ def _how_many_and_which_category(d: Draft):
         d.params["by"] = "revenue"
     elif d.inherited and d.prev_params.get("by") and not BY_QUANTITY.search(d.question):
         d.params["by"] = d.prev_params["by"]
+    if d.inherited and d.prev_params.get("by_store") and not d.params.get("store"):  # 「那上个月呢」 after each store's: still each
+        d.params["by_store"] = True
+        if d.prev_params.get("stores") and not d.params.get("stores"):
+            d.params["stores"] = d.prev_params["stores"]
     if category := _named_category(d.question):
         d.params["category"] = category
         return
@@ -542,6 +565,9 @@ RULES: tuple[Rule, ...] = (
          and names_two_periods(d.question, d.today), _two_periods_of_revenue),
     Rule("against_another_store", lambda d: d.tool is None and bool(d.previous.get("tool")) and compared_store(d.question) is not None,
          _against_another_store),
+    # 「按销售额呢」 right after a ranking: the same ranking by sales (it got the stores' revenue).
+    Rule("ranking_reordered", lambda d: d.previous.get("tool") == TOP_PRODUCTS and len(d.question.strip()) <= SHORT_FOLLOW_UP
+         and bool(BY_REVENUE.search(d.question) or BY_QUANTITY.search(d.question)) and not d.named_product, _keeps_the_last_tool),
     Rule("keeps_the_last_tool", lambda d: d.tool is None and bool(d.previous.get("tool")), _keeps_the_last_tool),
     Rule("keeps_period_and_store", lambda d: d.inherited or (bool(d.previous.get("tool")) and len(d.question.strip()) <= SHORT_FOLLOW_UP
                                                                and not _names_a_period(d.question, d.today)), _keeps_period_and_store),
@@ -568,7 +594,8 @@ RULES: tuple[Rule, ...] = (
          _sales_of_a_category),
     Rule("product_param", lambda d: d.tool in (PRODUCT_SALES, PRODUCT_STOCK, vocab.PRODUCT_DAILY), _product_param),
     Rule("member_key", lambda d: d.tool == MEMBER_BALANCE, _member_key),
-    Rule("store_param", lambda d: d.tool != COMPARE_STORES, _store_param),
+    Rule("best_sellers_of_each_store", _best_sellers_of_each_store, _per_store_ranking),
+    Rule("store_param", lambda d: d.tool != COMPARE_STORES and not d.params.get("stores"), _store_param),
     Rule("stores_compared", lambda d: d.tool == COMPARE_STORES, _stores_compared),
     Rule("comparison_follow_up", lambda d: d.tool == PERIOD_COMPARE and not d.compared, _comparison_follow_up),
     Rule("period_pair", lambda d: d.tool == PERIOD_COMPARE and bool(d.compared), _period_pair),

@@ -39,6 +39,8 @@ CHANGE_FROM_BEFORE = re.compile(r"涨|跌|增长|下降|变化|环比|比上|比
 # per channel: the store's paid total would silently drop the filter.
 CHANNEL_WORDS = re.compile(r"外卖|堂食|团购|渠道|退款|退了|退单|美团|饿了么|抖音|大众点评")
 SHARE = re.compile(r"占比|占多少|占几成|比例|比重")
+# Each store on its own (「各店卖得最好的」「天河和福田各自的热销」), not the stores together or ranked.
+EACH_STORE = re.compile(r"各店|各门店|各个门店|各家店?|每家店?|每个店|每个门店|各自|分别")
 ACROSS_STORES = re.compile(r"各店|各门店|各家|哪(家|间|个门店|个店|个分店)|每家|四家|所有店|所有门店|排名|排行")
 # When two tools score the same, the more specific one wins.
 # 「上周哪天最忙」 asks for a day (daily trend), 「几点最忙」 for an hour: the day wins a tie.

@@ -156,7 +156,7 @@ def _product(call: Call) -> None:
 
 
 def _compared_stores(call: Call) -> None:
-    """`stores`: two or more stores (or cities, standing for the caller's stores in them)."""
+    """`stores`: stores (or cities, standing for the caller's stores in them); two or more to compare."""
     if "stores" not in call.props or call.params.get("stores") is None:
         return
     raw = call.params["stores"]
@@ -179,11 +179,13 @@ def _compared_stores(call: Call) -> None:
             chosen.append(store)
     if "stores" in call.errors:
         return
-    if len(chosen) < 2:
+    if len(chosen) < 2 and call.tool.name == "compare_stores":  # a ranking of products may look at one store
         call.errors["stores"] = [f"你可以查询的门店里，这里只有{chosen[0].name}一家，没有可以对比的门店。" if chosen
                                  else "至少要两家门店才能比较。"]
     else:
         call.kwargs["stores"], call.used["stores"] = chosen, [s.name for s in chosen]
+        if "store" in call.used and call.kwargs.get("store") is None:  # not 「全部门店」: these stores
+            call.used["store"] = store_label(None, chosen)
 
 
 def _member_lookups_over(user) -> str | None:

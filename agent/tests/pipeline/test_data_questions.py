@@ -545,3 +545,31 @@ def test_which_day_is_answered_before_the_days_it_was_read_from(manager):
     # Without 哪天 the line still follows the days.
     plain, _, _ = chat_ask(user=manager, query="上个月每天营业额")
     assert plain.answer.splitlines()[-1].startswith("营业额最高的是"), plain.answer
+
+
+def test_each_stores_best_sellers_are_ranked_store_by_store():
+    # 「各店上周卖得最好的是什么」 got the chain's one ranking labelled 全部门店, and 「天河店和福田店各自卖得最好的
+    # 酒是啥」 a comparison of revenue with no product in it.
+    hq = make_user("agent_each_store_top", role="hq")
+    each, conv, _ = chat_ask(user=hq, query="各店上周卖得最好的是什么")
+    assert each.data and each.data[0]["tool"] == "top_products" and each.data[0]["params"]["by_store"] is True
+    assert len({r["row"]["store"] for r in each.data}) > 1 and "每家店各自排名" in each.answer
+    later, _, _ = chat_ask(user=hq, query="那上个月呢", thread_id=conv.thread_id)
+    assert later.data[0]["params"]["by_store"] is True and "上月" in later.answer  # still store by store
+    two, conv, _ = chat_ask(user=hq, query="上周天河店和福田店各自卖得最好的酒是啥")
+    params = two.data[0]["params"]
+    assert two.data[0]["tool"] == "top_products" and params["stores"] == ["广州天河店", "深圳福田店"] and params["category"] == "酒类"
+    assert {r["row"]["store"] for r in two.data} == {"广州天河店", "深圳福田店"}
+    by_sales, _, _ = chat_ask(user=hq, query="按销售额呢", thread_id=conv.thread_id)
+    params = by_sales.data[0]["params"]
+    assert by_sales.data[0]["tool"] == "top_products" and params["by"] == "revenue" and params["stores"] == ["广州天河店", "深圳福田店"]
+    whole, _, _ = chat_ask(user=hq, query="上周哪家店卖得最好")  # which store: still the stores compared
+    assert whole.data[0]["tool"] == "compare_stores"
+
+
+def test_by_sales_right_after_a_ranking_reorders_the_ranking():
+    # 「上周热销前五」 → 「按销售额呢」 got every store's revenue instead of the ranking by sales.
+    hq = make_user("agent_ranking_by_sales", role="hq")
+    _, conv, _ = chat_ask(user=hq, query="上周热销前五")
+    result, _, _ = chat_ask(user=hq, query="按销售额呢", thread_id=conv.thread_id)
+    assert result.data[0]["tool"] == "top_products" and result.data[0]["params"]["by"] == "revenue" and "销售额前 5" in result.answer

@@ -12,6 +12,7 @@ AFTER_SALES = {"tool": "store_sales", "params": {"store": "广州天河店", "pe
 AFTER_PEAK = {"tool": "hourly_peak", "params": {"store": "广州天河店", "period": LAST_WEEK}}
 AFTER_CHANGE = {"tool": "period_compare", "params": {"store": None, "period": LAST_WEEK,
                                                      "baseline": {"label": "上上周", "start": "2026-11-16", "end": "2026-11-22"}}}
+AFTER_TOP = {"tool": "top_products", "params": {"store": None, "period": LAST_WEEK, "n": 5}}
 AFTER_RANKING = {"tool": "compare_stores", "params": {"stores": ["天河", "福田"], "period": LAST_WEEK}}
 
 # rule: (question, the previous turn's context, the tool planned, a clarifying question asked)
@@ -19,6 +20,7 @@ CASES = {
     "stock_left_of_a_product": ("科罗娜还有多少", None, "product_stock", False),
     "two_periods_of_revenue": ("上周跟上上周比怎么样", None, "period_compare", False),
     "against_another_store": ("跟福田比", AFTER_SALES, "compare_stores", False),
+    "ranking_reordered": ("按销售额呢", AFTER_TOP, "top_products", False),
     "keeps_the_last_tool": ("那福田店呢", AFTER_SALES, "store_sales", False),
     "keeps_period_and_store": ("外卖占多少", AFTER_SALES, "channel_sales", False),
     "only_a_product_named": ("科罗娜", None, None, True),
@@ -37,6 +39,7 @@ CASES = {
     "sales_of_a_category": ("上周威士忌卖了多少", None, "top_products", False),
     "product_param": ("芝华士快没了", None, "product_stock", False),
     "member_key": ("M00012 储值余额还有多少", None, "member_balance", False),
+    "best_sellers_of_each_store": ("天河和福田各自上周卖得最好的酒", None, "top_products", False),
     "store_param": ("库存还够", None, "low_stock", False),
     "stores_compared": ("上周天河跟福田比营业额", None, "compare_stores", False),
     "comparison_follow_up": ("那上个月呢", AFTER_CHANGE, "period_compare", False),

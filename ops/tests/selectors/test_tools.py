@@ -114,6 +114,31 @@ def test_top_products_by_sales_matches_sql_and_rejects_another_order():
     assert exc.value.message_dict["by"] == ["by 只能是：qty、revenue。"]
 
 
+def test_top_products_by_store_ranks_each_named_store_on_its_own_against_sql():
+    # 「各店上周卖得最好的是什么」 got the chain's one ranking: each store's own, as SQL ranks them.
+    result = run_tool("top_products", {"period": "最近30天", "n": 2, "by_store": True, "stores": ["福田", "天河"]}, user=None)
+    p = result.params["period"]
+    lo, hi = day_bounds(date.fromisoformat(p["start"]), date.fromisoformat(p["end"]))
+    expected = []
+    for code in ("SZ-FT", "GZ-TH"):  # the stores in the order they were named
+        expected += sql_one(
+            "SELECT s.name, p.name, SUM(l.qty) q FROM ops_orderline l JOIN ops_order o ON o.id=l.order_id "
+            "JOIN ops_product p ON p.id=l.product_id JOIN ops_store s ON s.id=o.store_id WHERE s.code=%s AND o.status='paid' "
+            "AND o.created_at >= %s AND o.created_at < %s GROUP BY s.name, p.id, p.name ORDER BY q DESC, SUM(l.amount) DESC, p.id LIMIT 2",
+            [code, lo, hi])
+    assert [(r["store"], r["product"], r["qty"]) for r in result.rows] == expected
+    assert [r["rank"] for r in result.rows] == [1, 2, 1, 2]
+    assert result.params["stores"] == ["深圳福田店", "广州天河店"] and result.params["store"] == "深圳福田店、广州天河店"
+    assert "（每家店各自排名）" in result.summary and "广州天河店：1. " in result.summary
+    every = run_tool("top_products", {"period": "最近30天", "n": 1, "by_store": True}, user=None)
+    assert [r["store"] for r in every.rows] == list(Store.objects.order_by("code").values_list("name", flat=True))
+    together = run_tool("top_products", {"period": "最近30天", "n": 2, "stores": ["福田", "天河"]}, user=None)
+    assert "store" not in together.rows[0] and len(together.rows) == 2  # without by_store: the two stores as one
+    with pytest.raises(ValidationError) as exc:
+        run_tool("top_products", {"period": "上周", "by_store": "yes"}, user=None)
+    assert "by_store" in exc.value.message_dict
+
+
 def test_compare_stores_ranks_by_revenue_and_shares_sum_to_100():
     result = run_tool("compare_stores", {"period": "上周"}, user=None)
     revenues = [r["revenue"] for r in result.rows]
