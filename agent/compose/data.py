@@ -157,7 +157,11 @@ def extractive_data_answer(tool_result: ToolResult, sources: Sources, question: 
     if best_day in after:
         after.remove(best_day)
         lines.append(best_day)
-    lines += [f"- {fmt(d['row'])} [{d['ref']}]" for d in sources.data]
+    if len(sources.data) == 1 and lines[0] == tool_result.summary and row_key(tool_result.tool, sources.data[0]["row"]) in lines[0]:
+        # A one-sentence summary of the one row (a member's balance) already says it: cited, not said twice.
+        lines[0] = f"{lines[0]} [{sources.data[0]['ref']}]"
+    else:
+        lines += [f"- {fmt(d['row'])} [{d['ref']}]" for d in sources.data]
     return "\n".join(lines + after)
 
 

@@ -69,6 +69,7 @@ class AgentState:
     on_delta: Any = None  # called with each piece of an LLM-written answer as it arrives (the chat page streams it)
     resolved_query: str = ""
     follow_up_alone: str = ""  # a follow-up's new thing on its own (「换桶」 of 「那换桶呢」): searched beside the resolved query
+    data_subject: str = ""  # what the last data answer was about (「会员储值余额」), for a rules question about it
     route: Route | None = None
     plan: DataPlan | None = None
     tool_result: ToolResult | None = None
@@ -94,8 +95,10 @@ class AgentState:
     def rules_query(self) -> str:
         """What the rules are searched and judged with: the resolved question with a member's
         number or phone read as 「会员」 / 「手机号」 (the data tools get the number itself).
-        「帮我查下M00010最近消费了啥」 was refused for want of a rule about 「m00010」."""
-        return vocab.as_rule_words(self.resolved_query)
+        「帮我查下M00010最近消费了啥」 was refused for want of a rule about 「m00010」. A question about
+        the figures just given (「他能打印出来给他吗」 after a member's balance) is searched with what
+        they were about."""
+        return vocab.as_rule_words(f"{self.data_subject} {self.resolved_query}".strip())
 
     @property
     def index(self):

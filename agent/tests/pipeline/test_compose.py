@@ -13,7 +13,7 @@ def test_a_one_sentence_summary_is_not_followed_by_a_colon():
            "bonus_balance": 167.0, "total_balance": 967.0}
     result = ToolResult("member_balance", {}, [row], "会员 M00002（王*）储值本金 ¥800.00，赠送余额 ¥167.00，合计 ¥967.00。", list(row))
     answer = extractive_data_answer(result, Sources(data=[{"ref": "D1", "row": row}]))
-    assert answer.splitlines()[0] == result.summary and "。：" not in answer
+    assert answer == f"{result.summary} [D1]" and "。：" not in answer  # said once, cited
 
 
 def test_the_busiest_hours_lead_the_hourly_answer():

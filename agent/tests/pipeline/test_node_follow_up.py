@@ -104,3 +104,23 @@ def test_a_message_about_whom_the_thread_was_on_continues_it_and_is_never_declin
     # Out of the store's world in a thread is still declined in a line.
     weather, _, _ = chat_ask(user=staff, query="今天天气怎么样", thread_id=conv.thread_id)
     assert weather.intent == "out_of_scope"
+
+
+def test_a_rules_question_about_the_figures_just_given_is_searched_with_what_they_were_about(staff):
+    # 「他能打印出来给他吗」 after a member's balance was searched alone and refused, though the
+    # membership rules say 「店员只能口头告知余额，不得打印或拍照」.
+    _, conv, _ = chat_ask(user=staff, query="帮我查下会员M00012的余额")
+    printed, _, _ = chat_ask(user=staff, query="他能打印出来给他吗", thread_id=conv.thread_id)
+    assert not printed.refused and "不得打印" in printed.answer, printed.answer
+    assert printed.citations[0]["section_path"].endswith("会员卡遗失与余额查询")
+
+
+def test_a_members_balance_is_said_once():
+    # The balance was said in the summary and again in a row line below it.
+    from agent.compose import extractive_data_answer, number_sources
+    from ops.tools import run_tool
+
+    result = run_tool("member_balance", {"member": "M00012"}, user=None)
+    sources = number_sources([], result)
+    answer = extractive_data_answer(result, sources, "M00012 还剩多少钱")
+    assert answer.count("M00012") == 1 and answer.endswith("[D1]") and "\n" not in answer, answer
