@@ -26,7 +26,7 @@ from .documents import (
 )
 from .models import Chunk, Document, DocumentVersion, IndexMeta, SectionAlias
 from .parsing import FileRejected, Section, files_in
-from .selectors import document_file_for, documents_for, section_changes, status_of
+from .selectors import changes_baseline, document_file_for, documents_for, section_changes, status_of
 from .services import generated_alias_delete
 from .tasks import ingest_corpus_task
 
@@ -209,8 +209,11 @@ class DocumentAdmin(ReadOnlyAdmin):
                 return redirect("admin:knowledge_documentversion_preview", version.pk)
         if request.htmx and request.GET.get("part") == "status":
             return TemplateResponse(request, "admin/knowledge/document/_status.html", {"version": version})
-        changes = section_changes(version)
-        sections = [{"index": i, **s, "changes": changes.get(i)} for i, s in enumerate(version.sections)]
+        baseline = changes_baseline(version)
+        changes = section_changes(version, baseline) if baseline else {}
+        against = (f"在用的版本 v{baseline.number}" if baseline.pk == version.document.current_version_id else f"上一版 v{baseline.number}") \
+            if baseline else ""
+        sections = [{"index": i, **s, "changes": changes.get(i), "changes_against": against} for i, s in enumerate(version.sections)]
         chunks = len(chunk_sections(version.title, [Section.from_dict(s) for s in version.sections]))
         scope = (version.meta or {}).get("scope") or {}
         context = self._context(request, title=f"《{version.title}》v{version.number}", version=version, document=version.document,

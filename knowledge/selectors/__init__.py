@@ -22,6 +22,7 @@ from .channels import (
 )
 from .documents import (
     aliases_with_status,
+    changes_baseline,
     document_detail,
     document_file_for,
     document_summary,
@@ -143,6 +144,7 @@ __all__ = [
     "snapshot_every_section",
     "words_the_corpus_uses",
     "aliases_with_status",
+    "changes_baseline",
     "document_detail",
     "document_file_for",
     "document_summary",

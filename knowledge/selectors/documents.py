@@ -168,12 +168,23 @@ def neighbour_sections(document_id: int, section_path: str) -> list[str]:
     return [p for p in (paths[i + 1] if i + 1 < len(paths) else None, paths[i - 1] if i > 0 else None) if p]
 
 
-def section_changes(version) -> dict[int, list[dict]]:
-    """For each section of `version` whose text differs from the same section (by heading path)
-    of the version in use, the lines that changed: removed and added, each as segments with the
-    characters that differ marked. The preview said 「修改 2 节」 and left the reader to find
-    0.25 → 0.28 兆帕 in the text."""
+def changes_baseline(version):
+    """What a version's preview marks its changes against: a draft newer than the version in use,
+    against that one (what publishing it would change); the version in use or an older one,
+    against the version before it (what it changed). An old version was compared with the one in
+    use, and showed the later edits as its own, backwards."""
     current = version.document.current_version
+    if current is not None and current.pk != version.pk and version.number > current.number:
+        return current
+    return version.document.versions.filter(number__lt=version.number).order_by("-number").first()
+
+
+def section_changes(version, against=None) -> dict[int, list[dict]]:
+    """For each section of `version` whose text differs from the same section (by heading path)
+    of `against` (by default `changes_baseline`), the lines that changed: removed and added, each
+    as segments with the characters that differ marked. The preview said 「修改 2 节」 and left the
+    reader to find 0.25 → 0.28 兆帕 in the text."""
+    current = against if against is not None else changes_baseline(version)
     if current is None or current.pk == version.pk:
         return {}
     before = {tuple(s["path"]): s.get("text", "") for s in current.sections}

@@ -100,9 +100,27 @@ def test_a_new_versions_preview_marks_what_changed_in_each_section(hq):
     changed = {**SOP, "一、冰块管理": SOP["一、冰块管理"].replace("4 小时", "3 小时")}
     r2 = hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(docx("冰块与果汁规范", changed))], "audience": "staff"})
     page = hq.get(r2["Location"]).content.decode()
-    assert "修改 1 节" in page and "与在用的版本相比改动的行" in page
+    assert "修改 1 节" in page and "与在用的版本 v1 相比改动的行" in page
     assert '<div class="removed">− 雪峰制冰机' in page and "<mark>4</mark>" in page and "<mark>3</mark>" in page
     assert page.count('class="section-changes"') == 1  # the unchanged section shows none
+
+
+def test_an_older_versions_preview_is_not_compared_with_a_later_one(hq):
+    # Once v2 was live, v1's preview listed v2's 3 小时 as removed and its own 4 小时 as added:
+    # the later edit shown backwards, as if v1 had made it.
+    r = hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(docx("冰块与果汁规范", SOP))], "audience": "staff"})
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        hq.post(r["Location"], {"action": "publish"})
+    changed = {**SOP, "一、冰块管理": SOP["一、冰块管理"].replace("4 小时", "3 小时")}
+    r2 = hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(docx("冰块与果汁规范", changed))], "audience": "staff"})
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        hq.post(r2["Location"], {"action": "publish"})
+    first = hq.get(r["Location"]).content.decode()
+    assert 'class="section-changes"' not in first  # v1 changed nothing: it came first
+    live = hq.get(r2["Location"]).content.decode()
+    assert "与上一版 v1 相比改动的行" in live and '<div class="removed">− 雪峰制冰机' in live
+    removed = live.split('<div class="removed">', 1)[1].split("</div>", 1)[0]
+    assert "<mark>4</mark>" in removed and "<mark>3</mark>" not in removed
 
 
 def test_a_word_table_is_previewed_as_a_table_not_pipes(hq):
