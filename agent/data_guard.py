@@ -272,6 +272,10 @@ def _asks_for_a_change(d: Draft) -> bool:
         and bool(vocab.PERIOD_CHANGE.search(d.question))
 
 
+# 「比上上个月涨了还是跌了」「跟上上周比呢」 right after a figure: that figure's period against the one named.
+_AGAINST_THE_NAMED = re.compile(r"\s*(比|跟|和|与|同)")
+
+
 def _two_periods(d: Draft):
     # 「上周跟上上周比涨了还是跌了」: two periods side by side; one period and 环比 / 涨了还是跌了:
     # it against the one before it. (Two stores and 对比 stay a store comparison.)
@@ -288,9 +292,10 @@ def _two_periods(d: Draft):
             # 「这周比上周」: three days against last week's same three. Not when 同期 was said: 「上个月同期
             # 跟这个月比」 on the 30th was compared with the whole of October.
             d.compared[1] = previous_period(d.compared[0])
-    elif len(periods) == 1 and vocab.CHANGE_FROM_BEFORE.search(question):
+    elif len(periods) == 1 and vocab.CHANGE_FROM_BEFORE.search(question) \
+            and not (d.prev_params.get("period") and _AGAINST_THE_NAMED.match(question)):
         d.compared = [periods[0], previous_period(periods[0])]
-    elif len(periods) == 1 and d.inherited and (before := d.prev_params.get("period")):
+    elif len(periods) == 1 and (d.inherited or _AGAINST_THE_NAMED.match(question)) and (before := d.prev_params.get("period")):
         # 「上周营业额多少」 → 「跟上上周比呢」: the period just asked about against the one named now
         asked = _period_of(before)
         if (asked.start, asked.end) != (periods[0].start, periods[0].end):

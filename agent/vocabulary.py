@@ -149,7 +149,8 @@ SIGNALS: tuple[Signal, ...] = (
            r"谁的?(客单价|订单数?|单量|客流)[^，。？！]{0,3}(最|高|多|低|少)", 3, COMPARE_STORES),
     Signal("门店排名", DATA, r"排第几|排在第几|排名(?!前)|排个名|(门店|各店|店)[^，。？！]{0,6}(排行|排名)(?!前)|(营业额|业绩|流水|销售额|订单数|单量)(排行|排名)", 3, COMPARE_STORES),
     # 「比较」 compares only with something to compare to; 「比较严重的投诉」 is an adverb.
-    Signal("门店对比", DATA, r"对比|比一比|占比|最赚钱|比较(一下|下|看看)|比较[^，。？！]{0,10}(和|跟|与|哪|谁)|(和|跟|与)[^，。？！]{0,12}比较", 3, COMPARE_STORES),
+    Signal("门店对比", DATA, r"对比|比一比|占比|最赚钱|比较(一下|下|看看)|比较[^，。？！]{0,10}(和|跟|与|哪|谁)|(和|跟|与)[^，。？！]{0,12}比较|"
+           r"(各店|各门店|各家店?|每家店?|几家店|所有店|所有门店)[^，。？！]{0,6}(比|PK)", 3, COMPARE_STORES),
     # 「哪家店最忙」 compares stores (by orders); 「几点最忙」 alone is the hourly peak.
     Signal("哪家最忙", DATA, r"哪(家|间|个)(门店|分店|店)?[^，。？！]{0,4}(最忙|人最多|客人最多|客流最)", 3, COMPARE_STORES),
     Signal("各店", DATA, r"各店|各门店|各家", 1, COMPARE_STORES),

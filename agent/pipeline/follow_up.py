@@ -12,8 +12,8 @@ from ..router import BOTH, DATA, POLICY
 from .state import AgentState
 
 FOLLOW_UP_MAX_CHARS = 20  # longer than this, a question stands on its own
-# 「比前天多还是少」; 「三百块的话」 after a refund rule asks about the same rule at that amount.
-FOLLOW_UP = re.compile(r"^(那|那么|那如果|如果|还有|另外|然后|再问一下)|^比[^，。？！]{1,8}(多|少|好|差|高|低)|[呢]\s*[？?]?$|的话\s*[？?]?$")
+# 「比前天多还是少」「比上上个月涨了还是跌了」; 「三百块的话」 after a refund rule asks about the same rule at that amount.
+FOLLOW_UP = re.compile(r"^(那|那么|那如果|如果|还有|另外|然后|再问一下)|^比[^，。？！]{1,8}(多|少|好|差|高|低|涨|跌|增|减|变化|怎么样|如何|咋样)|[呢]\s*[？?]?$|的话\s*[？?]?$")
 
 
 # A short question that starts by asking whether/who/how long and names no situation of its own

@@ -2,6 +2,7 @@
 an undecided follow-up keeps the previous turn's intent."""
 from __future__ import annotations
 
+from ops.periods import names_two_periods
 from ops.selectors import find_stores_in_text
 
 from .. import vocabulary as vocab
@@ -15,7 +16,8 @@ def route_node(state: AgentState) -> None:
     with state.trace.step("route") as detail:
         turn = Turn(state.question, state.previous.get("proposal_id"), state.user is not None,
                     pending=bool(state.previous.get("pending_action")), steps=len(state.previous.get("steps") or []),
-                    ticket=state.previous.get("proposal_kind") == "ticket", answered=bool(state.previous.get("top_document")))
+                    ticket=state.previous.get("proposal_kind") == "ticket", answered=bool(state.previous.get("top_document")),
+                    after_data=state.previous.get("intent") in (DATA, BOTH) and bool(state.previous.get("tool")))
         decision = route(state.resolved_query, state.llm, state.today, turn)
         offered = bool((state.previous.get("pending_action") or {}).get("offer_lines"))
         if (vocab.SHOULD_RESTOCK.fullmatch(state.question) and state.previous.get("tool") in vocab.STOCK_TOOLS
@@ -31,6 +33,8 @@ def route_node(state: AgentState) -> None:
             decision = Route(DATA, "追问，和另一家门店相比", decision.scores)  # 「上周卖了多少」 → 「跟福田比」
         elif not decision.decided and vocab.STORES_COMPARED.search(state.question) and len(find_stores_in_text(state.question)) >= 2:
             decision = Route(DATA, "两家以上门店相比", decision.scores)  # 「天河跟福田比」 names no figure
+        elif not decision.decided and vocab.FIGURE_COMPARE.search(state.question) and names_two_periods(state.question, state.today):
+            decision = Route(DATA, "两段时间相比（没有指明指标时按营业额）", decision.scores)  # 「这周五跟上周五比怎么样」
         state.route = decision
         detail.update(decision.as_dict())
         if state.resolved_query != state.question:

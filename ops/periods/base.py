@@ -132,8 +132,8 @@ def year_for_month(month: int, today: date, explicit_year: int | None) -> int:
 def finish(start: date, end: date, label: str, today: date, original: str) -> Period:
     if start > end:
         raise PeriodError(f"「{original}」的开始日期晚于结束日期。")
-    if start > today:
-        raise PeriodError(f"「{original}」还没到，没有数据。")
+    if start > today:  # the period by its name: 「本周五和上周五对比一下营业额」 was quoted whole as the date
+        raise PeriodError(f"「{label}」（{start.isoformat()}）还没到，没有数据。")
     return Period(start=start, end=min(end, today), label=label)
 
 

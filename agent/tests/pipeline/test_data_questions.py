@@ -573,3 +573,33 @@ def test_by_sales_right_after_a_ranking_reorders_the_ranking():
     _, conv, _ = chat_ask(user=hq, query="上周热销前五")
     result, _, _ = chat_ask(user=hq, query="按销售额呢", thread_id=conv.thread_id)
     assert result.data[0]["tool"] == "top_products" and result.data[0]["params"]["by"] == "revenue" and "销售额前 5" in result.answer
+
+
+def test_comparisons_said_the_short_way_are_data_questions():
+    # 「各店比一下」 got the stock-count rule; 「比上上个月涨了还是跌了」 after last month's revenue and
+    # 「这周五跟上周五比怎么样」 were declined as 与门店运营无关.
+    hq = make_user("agent_short_comparisons", role="hq")
+    stores, _, _ = chat_ask(user=hq, query="各店比一下上周")
+    assert stores.intent == "data" and stores.data[0]["tool"] == "compare_stores"
+    bare, _, _ = chat_ask(user=hq, query="各店比一下")
+    assert bare.intent == "data" and "哪段时间" in bare.answer  # asked for the period, not answered from the rules
+    manager = make_user("agent_change_follow_up", role="manager", stores=["GZ-TH"])
+    last, conv, _ = chat_ask(user=manager, query="上个月营业额")
+    change, _, _ = chat_ask(user=manager, query="比上上个月涨了还是跌了", thread_id=conv.thread_id)
+    assert change.intent == "data" and change.data[0]["tool"] == "period_compare", change.answer
+    period, baseline = change.data[0]["params"]["period"], change.data[0]["params"]["baseline"]
+    assert period["start"] == last.data[0]["params"]["period"]["start"] and baseline["label"].startswith("上上月")
+    fridays, _, _ = chat_ask(user=manager, query="上周五跟上上周五比怎么样")
+    assert fridays.intent == "data" and fridays.data[0]["tool"] == "period_compare", fridays.answer
+    weather, _, _ = chat_ask(user=manager, query="今天上证指数涨了还是跌了")
+    assert weather.intent == "out_of_scope"  # a rise of something not the store's is still declined
+
+
+def test_a_period_not_yet_come_is_named_by_itself_not_by_the_whole_question():
+    # 「本周五和上周五对比一下营业额」 → 「「本周五和上周五对比一下营业额」还没到，没有数据。」
+    from ops.periods import PeriodError, find_period
+
+    today = date(2026, 12, 8)  # a Tuesday: this Friday is still to come
+    with pytest.raises(PeriodError) as exc:
+        find_period("本周五和上周五对比一下营业额", today)
+    assert str(exc.value) == "「本周五」（2026-12-11）还没到，没有数据。"

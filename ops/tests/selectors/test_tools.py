@@ -580,3 +580,17 @@ def test_stock_below_zero_on_the_books_lasts_no_days_and_the_answer_says_to_coun
     assert rows[0]["velocity_per_day"] > 0 and rows[0]["days_of_cover"] == 0.0
     text = TOOLS["product_stock"].row_sentence(rows[0])
     assert "账面库存为负" in text and "-16" not in text and "约够卖 -" not in text
+
+
+def test_two_periods_of_different_lengths_say_how_the_daily_figure_moved():
+    # 「营业额增加 ¥25,537.00（+19.7%）」 over 30 days against 24 read as growth while each day sold less.
+    from ops.selectors import first_sale_date
+
+    first = first_sale_date()
+    short = {"label": "短", "start": first.isoformat(), "end": (first + timedelta(days=9)).isoformat()}
+    long = {"label": "长", "start": (first + timedelta(days=10)).isoformat(), "end": (first + timedelta(days=39)).isoformat()}
+    result = run_tool("period_compare", {"store": "天河", "period": long, "baseline": short}, user=None)
+    now, before = result.rows
+    per_day = now["revenue"] / now["days"], before["revenue"] / before["days"]
+    word = "增加" if round(per_day[0], 2) > round(per_day[1], 2) else "减少"
+    assert f"按日均算{word} {abs(round(per_day[0], 2) / round(per_day[1], 2) - 1) * 100:.1f}%" in result.summary, result.summary
