@@ -155,3 +155,15 @@ def test_a_short_opening_question_is_not_refused_for_a_bank_question_that_shares
     assert all(b.q != "创始人开店之前是做什么的" for b in negative_bank())
     result, _ = answer_question("开店要做什么", user=staff)
     assert not result.refused and result.citations[0]["document"] == "开店与闭店流程", result.answer
+
+
+def test_checking_a_young_guests_id_is_the_age_check_not_lost_property(staff):
+    # 「看着像未成年要不要查身份证」 got the lost-and-found rule: the demo corpus's synonym list read
+    # 身份证 as a 贵重物品 (a lost guest's valuables), and searched for those.
+    from knowledge.text import query_terms
+
+    assert "贵重物品" not in query_terms("看着像未成年要不要查身份证")
+    assert "贵重物品" in query_terms("客人手机落在包厢了")  # a phone left behind still is one
+    result, _ = answer_question("看着像未成年要不要查身份证", user=staff)
+    assert result.citations[0]["section_path"].endswith("查验年龄"), result.answer
+    assert "查验身份证" in result.answer
