@@ -29,6 +29,10 @@ def _sheet_sections(name: str, rows: list[list[str]], warnings: list[str]) -> li
     rows = [r for r in rows if any(c for c in r)]
     if not rows:
         return []
+    if all(sum(1 for c in r if c) == 1 for r in rows):
+        # A sheet of notes, one sentence a row (a 「说明」 sheet): prose, not a one-column table (it
+        # was 「| 超过保质期的酒水必须倒掉… |\n|---|」, a table whose only row is its header).
+        return [Section(path=[name], lines=[next(c for c in r if c) for r in rows])]
     header_at = next((i for i, r in enumerate(rows) if sum(1 for c in r if c) >= 2), 0)
     header, body = rows[header_at], rows[header_at + 1 :]
     q = next((i for i, h in enumerate(header) if _QUESTION.match(h.strip())), None)

@@ -170,6 +170,19 @@ def test_xlsx_sheets_are_sections_with_their_header_row_and_merged_cells_filled(
     assert "| 退款 | 50–200 元 | 店长 |" in sections["审批权限"].text  # the merged 退款 repeated
 
 
+def test_a_sheet_of_one_sentence_a_row_is_prose_not_a_table():
+    # A 「说明」 sheet holding one sentence was stored as 「| 超过保质期的酒水必须倒掉… |\n|---|」: a
+    # table whose only row is its header, shown in chat with a body row reading 「---」.
+    def build(wb):
+        ws = wb.active
+        ws.title = "说明"
+        ws.append(["超过保质期的酒水必须倒掉，并在损耗表登记。"])
+        ws.append([None, "开瓶后写上日期。"])
+
+    section = by_heading(parse_file("开瓶酒水.xlsx", xlsx_bytes(build)))["说明"]
+    assert section.text == "超过保质期的酒水必须倒掉，并在损耗表登记。\n开瓶后写上日期。" and "|" not in section.text
+
+
 def test_a_question_answer_sheet_becomes_one_section_per_question_with_it_as_an_alias():
     def build(wb):
         ws = wb.active
