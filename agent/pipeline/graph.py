@@ -94,6 +94,11 @@ def context_for_next_turn(state: AgentState) -> dict:
         ctx["tool"], ctx["params"] = state.plan.tool, {k: v for k, v in state.plan.params.items() if k != "store"}
     elif state.previous.get("tool") and state.route and state.route.intent in (DATA, BOTH):
         ctx["tool"], ctx["params"] = state.previous["tool"], state.previous.get("params")
+    elif state.previous.get("tool") and not state.previous.get("tool_kept"):
+        # One turn about something else between two data questions (「上个月卖了多少」, a question the
+        # rules answered, then 「按销售额呢」): the figures' period and stores stay for one turn. The
+        # follow-ups after it were each asked 「请问要查哪段时间？」.
+        ctx["tool"], ctx["params"], ctx["tool_kept"] = state.previous["tool"], state.previous.get("params"), True
     if state.pending_action:
         ctx["pending_action"] = state.pending_action
     if state.proposal and state.proposal.get("id"):

@@ -603,3 +603,18 @@ def test_a_period_not_yet_come_is_named_by_itself_not_by_the_whole_question():
     with pytest.raises(PeriodError) as exc:
         find_period("本周五和上周五对比一下营业额", today)
     assert str(exc.value) == "「本周五」（2026-12-11）还没到，没有数据。"
+
+
+def test_one_rules_question_between_two_data_questions_keeps_the_figures_period():
+    # 上个月卖了多少 → a question the rules answered → 「按销售额排个名」 was asked 「请问要查哪段时间？」.
+    hq = make_user("agent_period_across_a_rule", role="hq")
+    _, conv, _ = chat_ask(user=hq, query="上个月卖了多少")
+    rule, _, _ = chat_ask(user=hq, query="客人喝多了怎么办", thread_id=conv.thread_id)
+    assert rule.intent == "policy"
+    ranked, _, _ = chat_ask(user=hq, query="按销售额排个名", thread_id=conv.thread_id)
+    assert ranked.data and ranked.data[0]["params"]["period"]["label"] == "上月", ranked.answer
+    # Only for one turn: two questions about something else later, the period is asked again.
+    chat_ask(user=hq, query="客人喝多了怎么办", thread_id=conv.thread_id)
+    chat_ask(user=hq, query="开店流程", thread_id=conv.thread_id)
+    later, _, _ = chat_ask(user=hq, query="每家店卖得最好的是啥", thread_id=conv.thread_id)
+    assert "哪段时间" in later.answer and not later.data
