@@ -26,7 +26,7 @@ from .documents import (
 )
 from .models import Chunk, Document, DocumentVersion, IndexMeta, SectionAlias
 from .parsing import FileRejected, Section, files_in
-from .selectors import changes_baseline, document_file_for, documents_for, section_changes, status_of
+from .selectors import changes_baseline, document_file_for, documents_for, edits_undone, section_changes, status_of
 from .services import generated_alias_delete
 from .tasks import ingest_corpus_task
 
@@ -217,7 +217,7 @@ class DocumentAdmin(ReadOnlyAdmin):
         chunks = len(chunk_sections(version.title, [Section.from_dict(s) for s in version.sections]))
         scope = (version.meta or {}).get("scope") or {}
         context = self._context(request, title=f"《{version.title}》v{version.number}", version=version, document=version.document,
-                                sections=sections, chunk_estimate=chunks, error=error, scope=scope,
+                                sections=sections, chunk_estimate=chunks, error=error, scope=scope, edits_undone=edits_undone(version),
                                 live_scope=document_scope(version.document).as_dict() if version.document.current_version_id else None,
                                 versions=version.document.versions.order_by("-number"), **self._scope_choices(request))
         return TemplateResponse(request, "admin/knowledge/document/preview.html", context, status=400 if error else 200)

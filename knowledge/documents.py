@@ -274,6 +274,11 @@ def _edit(*, version: DocumentVersion, user, section: int | None = None, heading
         version.meta = {**version.meta, "scope": new.as_dict()}
     if not after:
         return version
+    if "text" in after or "heading" in after:
+        # Which sections a person corrected here: a later upload of the same file that does not
+        # carry the correction would undo it (selectors.edits_undone says so in its preview).
+        edited = " > ".join(sections[section]["path"])
+        version.meta = {**version.meta, "edited_sections": [*[p for p in version.meta.get("edited_sections", []) if p != edited], edited]}
     version.sections = sections
     current = version.document.current_version
     version.diff = sections_diff(current.sections if current and current.pk != version.pk else [], sections)

@@ -15,7 +15,16 @@ from core.validation import as_read, known_query, reject_unknown, strict_positiv
 
 from ..documents import document_delete, document_publish, document_scope_set, document_upload
 from ..models import Document, DocumentVersion
-from ..selectors import IndexNotReady, document_detail, document_file_for, document_summary, documents_for, managed_document, search
+from ..selectors import (
+    IndexNotReady,
+    document_detail,
+    document_file_for,
+    document_summary,
+    documents_for,
+    edits_undone,
+    managed_document,
+    search,
+)
 
 MAX_QUERY = 500
 
@@ -110,17 +119,21 @@ def _document_fields() -> dict:
         "can_manage": serializers.BooleanField()}
 
 
+def _edits_undone_out():
+    return serializers.ListField(child=serializers.CharField(), help_text="在用版本里后台改过、这一版又不一样的节：发布会把那些修改改回去")
+
+
 UploadOut = inline_serializer("DocumentUploaded", {
     "id": serializers.IntegerField(help_text="文档 id（发布、查询都用它）"), "version": serializers.IntegerField(),
     "status": serializers.CharField(help_text=STATUS_HELP), "title": serializers.CharField(),
     "sections": serializers.ListField(child=_section_out()), "warnings": serializers.ListField(child=serializers.CharField()),
-    "diff": _diff_out()})
+    "diff": _diff_out(), "edits_undone": _edits_undone_out()})
 VersionOut = inline_serializer("DocumentVersionSummary", {
     "version": serializers.IntegerField(), "status": serializers.CharField(help_text=STATUS_HELP),
     "status_label": serializers.CharField(), "file": serializers.CharField(), "kind": serializers.CharField(),
     "sections": serializers.IntegerField(), "chunks": serializers.IntegerField(), "progress": serializers.IntegerField(),
     "error": serializers.CharField(), "uploaded_at": serializers.DateTimeField(), "published_at": serializers.DateTimeField(allow_null=True),
-    "diff": _diff_out()})
+    "diff": _diff_out(), "edits_undone": _edits_undone_out()})
 DocumentOut = inline_serializer("Document", _document_fields())
 DocumentListOut = inline_serializer("DocumentListItem", _document_fields(), many=True)
 DocumentDetailOut = inline_serializer("DocumentDetail", {
@@ -180,7 +193,8 @@ class DocumentsView(APIView):
                                   cities=_csv(request.data.get("cities")), document=document)
         created = not getattr(version, "replayed", False)  # the same file again: that version, 200 (counting rows raced other uploads)
         body = {"id": version.document_id, "version": version.number, "status": version.status, "title": version.title,
-                "sections": [{"index": i, **s} for i, s in enumerate(version.sections)], "warnings": version.warnings, "diff": version.diff}
+                "sections": [{"index": i, **s} for i, s in enumerate(version.sections)], "warnings": version.warnings, "diff": version.diff,
+                "edits_undone": edits_undone(version)}
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 

@@ -90,7 +90,8 @@ def document_summary(document: Document, user) -> dict:
 def _version_summary(v) -> dict:
     return {"version": v.number, "status": v.status, "status_label": v.get_status_display(), "file": v.original_name, "kind": v.kind,
             "sections": sum(1 for s in v.sections if s.get("enabled", True)), "chunks": v.chunks, "progress": v.progress,
-            "error": v.error, "uploaded_at": v.created_at, "published_at": v.published_at, "diff": v.diff}
+            "error": v.error, "uploaded_at": v.created_at, "published_at": v.published_at, "diff": v.diff,
+            "edits_undone": edits_undone(v)}
 
 
 def _readable_or_not_found(user, pk: int) -> Document:
@@ -166,6 +167,19 @@ def neighbour_sections(document_id: int, section_path: str) -> list[str]:
         return []
     i = paths.index(section_path)
     return [p for p in (paths[i + 1] if i + 1 < len(paths) else None, paths[i - 1] if i > 0 else None) if p]
+
+
+def edits_undone(version) -> list[str]:
+    """The sections corrected by hand in the version in use (the preview's edits) that this newer
+    draft has otherwise or not at all: publishing it would undo those corrections. A re-uploaded
+    Word file brought back 12 位客人 where the admin had set 10, and nothing said so."""
+    current = version.document.current_version
+    if current is None or current.pk == version.pk or version.number < current.number:
+        return []
+    edited = (current.meta or {}).get("edited_sections") or []
+    corrected = {" > ".join(s["path"]): s.get("text", "") for s in current.sections}
+    now = {" > ".join(s["path"]): s.get("text", "") for s in version.sections}
+    return [path.split(" > ")[-1] for path in edited if path in corrected and now.get(path) != corrected[path]]
 
 
 def changes_baseline(version):

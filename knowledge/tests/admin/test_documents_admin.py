@@ -175,3 +175,26 @@ def test_a_correction_to_a_section_that_is_not_there_is_a_400_in_place(hq, index
     assert r.status_code == 400 and "<html" not in r.content.decode()
     version.refresh_from_db()
     assert version.sections[0]["path"] == ["一、冰块管理"]
+
+
+def test_a_new_upload_that_would_undo_a_correction_made_here_says_so(hq):
+    # v1 was corrected in the preview (4 → 2 小时) and published; re-uploading the Word file as v2
+    # brought 4 小时 back with nothing but the diff to show it.
+    r = hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(docx("冰块与果汁规范", SOP))], "audience": "staff"})
+    corrected = SOP["一、冰块管理"].replace("4 小时", "2 小时")
+    hq.post(r["Location"], {"action": "section", "index": "0", "heading": "一、冰块管理", "text": corrected, "enabled": "on"})
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        hq.post(r["Location"], {"action": "publish"})
+    changed = {**SOP, "二、鲜榨果汁": SOP["二、鲜榨果汁"] + "\n果汁杯每班清洗一次。"}  # the old 4 小时 still in the file
+    r2 = hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(docx("冰块与果汁规范", changed))], "audience": "staff"})
+    page = hq.get(r2["Location"]).content.decode()
+    assert "在用的 v1 里这些节在后台改过" in page and "发布会把后台的修改改回去：一、冰块管理。" in page
+    v2 = DocumentVersion.objects.get(pk=r2["Location"].rstrip("/").rsplit("/", 1)[-1])
+    detail = Client()
+    detail.force_login(make_user("kb_undone_api", role="hq"))
+    body = detail.get(f"/api/v1/knowledge/documents/{v2.document_id}").json()
+    assert next(v for v in body["versions"] if v["version"] == 2)["edits_undone"] == ["一、冰块管理"]
+    # Carrying the correction, the new file undoes nothing.
+    kept = {**changed, "一、冰块管理": corrected}
+    r3 = hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(docx("冰块与果汁规范", kept))], "audience": "staff"})
+    assert "在后台改过" not in hq.get(r3["Location"]).content.decode()
