@@ -76,6 +76,7 @@ class DataPlan:
     store_words: str = ""  # how the question named the store (「福田店」), for messages that echo it
     note: str = ""  # said after the figures: what the answer could not do as asked
     rules: list[str] = field(default_factory=list)  # the planning rules that fired, in order (RULES)
+    refused: tuple[str, ...] = ()  # the parameters the tool refused (「store」: out of the asker's scope, unknown)
 
     def as_dict(self) -> dict:
         return {"tool": self.tool, "params": self.params, "clarify": self.clarify, "reason": self.reason, "rules": self.rules}
@@ -272,10 +273,6 @@ def _asks_for_a_change(d: Draft) -> bool:
         and bool(vocab.PERIOD_CHANGE.search(d.question))
 
 
-# 「比上上个月涨了还是跌了」「跟上上周比呢」 right after a figure: that figure's period against the one named.
-_AGAINST_THE_NAMED = re.compile(r"\s*(比|跟|和|与|同)")
-
-
 def _two_periods(d: Draft):
     # 「上周跟上上周比涨了还是跌了」: two periods side by side; one period and 环比 / 涨了还是跌了:
     # it against the one before it. (Two stores and 对比 stay a store comparison.)
@@ -292,14 +289,18 @@ def _two_periods(d: Draft):
             # 「这周比上周」: three days against last week's same three. Not when 同期 was said: 「上个月同期
             # 跟这个月比」 on the 30th was compared with the whole of October.
             d.compared[1] = previous_period(d.compared[0])
-    elif len(periods) == 1 and vocab.CHANGE_FROM_BEFORE.search(question) \
-            and not (d.prev_params.get("period") and _AGAINST_THE_NAMED.match(question)):
-        d.compared = [periods[0], previous_period(periods[0])]
-    elif len(periods) == 1 and (d.inherited or _AGAINST_THE_NAMED.match(question)) and (before := d.prev_params.get("period")):
-        # 「上周营业额多少」 → 「跟上上周比呢」: the period just asked about against the one named now
+    elif len(periods) == 1 and (before := d.prev_params.get("period")) and (
+            vocab.AGAINST_THE_NAMED.match(question) or (d.inherited and not vocab.CHANGE_FROM_BEFORE.search(question))):
+        # 「上周营业额多少」 → 「跟上上周比呢」「比上上周涨了吗」: the figure just given (its period and store)
+        # against the period named now; the same period named again: it against the one before it.
         asked = _period_of(before)
         if (asked.start, asked.end) != (periods[0].start, periods[0].end):
             d.compared = sorted([asked, periods[0]], key=lambda p: p.start, reverse=True)
+        else:
+            d.compared = [periods[0], previous_period(periods[0])]
+        d.carried = True
+    elif len(periods) == 1 and vocab.CHANGE_FROM_BEFORE.search(question):
+        d.compared = [periods[0], previous_period(periods[0])]
     if d.compared and (d.tool == COMPARE_STORES or vocab.ACROSS_STORES.search(question)):
         # 「哪家店上周环比涨得最多」: a change per store is not a tool yet; one total would drop the stores.
         return d.plan(COMPARE_STORES, clarify="各门店的环比还不能一次列出。可以一家一家问，比如「天河店上周跟上上周比」，"
@@ -499,7 +500,8 @@ BY_QUANTITY = re.compile(r"按(销量|数量|件数|瓶数|杯数)|(销量|数�
 def _best_sellers_of_each_store(d: Draft) -> bool:
     """「各店上周卖得最好的是什么」「天河店和福田店各自卖得最好的酒」: a ranking per store (the first got
     the chain's one ranking, the second a comparison of revenue with no product in it)."""
-    if not vocab.EACH_STORE.search(d.question) or "渠道" in d.question:
+    each = vocab.EACH_STORE.search(d.question) or ("各自" in d.question and len(find_stores_in_text(d.question)) >= 2)
+    if not each or "渠道" in d.question:
         return False
     return d.tool == TOP_PRODUCTS or (d.tool == COMPARE_STORES and TOP_PRODUCTS in vocab.tool_scores(vocab.match(d.question)))
 
@@ -571,7 +573,8 @@ RULES: tuple[Rule, ...] = (
     Rule("against_another_store", lambda d: d.tool is None and bool(d.previous.get("tool")) and compared_store(d.question) is not None,
          _against_another_store),
     # 「按销售额呢」 right after a ranking: the same ranking by sales (it got the stores' revenue).
-    Rule("ranking_reordered", lambda d: d.previous.get("tool") == TOP_PRODUCTS and len(d.question.strip()) <= SHORT_FOLLOW_UP
+    Rule("ranking_reordered", lambda d: d.previous.get("tool") == TOP_PRODUCTS and d.tool in (None, STORE_SALES, TOP_PRODUCTS)
+         and len(d.question.strip()) <= SHORT_FOLLOW_UP and not vocab.ACROSS_STORES.search(d.question)
          and bool(BY_REVENUE.search(d.question) or BY_QUANTITY.search(d.question)) and not d.named_product, _keeps_the_last_tool),
     Rule("keeps_the_last_tool", lambda d: d.tool is None and bool(d.previous.get("tool")), _keeps_the_last_tool),
     Rule("keeps_period_and_store", lambda d: d.inherited or (bool(d.previous.get("tool")) and len(d.question.strip()) <= SHORT_FOLLOW_UP

@@ -60,7 +60,7 @@ class Turn:
     steps: int = 0  # how many numbered items the previous answer listed (「第二步是啥」 asks for one)
     ticket: bool = False  # the thread's proposal is a complaint ticket (more details of it may follow)
     answered: bool = False  # the previous turn answered from the SOPs
-    after_data: bool = False  # the previous turn answered with figures (「比上上个月涨了还是跌了」 is about them)
+    after_data: bool = False  # the previous turn answered with figures (「比上上个月涨了还是跌了」 set against them)
 
 
 @dataclass
@@ -415,7 +415,7 @@ def _a_rise_of_something_else(q: _Asked) -> Route | None:
     # 「今天上证指数涨了还是跌了」: a rise or a fall of something that is not the store's (no figure,
     # store, member or word of the store's world): no query tool answers it.
     if q.r.is_data and _core_data_signals(q.r) <= {"涨跌"} and not _names_its_subject(q.text) and not vocab.about_the_store(q.text) \
-            and not q.turn.after_data:
+            and not (q.turn.after_data and vocab.AGAINST_THE_NAMED.match(q.turn.said)):
         return Route(OUT_OF_SCOPE, f"与门店运营无关 — 问涨跌，却没有说是门店的哪项数字（{q.why(DATA)}）", q.scores,
                      decline=vocab.DECLINE["与门店无关"])
     return None

@@ -39,8 +39,15 @@ CHANGE_FROM_BEFORE = re.compile(r"涨|跌|增长|下降|变化|环比|比上|比
 # per channel: the store's paid total would silently drop the filter.
 CHANNEL_WORDS = re.compile(r"外卖|堂食|团购|渠道|退款|退了|退单|美团|饿了么|抖音|大众点评")
 SHARE = re.compile(r"占比|占多少|占几成|比例|比重")
-# Each store on its own (「各店卖得最好的」「天河和福田各自的热销」), not the stores together or ranked.
-EACH_STORE = re.compile(r"各店|各门店|各个门店|各家店?|每家店?|每个店|每个门店|各自|分别")
+# Each store on its own (「各店卖得最好的」), not the stores together or ranked; 各自 only with the stores
+# named (「天河和福田各自的热销」): 「啤酒和红酒各自」 is about products.
+EACH_STORE_WORDS = r"各店|各门店|各个门店|各家店?|每家店?|每个店|每个门店"
+EACH_STORE = re.compile(EACH_STORE_WORDS)
+# A short question set against the figure just given (「比上上个月涨了还是跌了」「跟上上周比呢」).
+AGAINST_THE_NAMED = re.compile(r"\s*(比|跟|和|与)")
+# A question about the figures or the person they were about, right after them (「他能打印出来给他吗」
+# after a member's balance): not 「为什么客人喝多了不能再卖酒」, a rule question of its own.
+ABOUT_THE_FIGURES = re.compile(r"^(他|她|对方|这个数|这些数|这笔|这个钱|这钱)")
 ACROSS_STORES = re.compile(r"各店|各门店|各家|哪(家|间|个门店|个店|个分店)|每家|四家|所有店|所有门店|排名|排行")
 # When two tools score the same, the more specific one wins.
 # 「上周哪天最忙」 asks for a day (daily trend), 「几点最忙」 for an hour: the day wins a tie.
@@ -150,7 +157,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("门店排名", DATA, r"排第几|排在第几|排名(?!前)|排个名|(门店|各店|店)[^，。？！]{0,6}(排行|排名)(?!前)|(营业额|业绩|流水|销售额|订单数|单量)(排行|排名)", 3, COMPARE_STORES),
     # 「比较」 compares only with something to compare to; 「比较严重的投诉」 is an adverb.
     Signal("门店对比", DATA, r"对比|比一比|占比|最赚钱|比较(一下|下|看看)|比较[^，。？！]{0,10}(和|跟|与|哪|谁)|(和|跟|与)[^，。？！]{0,12}比较|"
-           r"(各店|各门店|各家店?|每家店?|几家店|所有店|所有门店)[^，。？！]{0,6}(比|PK)", 3, COMPARE_STORES),
+           rf"({EACH_STORE_WORDS}|几家店|所有店|所有门店)[^，。？！]{{0,6}}(比|PK)", 3, COMPARE_STORES),
     # 「哪家店最忙」 compares stores (by orders); 「几点最忙」 alone is the hourly peak.
     Signal("哪家最忙", DATA, r"哪(家|间|个)(门店|分店|店)?[^，。？！]{0,4}(最忙|人最多|客人最多|客流最)", 3, COMPARE_STORES),
     Signal("各店", DATA, r"各店|各门店|各家", 1, COMPARE_STORES),

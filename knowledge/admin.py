@@ -26,7 +26,7 @@ from .documents import (
 )
 from .models import Chunk, Document, DocumentVersion, IndexMeta, SectionAlias
 from .parsing import FileRejected, Section, files_in
-from .selectors import changes_baseline, document_file_for, documents_for, edits_undone, section_changes, status_of
+from .selectors import changes_baseline, changes_label, document_file_for, documents_for, edits_undone, section_changes, status_of
 from .services import generated_alias_delete
 from .tasks import ingest_corpus_task
 
@@ -211,8 +211,7 @@ class DocumentAdmin(ReadOnlyAdmin):
             return TemplateResponse(request, "admin/knowledge/document/_status.html", {"version": version})
         baseline = changes_baseline(version)
         changes = section_changes(version, baseline) if baseline else {}
-        against = (f"在用的版本 v{baseline.number}" if baseline.pk == version.document.current_version_id else f"上一版 v{baseline.number}") \
-            if baseline else ""
+        against = changes_label(version, baseline)
         sections = [{"index": i, **s, "changes": changes.get(i), "changes_against": against} for i, s in enumerate(version.sections)]
         chunks = len(chunk_sections(version.title, [Section.from_dict(s) for s in version.sections]))
         scope = (version.meta or {}).get("scope") or {}

@@ -274,7 +274,7 @@ def _edit(*, version: DocumentVersion, user, section: int | None = None, heading
         version.meta = {**version.meta, "scope": new.as_dict()}
     if not after:
         return version
-    if "text" in after or "heading" in after:
+    if any(k in after and before.get(k) != after[k] for k in ("text", "heading")):  # not a section only switched on or off
         # Which sections a person corrected here: a later upload of the same file that does not
         # carry the correction would undo it (selectors.edits_undone says so in its preview).
         edited = " > ".join(sections[section]["path"])

@@ -108,7 +108,7 @@ def closed_reference_note(draft: str, audiences) -> str:
     closed = titles_closed_to(_NAMED_DOCUMENT.findall(draft), audiences)
     if not closed:
         return ""
-    return f"注意：{'、'.join(f'《{t}》' for t in closed)}只对店长开放，你看不到，这部分请问店长。"
+    return f"注意：{'、'.join(f'《{t}》' for t in closed)}你没有权限查看，这部分请问店长。"
 
 
 def compose_answer(state: AgentState) -> None:

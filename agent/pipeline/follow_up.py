@@ -39,7 +39,7 @@ def resolve_follow_up(state: AgentState) -> None:
     elliptical = prev.get("intent") in (POLICY, BOTH) and len(q.rstrip("？?。")) <= _ELLIPTICAL_MAX and _ELLIPTICAL.search(q) \
         and len(_new_words(q)) <= 1
     refers_back = prev.get("intent") in (POLICY, BOTH) and bool(vocab.REFERS_BACK.search(q))
-    if prev.get("intent") == DATA and prev.get("tool") in TOOLS and vocab.REFERS_BACK.search(q) and len(q) <= FOLLOW_UP_MAX_CHARS:
+    if prev.get("intent") == DATA and prev.get("tool") in TOOLS and vocab.ABOUT_THE_FIGURES.search(q) and len(q) <= FOLLOW_UP_MAX_CHARS:
         # 「他能打印出来给他吗」 right after a member's balance asks a rule about that balance (it was
         # searched alone and refused): the rules are searched with what the figures were about.
         state.data_subject = TOOLS[prev["tool"]].title

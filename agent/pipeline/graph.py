@@ -88,7 +88,7 @@ def context_for_next_turn(state: AgentState) -> dict:
     # not one its tool refused (「那福田店呢」 outside the asker's stores was carried into every later turn).
     if state.plan and state.plan.tool and (state.tool_result is not None or state.plan.clarify):
         ctx["tool"], ctx["params"] = state.plan.tool, state.plan.params
-    elif state.plan and state.plan.tool and state.tool_error and state.plan.params.get("store"):
+    elif state.plan and state.plan.tool and "store" in state.plan.refused and state.plan.params.get("store"):
         # Refused for its store (「福田店上周卖了多少」 by a 天河 manager): the question stands without
         # that store, so 「那我们店呢」 asks it of the asker's own (it was asked back 「想查哪项经营数据？」).
         ctx["tool"], ctx["params"] = state.plan.tool, {k: v for k, v in state.plan.params.items() if k != "store"}

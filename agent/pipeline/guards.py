@@ -43,6 +43,7 @@ def data_guard(state: AgentState) -> tuple[DataPlan | None, ToolResult | None, s
             # Echo the store as the question named it: 「福田店」 out of the asker's scope must not
             # come back as 「深圳福田店」 (that would confirm a store the asker cannot see).
             messages = [m.replace(f"「{plan.params['store']}」", f"「{plan.store_words}」") for m in messages]
+        plan.refused = tuple(getattr(exc, "error_dict", {}) or ())
         return plan, None, "；".join(messages)
 
 

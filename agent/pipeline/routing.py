@@ -2,7 +2,6 @@
 an undecided follow-up keeps the previous turn's intent."""
 from __future__ import annotations
 
-from ops.periods import names_two_periods
 from ops.selectors import find_stores_in_text
 
 from .. import vocabulary as vocab
@@ -33,8 +32,6 @@ def route_node(state: AgentState) -> None:
             decision = Route(DATA, "追问，和另一家门店相比", decision.scores)  # 「上周卖了多少」 → 「跟福田比」
         elif not decision.decided and vocab.STORES_COMPARED.search(state.question) and len(find_stores_in_text(state.question)) >= 2:
             decision = Route(DATA, "两家以上门店相比", decision.scores)  # 「天河跟福田比」 names no figure
-        elif not decision.decided and vocab.FIGURE_COMPARE.search(state.question) and names_two_periods(state.question, state.today):
-            decision = Route(DATA, "两段时间相比（没有指明指标时按营业额）", decision.scores)  # 「这周五跟上周五比怎么样」
         state.route = decision
         detail.update(decision.as_dict())
         if state.resolved_query != state.question:

@@ -23,6 +23,7 @@ from .channels import (
 from .documents import (
     aliases_with_status,
     changes_baseline,
+    changes_label,
     document_detail,
     document_file_for,
     document_summary,
@@ -146,6 +147,7 @@ __all__ = [
     "words_the_corpus_uses",
     "aliases_with_status",
     "changes_baseline",
+    "changes_label",
     "document_detail",
     "document_file_for",
     "document_summary",

@@ -53,9 +53,10 @@ def titles_closed_to(titles, visibility) -> list[str]:
     the reader's audiences do not include: a pointer they cannot follow."""
     if not titles:
         return []
-    closed = (Document.objects.filter(title__in=set(titles), current_version__isnull=False, archived_at__isnull=True)
-              .exclude(audience__in=list(visibility.audiences)).values_list("title", flat=True))
-    return [t for t in dict.fromkeys(titles) if t in set(closed)]
+    named = Document.objects.filter(title__in=set(titles), current_version__isnull=False, archived_at__isnull=True)
+    readable = set(named.visible_to(visibility).values_list("title", flat=True))
+    closed = set(named.values_list("title", flat=True)) - readable
+    return [t for t in dict.fromkeys(titles) if t in closed]
 
 
 def scope_label(tokens) -> str:
@@ -191,6 +192,13 @@ def changes_baseline(version):
     if current is not None and current.pk != version.pk and version.number > current.number:
         return current
     return version.document.versions.filter(number__lt=version.number).order_by("-number").first()
+
+
+def changes_label(version, baseline) -> str:
+    """How the preview names what a version is compared with: 「在用的版本 v2」 or 「上一版 v1」."""
+    if baseline is None:
+        return ""
+    return f"在用的版本 v{baseline.number}" if baseline.pk == version.document.current_version_id else f"上一版 v{baseline.number}"
 
 
 def section_changes(version, against=None) -> dict[int, list[dict]]:

@@ -179,6 +179,9 @@ def _compared_stores(call: Call) -> None:
             chosen.append(store)
     if "stores" in call.errors:
         return
+    if call.kwargs.get("store") is not None:  # one store asked for: stores would be ignored, silently
+        call.errors["stores"] = ["store 和 stores 只能给一个：一家店用 store，几家店用 stores。"]
+        return
     if len(chosen) < 2 and call.tool.name == "compare_stores":  # a ranking of products may look at one store
         call.errors["stores"] = [f"你可以查询的门店里，这里只有{chosen[0].name}一家，没有可以对比的门店。" if chosen
                                  else "至少要两家门店才能比较。"]

@@ -28,7 +28,7 @@ def period_compare(*, store: Store | None, period: Period, baseline: Period, sco
     if now["days"] != before["days"]:  # unequal lengths: the daily averages are what compare
         per_day = [round(r["revenue"] / r["days"], 2) for r in rows]
         # 「营业额增加 19.7%」 over 30 days against 24 read as growth while each day sold less: the daily figure says which.
-        daily = "日均持平" if per_day[0] == per_day[1] or not per_day[1] else \
+        daily = "日均持平" if per_day[0] == per_day[1] else f"{baseline.label}没有销售" if not per_day[1] else \
             f"按日均算{'增加' if per_day[0] > per_day[1] else '减少'} {abs(per_day[0] / per_day[1] - 1) * 100:.1f}%"
         summary += f"两段天数不同（{now['days']} 天 / {before['days']} 天），日均营业额 {yuan(per_day[0])} / {yuan(per_day[1])}，{daily}。"
     return ToolResult("period_compare", {"baseline": baseline.as_params()}, rows, summary, list(PERIOD_COMPARE_COLUMNS))

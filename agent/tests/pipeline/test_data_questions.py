@@ -618,3 +618,30 @@ def test_one_rules_question_between_two_data_questions_keeps_the_figures_period(
     chat_ask(user=hq, query="开店流程", thread_id=conv.thread_id)
     later, _, _ = chat_ask(user=hq, query="每家店卖得最好的是啥", thread_id=conv.thread_id)
     assert "哪段时间" in later.answer and not later.data
+
+
+def test_the_short_comparison_rules_fire_only_where_they_should():
+    # Review of the rules above: each was first written too broadly.
+    hq = make_user("agent_rules_not_too_broad", role="hq")
+    _, conv, _ = chat_ask(user=hq, query="天河店上周营业额")
+    index, _, _ = chat_ask(user=hq, query="今天上证指数涨了还是跌了", thread_id=conv.thread_id)
+    assert index.intent == "out_of_scope", index.answer  # a rise of something else, even right after figures
+    _, conv, _ = chat_ask(user=hq, query="上周热销前五")
+    for question in ("各店营业额排名", "哪家店销售额最高"):
+        ranked, _, _ = chat_ask(user=hq, query=question, thread_id=conv.thread_id)
+        assert ranked.data[0]["tool"] == "compare_stores", (question, ranked.answer)
+    last, conv, _ = chat_ask(user=hq, query="天河店上个月营业额")
+    same, _, _ = chat_ask(user=hq, query="比上个月涨了还是跌了", thread_id=conv.thread_id)
+    params = same.data[0]["params"]
+    assert same.data[0]["tool"] == "period_compare" and params["period"]["start"] == last.data[0]["params"]["period"]["start"]
+    assert params["baseline"]["end"] < params["period"]["start"]  # last month against the one before it, not itself
+    assert params["store"] == "广州天河店"
+    before, _, _ = chat_ask(user=hq, query="比上上个月涨了还是跌了", thread_id=conv.thread_id)
+    assert before.data[0]["params"]["store"] == "广州天河店", before.answer  # the figure just given: 天河's
+    for question in ("上周啤酒和红酒分别卖得最好的是啥", "上周卖得最好的前三分别是多少钱", "上周啤酒和红酒各自卖得最好的是啥"):
+        plan = chat_ask(user=hq, query=question)[0].data
+        assert not plan or not plan[0]["params"].get("by_store"), question
+    _, conv, _ = chat_ask(user=hq, query="上周卖了多少")
+    rule, _, _ = chat_ask(user=hq, query="为什么客人喝多了不能再卖酒", thread_id=conv.thread_id)
+    route = next(s for s in rule.trace if s["step"] == "route")["detail"]
+    assert "营业额" not in route.get("resolved_query", "") and rule.citations[0]["document"] == "未成年人与醉酒客人", rule.answer

@@ -77,9 +77,9 @@ def test_a_pointer_to_a_document_the_reader_cannot_open_says_so(staff, manager):
     # 「报损金额的审批权限见《店长手册》」 sent a bartender to a document they cannot open, with no word on it.
     result, _ = answer_question("报损金额谁来审批", user=staff)
     assert "见《店长手册》" in result.answer
-    assert "注意：《店长手册》只对店长开放，你看不到，这部分请问店长。" in result.answer
+    assert "注意：《店长手册》你没有权限查看，这部分请问店长。" in result.answer
     result, _ = answer_question("报损金额谁来审批", user=manager)
-    assert "只对店长开放" not in result.answer
+    assert "你没有权限查看" not in result.answer
 
 
 def test_the_closed_reference_note_names_only_documents_closed_to_the_reader():
@@ -88,7 +88,7 @@ def test_the_closed_reference_note_names_only_documents_closed_to_the_reader():
 
     staff_view, manager_view = Visibility(("staff",), None), Visibility(("staff", "manager"), None)
     said = "按《未成年人与醉酒客人》处理；审批权限见《店长手册》；另见《没有这篇》。"
-    assert closed_reference_note(said, staff_view) == "注意：《店长手册》只对店长开放，你看不到，这部分请问店长。"
+    assert closed_reference_note(said, staff_view) == "注意：《店长手册》你没有权限查看，这部分请问店长。"
     assert closed_reference_note(said, manager_view) == ""
     assert closed_reference_note("没有书名号", staff_view) == ""
 

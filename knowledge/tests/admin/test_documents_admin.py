@@ -198,3 +198,13 @@ def test_a_new_upload_that_would_undo_a_correction_made_here_says_so(hq):
     kept = {**changed, "一、冰块管理": corrected}
     r3 = hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(docx("冰块与果汁规范", kept))], "audience": "staff"})
     assert "在后台改过" not in hq.get(r3["Location"]).content.decode()
+
+
+def test_switching_a_section_off_and_on_is_no_correction_a_new_upload_could_undo(hq):
+    # The section form posts heading and text every time: a section only switched off and on again
+    # was recorded as corrected by hand, and a later upload changing it was said to undo that.
+    r = hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(docx("冰块与果汁规范", SOP))], "audience": "staff"})
+    for enabled in ({}, {"enabled": "on"}):
+        hq.post(r["Location"], {"action": "section", "index": "1", "heading": "二、鲜榨果汁", "text": SOP["二、鲜榨果汁"], **enabled})
+    version = DocumentVersion.objects.get(title="冰块与果汁规范")
+    assert not version.meta.get("edited_sections")

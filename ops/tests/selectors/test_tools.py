@@ -594,3 +594,9 @@ def test_two_periods_of_different_lengths_say_how_the_daily_figure_moved():
     per_day = now["revenue"] / now["days"], before["revenue"] / before["days"]
     word = "增加" if round(per_day[0], 2) > round(per_day[1], 2) else "减少"
     assert f"按日均算{word} {abs(round(per_day[0], 2) / round(per_day[1], 2) - 1) * 100:.1f}%" in result.summary, result.summary
+
+
+def test_top_products_takes_one_store_or_several_not_both():
+    with pytest.raises(ValidationError) as exc:
+        run_tool("top_products", {"period": "上周", "store": "天河", "stores": ["福田", "天河"]}, user=None)
+    assert exc.value.message_dict["stores"] == ["store 和 stores 只能给一个：一家店用 store，几家店用 stores。"]
