@@ -243,6 +243,9 @@ def _edit_section(sections: list[dict], section: int, *, heading, text, enabled,
     if text is not None:
         if len(text) > MAX_SECTION_TEXT:
             raise ValidationError({"text": [f"一节的正文不能超过 {MAX_SECTION_TEXT} 字。"]})
+        if not text.strip() and (s.get("text") or "").strip() and (enabled if enabled is not None else s.get("enabled", True)):
+            # Saved as 「已保存」, the section then answered nothing and nothing said why.
+            raise ValidationError({"text": ["正文不能清空：不要这一节的话，取消勾选「启用」。"]})
         before["text"], after["text"] = s.get("text", ""), text.strip()
         s["text"] = text.strip()
     if enabled is not None:

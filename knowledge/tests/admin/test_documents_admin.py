@@ -208,3 +208,15 @@ def test_switching_a_section_off_and_on_is_no_correction_a_new_upload_could_undo
         hq.post(r["Location"], {"action": "section", "index": "1", "heading": "二、鲜榨果汁", "text": SOP["二、鲜榨果汁"], **enabled})
     version = DocumentVersion.objects.get(title="冰块与果汁规范")
     assert not version.meta.get("edited_sections")
+
+
+def test_emptying_a_sections_text_is_a_400_that_says_to_switch_it_off(hq):
+    # Saving a section with its text deleted said 「已保存」, and the section then answered nothing.
+    r = hq.post("/admin/knowledge/document/upload/", {"files": [io.BytesIO(docx("冰块规范", SOP))], "audience": "staff"})
+    emptied = hq.post(r["Location"], {"action": "section", "index": "0", "heading": "一、冰块管理", "text": "  ", "enabled": "on"},
+                      HTTP_HX_REQUEST="true")
+    assert emptied.status_code == 400 and "正文不能清空" in emptied.content.decode()
+    version = DocumentVersion.objects.get(title="冰块规范")
+    assert version.sections[0]["text"].strip()
+    off = hq.post(r["Location"], {"action": "section", "index": "0", "heading": "一、冰块管理", "text": ""}, HTTP_HX_REQUEST="true")
+    assert off.status_code == 200  # switched off, it may be empty
