@@ -3,6 +3,7 @@ its file, and the aliases with their status."""
 from __future__ import annotations
 
 import difflib
+import re
 
 from ..models import Document
 from .index import index_cached
@@ -216,20 +217,36 @@ def section_changes(version, against=None) -> dict[int, list[dict]]:
         new = section.get("text", "")
         if old is None or old == new:
             continue
-        old_lines, new_lines = old.splitlines(), new.splitlines()
-        lines: list[dict] = []
-        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes():
-            if tag == "equal":
-                continue
-            if tag == "replace" and i2 - i1 == j2 - j1:  # line for line: mark the characters that differ
-                for a, b in zip(old_lines[i1:i2], new_lines[j1:j2]):
-                    removed, added = _marked(a, b)
-                    lines += [{"kind": "removed", "segments": removed}, {"kind": "added", "segments": added}]
-                continue
-            lines += [{"kind": "removed", "segments": [(False, t)]} for t in old_lines[i1:i2]]
-            lines += [{"kind": "added", "segments": [(False, t)]} for t in new_lines[j1:j2]]
-        out[index] = lines
+        out[index] = line_changes(old, new)
     return out
+
+
+def line_changes(old: str, new: str) -> list[dict]:
+    """The lines of a section's text that changed: removed and added, each as segments with the
+    characters that differ marked."""
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    lines: list[dict] = []
+    # Lines are matched without their list numbers: a step inserted as 4 renumbers the steps after
+    # it, which were shown as removed and added again (at a glance, deleted).
+    matcher = difflib.SequenceMatcher(None, [_unnumbered(t) for t in old_lines], [_unnumbered(t) for t in new_lines], autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        if tag == "replace" and i2 - i1 == j2 - j1:  # line for line: mark the characters that differ
+            for a, b in zip(old_lines[i1:i2], new_lines[j1:j2]):
+                removed, added = _marked(a, b)
+                lines += [{"kind": "removed", "segments": removed}, {"kind": "added", "segments": added}]
+            continue
+        lines += [{"kind": "removed", "segments": [(False, t)]} for t in old_lines[i1:i2]]
+        lines += [{"kind": "added", "segments": [(False, t)]} for t in new_lines[j1:j2]]
+    return lines
+
+
+_LIST_NUMBER = re.compile(r"^\s*(\d{1,3}[.、．)）]|[（(]\d{1,3}[)）]|第[一二三四五六七八九十\d]+步[：:，,]?)\s*")
+
+
+def _unnumbered(line: str) -> str:
+    return _LIST_NUMBER.sub("", line, count=1)
 
 
 def _marked(a: str, b: str) -> tuple[list[tuple[bool, str]], list[tuple[bool, str]]]:

@@ -220,3 +220,16 @@ def test_emptying_a_sections_text_is_a_400_that_says_to_switch_it_off(hq):
     assert version.sections[0]["text"].strip()
     off = hq.post(r["Location"], {"action": "section", "index": "0", "heading": "一、冰块管理", "text": ""}, HTTP_HX_REQUEST="true")
     assert off.status_code == 200  # switched off, it may be empty
+
+
+def test_a_step_inserted_in_a_numbered_procedure_is_one_added_line_not_the_rest_redone():
+    # Inserting a step 4 showed the old steps 4–5 as removed and 4–6 as added: the lighting step
+    # looked deleted at a glance.
+    from knowledge.selectors.documents import line_changes
+
+    steps = "1. 检查燃气阀门。\n2. 打开排风。\n3. 点火。\n4. 调到中火。"
+    inserted = "1. 检查燃气阀门。\n2. 打开排风。\n3. 点火。\n4. 确认火焰呈蓝色。\n5. 调到中火。"
+    changes = line_changes(steps, inserted)
+    assert [(c["kind"], "".join(t for _, t in c["segments"])) for c in changes] == [("added", "4. 确认火焰呈蓝色。")], changes
+    edited = line_changes(steps, steps.replace("中火", "小火"))  # a real change still marks its characters
+    assert [c["kind"] for c in edited] == ["removed", "added"] and (True, "小") in edited[1]["segments"]
