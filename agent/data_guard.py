@@ -569,7 +569,7 @@ RULES: tuple[Rule, ...] = (
     Rule("stock_left_of_a_product", lambda d: d.tool is None and bool(vocab.STOCK_LEFT.search(d.question))
          and bool(d.named_product), _stock_left_of_a_product),
     Rule("two_periods_of_revenue", lambda d: d.tool is None and bool(vocab.FIGURE_COMPARE.search(d.question))
-         and names_two_periods(d.question, d.today), _two_periods_of_revenue),
+         and names_two_periods(d.question, d.today, counting_the_future=True), _two_periods_of_revenue),
     Rule("against_another_store", lambda d: d.tool is None and bool(d.previous.get("tool")) and compared_store(d.question) is not None,
          _against_another_store),
     # 「按销售额呢」 right after a ranking: the same ranking by sales (it got the stores' revenue).

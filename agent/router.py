@@ -112,7 +112,7 @@ def _names_two_periods(text: str, today: date | None) -> bool:
     from ops.periods import names_two_periods
     from ops.tools import local_today
 
-    return names_two_periods(text, today or local_today())
+    return names_two_periods(text, today or local_today(), counting_the_future=True)
 
 
 def _asks_both(text: str, whole: _Reading) -> bool:

@@ -100,10 +100,11 @@ def find_period(text: str, today: date) -> Period | None:
 _COMPARE_JOIN = re.compile(r"跟|和|与|同(?!期|比)|对比|相比|比起|环比|(?<!同)比|vs|VS|还是|[，,。；;？?！!]")
 
 
-def find_periods(text: str, today: date) -> list[Period]:
+def find_periods(text: str, today: date, *, not_yet: list | None = None) -> list[Period]:
     """Every distinct period a question names, in order (「上周跟上上周比」 → 上周, 上上周). A part
     that names only days or a half (「8号到14号」 after 「11月1号到7号」, 「下半月」 after 「10月上半月」)
-    takes the month of the part before."""
+    takes the month of the part before. `not_yet` collects the parts that name a period still to
+    come (「这周五」 on a Tuesday)."""
     t = (text or "").replace(" ", "")
     found: list[Period] = []
     month = None
@@ -114,8 +115,10 @@ def find_periods(text: str, today: date) -> list[Period]:
             p = read_period(part, today, part)
             if month and re.match(r"\d{1,2}[日号]|[上下]半月", part):  # 「…和8号到14号」「10月上半月和下半月」
                 p = read_period(month + part, today, part)
-        except PeriodError:
+        except PeriodError as exc:
             p = None
+            if not_yet is not None and "还没到" in str(exc):
+                not_yet.append(part)
         if (m := re.search(r"(\d{4}年)?\d{1,2}月", part)) is not None:
             month = m.group(0)
         if p is not None and all((p.start, p.end) != (q.start, q.end) for q in found):
@@ -152,10 +155,13 @@ def previous_period(period: Period) -> Period:
 SAME_TIME_BEFORE = re.compile(r"(上周|上个?月|去年)同期")
 
 
-def names_two_periods(text: str, today: date) -> bool:
-    """Two periods set side by side (「上周跟上上周」), or one and its 「上周同期」/「去年同期」."""
-    periods = find_periods(text, today)
-    return len(periods) >= 2 or (len(periods) == 1 and bool(SAME_TIME_BEFORE.search(text or "")))
+def names_two_periods(text: str, today: date, *, counting_the_future: bool = False) -> bool:
+    """Two periods set side by side (「上周跟上上周」), or one and its 「上周同期」/「去年同期」.
+    `counting_the_future`: a period still to come counts (「这周五跟上周五比怎么样」 on a Tuesday
+    is a comparison of two days' figures, one of them not there yet, not a question about the rules)."""
+    not_yet: list[str] = []
+    periods = find_periods(text, today, not_yet=not_yet if counting_the_future else None)
+    return len(periods) + len(not_yet) >= 2 or (len(periods) == 1 and bool(SAME_TIME_BEFORE.search(text or "")))
 
 
 def same_time_before(period: Period, unit: str) -> Period:

@@ -645,3 +645,16 @@ def test_the_short_comparison_rules_fire_only_where_they_should():
     rule, _, _ = chat_ask(user=hq, query="为什么客人喝多了不能再卖酒", thread_id=conv.thread_id)
     route = next(s for s in rule.trace if s["step"] == "route")["detail"]
     assert "营业额" not in route.get("resolved_query", "") and rule.citations[0]["document"] == "未成年人与醉酒客人", rule.answer
+
+
+def test_a_comparison_with_a_day_still_to_come_says_the_day_has_not_come():
+    # On a Tuesday, 「这周五跟上周五比怎么样」 was declined as 与门店运营无关: the coming Friday was
+    # no period at all, so only one was named.
+    from agent.data_guard import plan_data
+    from agent.router import Turn, route
+
+    tuesday = date(2026, 12, 8)
+    question = "这周五跟上周五比怎么样"
+    assert route(question, None, tuesday, Turn(question)).intent == "data"
+    plan = plan_data(question, today=tuesday)
+    assert plan.clarify == "「这周五」（2026-12-11）还没到，没有数据。", plan.as_dict()
