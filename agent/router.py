@@ -134,6 +134,8 @@ def _about_the_store(text: str, r: _Reading) -> bool:
     top = max((h for h in r.hits if h.signal.intent == OUT_OF_SCOPE), key=lambda h: h.score)
     if top.signal.name == "薪资":  # one's own pay rules, not a named person's pay
         return bool(vocab.PAY_RULES.search(text)) and not vocab.SOMEONE_ELSE.search(text)
+    if top.signal.name == "个人生活":
+        return bool(vocab.JOB_CONTEXT.search(text))
     return top.signal.name == "与门店无关" and (vocab.about_the_store(text) or r.data_core > 0)
 
 

@@ -193,7 +193,14 @@ SIGNALS: tuple[Signal, ...] = (
 
     # --- out of scope: declined with a one-line reason --------------------------------------------
     # Topics: declined unless the question is also about the store (「客人在减肥…」 is about a guest).
-    Signal("与门店无关", OUT_OF_SCOPE, r"天气|会不会下雨|会下雨吗|要不要带伞|股票|基金|彩票|你是谁|你叫什么|新闻|比赛结果|电影|菜谱|减肥", 3),
+    Signal("与门店无关", OUT_OF_SCOPE, r"天气|会不会下雨|会下雨吗|要不要带伞|股票|基金|彩票|你是谁|你叫什么|新闻|比赛结果|电影|菜谱|减肥"
+           r"|上证|深证|大盘|纳斯达克|道琼斯|比特币|以太坊|虚拟币|币圈", 3),
+    # The asker's own home and family (「我家昨晚剩的菜还能吃吗」「家用面包机做吐司求个配方」「我爸有糖尿病能吃什么水果」):
+    # food, drink and appliances are words of the store's world too, so only a word of the job
+    # (JOB_CONTEXT: 店, 客人, 上班, 请假, 储值 …) makes such a question the store's.
+    Signal("个人生活", OUT_OF_SCOPE, r"我家|俺家|我们家|自己家|家里|在家|家用|回家|老家|"
+           r"(我|俺)的?(妈|爸|老妈|老爸|爹|娘|父母|爸妈|爷爷|奶奶|外婆|姥姥|外公|姥爷|老婆|老公|媳妇|对象|男朋友|女朋友|男友|女友|儿子|女儿|孩子|娃|宝宝|闺女)"
+           r"|我的快递|驾照|驾校|科目[一二三四]", 3),
     # Tasks: a poem about beer is still a poem; a letter to a girlfriend or a program is not the store's.
     Signal("代写与作业", OUT_OF_SCOPE, r"等于几|解方程|写(一首|首|一篇|篇)?[^，。？！]{0,8}(诗|歌词|小说|绝句|律诗|对联)|写(一篇|篇)?作文|作文|翻译|讲个?笑话|作业|数学题"
            r"|写[^，。？！]{0,6}(情书|情话|表白)|写[^，。？！]{0,8}给(我的?)?(女朋友|男朋友|女友|男友|老婆|老公|对象|前任)"
@@ -294,7 +301,8 @@ SMALL_TALK = {
     "laugh": re.compile(r"(哈+|呵+|嘿+|嘻+|h{2,}|6{3,}|lol|牛|厉害|可以啊|不错)"),
     # 「你是谁」「你能做什么」: what the assistant is for, in a line.
     "about": re.compile(r"((你|您)(是谁|是什么|是干什么的|是做什么的|叫什么)|(你|您)(能|会|可以)(帮我)?(做|干|帮)(什么|啥|些什么|点啥)"
-                        r"|(你|您)有(什么|啥)用|怎么用你|你都会(什么|啥)|有什么功能|能问(什么|啥))"),
+                        r"|(你|您)有(什么|啥)用|怎么用你|你都会(什么|啥)|有什么功能|能问(什么|啥)"
+                        r"|(你|您)是(不是)?(chatgpt|gpt|deepseek|豆包|ai|人工智能|机器人|真人|真的人)(吗|么|嘛)?)"),
 }
 SMALL_TALK_TAIL = r"[啊呀呢哈啦嘛吧哟~～\s。，,.!！?？]*"
 SMALL_TALK_ANY = re.compile("(?:(?:" + "|".join(w.pattern for w in SMALL_TALK.values()) + ")" + SMALL_TALK_TAIL + ")+")
@@ -449,8 +457,19 @@ def about_the_store(text: str) -> bool:
     return any(w not in LIFE_WORDS and contains_word(text, w) for w, _ in concepts_in(text))
 
 
+# The job itself, not the things it shares with home life (food, drink, appliances, cleaning,
+# orders and deliveries): what makes a question about one's family or home the store's
+# (「家里有事要请假找谁」「储值卡能转给家里人用吗」「我妈生日来店里吃饭能打折吗」).
+JOB_CONTEXT = re.compile(
+    r"店|客人|顾客|客户|员工|同事|新人|师傅|主管|经理|老板|领班|公司|总部|区域|上班|下班|班次|排班|值班|当班|请假|加班|兼职|"
+    r"工资|入职|离职|试用期|培训|考勤|吧台|后厨|仓库|收银|出品|包厢|卡座|会员|储值|库存|补货|盘点|供应商|营业|打烊|消防|POS|"
+    r"年终奖|奖金|绩效|提成|福利|补贴|报销|社保|公积金|劳动合同|辞职|辞退|转正|晋升|调岗|工服|制服|工牌|宿舍|团建|"
+    r"婚假|产假|病假|年假|事假|丧假|调休|换班|调班|健康证|面试|招聘", re.IGNORECASE)
+
+
 DECLINE = {
     "与门店无关": "这个请求与门店运营无关，我只回答门店制度和经营数据方面的问题。",
+    "个人生活": "这是个人生活方面的问题，与门店运营无关；我只回答门店制度和经营数据方面的问题。",
     "代写与作业": "这个请求与门店运营无关，我只回答门店制度和经营数据方面的问题。",
     "薪资": "员工的薪资属于个人信息，我不能提供；请找店长或人事。",
     "他人隐私": "其他人的个人信息（电话、证件、住址等）我不能提供。",

@@ -64,14 +64,14 @@ def test_agent_off_means_a_single_round(staff):
 
 
 def test_a_hopeless_first_round_is_not_rewritten(staff, monkeypatch):
-    # 「比特币现在多少钱一个」 went through three retrievals (two of them rewritten toward
+    # 「比特币现在多少钱一个」 (now declined by its words) went through three retrievals (two of them rewritten toward
     # section titles) to be refused as out of scope; below a fifth of the threshold the
     # rewrite rounds are skipped now.
     coverage_model()
     again = []
     real = pipeline.loop.retrieve_again
     monkeypatch.setattr(pipeline.loop, "retrieve_again", lambda *a, **kw: again.append(a[1]) or real(*a, **kw))
-    result, state = answer_question("比特币现在多少钱一个", user=staff, max_attempts=2)
+    result, state = answer_question("量子纠缠到底是怎么回事", user=staff, max_attempts=2)
     assert result.refused and state.route.intent == vocab.OUT_OF_SCOPE
     assert len(state.rounds) == 1 and again == []
     rewrite_steps = [s for s in result.trace if s["step"] == "rewrite"]
@@ -88,6 +88,6 @@ def test_with_an_llm_a_hopeless_first_round_is_still_rewritten(staff, settings, 
     coverage_model()
     settings.SM_LLM_BACKEND, settings.SM_OPENAI_BASE = "openai", fake_http.url + "/v1"
     fake_http.routes["/v1/chat/completions"] = openai_chat("MISS")
-    _, state = answer_question("比特币现在多少钱一个", user=staff, max_attempts=2)
+    _, state = answer_question("量子纠缠到底是怎么回事", user=staff, max_attempts=2)
     assert state.rounds[0].score < pipeline.loop.REWRITE_FLOOR * state.rounds[0].verdict.threshold
     assert len(state.rounds) == 3

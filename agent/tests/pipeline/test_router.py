@@ -185,3 +185,31 @@ def test_a_rise_or_fall_of_something_not_the_stores_is_out_of_scope():
     assert route_by_rules("今天上证指数涨了还是跌了").intent == "out_of_scope"
     assert route_by_rules("天河店上周营业额涨了还是跌了").intent == "data"
     assert route_by_rules("上周生意涨了还是跌了").intent == "data"
+
+
+@pytest.mark.parametrize("question, intent", [
+    # The asker's own home and family (an off-topic probe written for this, not an evaluation set):
+    # food and appliances are the store's words too, and these were answered 「仅供参考」 from
+    # the nearest SOP (the leftovers question from the power-cut rule on spoiled stock).
+    ("我家昨晚剩的菜放冰箱里了 今天中午热热还能吃吗", "out_of_scope"),
+    ("家用面包机做吐司 求个配方", "out_of_scope"),
+    ("我爸有糖尿病 能吃什么水果", "out_of_scope"),
+    ("驾照科目二倒车入库有什么技巧", "out_of_scope"),
+    # A word of the job makes it the store's question again.
+    ("储值卡能转给家里人用吗", "policy"),
+    ("家里有事要请假找谁", "policy"),
+    ("我妈生日来店里吃饭能打折吗", "policy"),
+    ("回家路上捡到客人的钱包怎么办", "policy"),
+])
+def test_a_question_about_ones_own_home_or_family_is_declined_unless_it_names_the_job(question, intent):
+    decision = route_by_rules(question)
+    assert decision.intent == intent
+    if intent == "out_of_scope":
+        assert "个人生活" in decision.decline
+
+
+def test_asking_whether_the_assistant_is_a_bot_gets_what_it_is():
+    # 「你是chatgpt吗」 was answered from the member-levels section 「仅供参考」.
+    for question in ("你是chatgpt吗", "你是机器人吗"):
+        decision = route_by_rules(question)
+        assert decision.handler == "small_talk" and decision.target == {"kind": "about"}
