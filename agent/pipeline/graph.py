@@ -11,7 +11,7 @@ its step in the trace.
     guards_node: retrieve_guard ∥ data_guard             guards.py
     ├ data → compose_answer → maybe_offer_restock → done answer.py, propose.py
     agent_loop: judge → rewrite → retrieve_again (≤ SM_AGENT_MAX_ATTEMPTS)   loop.py, judge.py
-    ├ not enough, or barely_enough and far_from_domain → refuse → done   answer.py, refusals.py
+    ├ not enough → far_from_domain → refuse → done       refusals.py
     compose_answer → maybe_offer_restock → done          answer.py, propose.py
 
 This package never writes SQL and never performs a business write: actions become proposals that
@@ -30,7 +30,7 @@ from .. import vocabulary as vocab
 from ..llm import llm_budget
 from ..router import ACTION, BOTH, DATA, OUT_OF_SCOPE, POLICY, Route
 from ..suggestions import follow_ups
-from .answer import barely_enough, compose_answer
+from .answer import compose_answer
 from .follow_up import resolve_follow_up
 from .guards import guards_node
 from .loop import agent_loop
@@ -68,18 +68,12 @@ def run(state: AgentState) -> AgentState:
         return state
     state.first = first
     agent_loop(state, first)
-    # An answer that only just passed, to a question with no word of the store's or the job's
-    # world (「人活着的意义到底是什么」「安卓手机怎么截长图」), is not hedged with the nearest section
-    # 「仅供参考」: the question is declined like one the score refused.
-    only_just_and_off_the_job = state.chosen.enough and barely_enough(state) and far_from_domain(state)
-    if (not state.chosen.enough or only_just_and_off_the_job) and state.route.intent == POLICY:
+    if not state.chosen.enough and state.route.intent == POLICY:
         far = far_from_domain(state)
         if far:
             state.route = Route(OUT_OF_SCOPE, f"与门店制度无关：{state.route.reason}", state.route.scores, state.route.layer,
                                 decline=vocab.DECLINE["与门店无关"])
-        reason = (f"只勉强够答（{state.chosen.reason}），问题里没有门店或工作方面的词" if only_just_and_off_the_job
-                  else state.chosen.reason)
-        refuse(state, "uncovered" if state.chosen.layer == "uncovered" else "answerability", reason)
+        refuse(state, "uncovered" if state.chosen.layer == "uncovered" else "answerability", state.chosen.reason)
         if far:  # declined in one line like the router's out-of-scope: no "nearest SOP" for the weather
             state.answer = state.route.decline
         return state
