@@ -197,8 +197,9 @@ SIGNALS: tuple[Signal, ...] = (
            r"|上证|深证|大盘|纳斯达克|道琼斯|比特币|以太坊|虚拟币|币圈", 3),
     # The asker's own home and family (「我家昨晚剩的菜还能吃吗」「家用面包机做吐司求个配方」「我爸有糖尿病能吃什么水果」):
     # food, drink and appliances are words of the store's world too, so only a word of the job
-    # (JOB_CONTEXT: 店, 客人, 上班, 请假, 储值 …) makes such a question the store's.
-    Signal("个人生活", OUT_OF_SCOPE, r"我家|俺家|我们家|自己家|家里|在家|家用|回家|老家|"
+    # (JOB_CONTEXT: 店, 客人, 上班, 请假, 储值 …) makes such a question the store's. Not 我们家 (staff say it
+    # of their chain: 「我们家过敏原一共标了几类」) nor 回家 (a way home, 「碎了的酒能带回家吗」).
+    Signal("个人生活", OUT_OF_SCOPE, r"我家|俺家|自己家|家里|在家|家用|老家|"
            r"(我|俺)的?(妈|爸|老妈|老爸|爹|娘|父母|爸妈|爷爷|奶奶|外婆|姥姥|外公|姥爷|老婆|老公|媳妇|对象|男朋友|女朋友|男友|女友|儿子|女儿|孩子|娃|宝宝|闺女)"
            r"|我的快递|驾照|驾校|科目[一二三四]", 3),
     # Tasks: a poem about beer is still a poem; a letter to a girlfriend or a program is not the store's.

@@ -213,3 +213,9 @@ def test_asking_whether_the_assistant_is_a_bot_gets_what_it_is():
     for question in ("你是chatgpt吗", "你是机器人吗"):
         decision = route_by_rules(question)
         assert decision.handler == "small_talk" and decision.target == {"kind": "about"}
+
+
+@pytest.mark.parametrize("question", ["我们家过敏原一共标了几类", "下班回家路上捡到客人的钱包怎么办"])
+def test_our_house_is_the_chain_and_going_home_is_no_home_life(question):
+    # 「我们家」 is how staff name their chain (a tuning question was declined as 个人生活).
+    assert route_by_rules(question).intent != "out_of_scope"
