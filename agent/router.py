@@ -135,7 +135,7 @@ def _about_the_store(text: str, r: _Reading) -> bool:
     if top.signal.name == "薪资":  # one's own pay rules, not a named person's pay
         return bool(vocab.PAY_RULES.search(text)) and not vocab.SOMEONE_ELSE.search(text)
     if top.signal.name == "个人生活":
-        return bool(vocab.JOB_CONTEXT.search(text))
+        return vocab.names_the_job(text) or r.data_core > 0
     return top.signal.name == "与门店无关" and (vocab.about_the_store(text) or r.data_core > 0)
 
 

@@ -194,13 +194,14 @@ SIGNALS: tuple[Signal, ...] = (
     # --- out of scope: declined with a one-line reason --------------------------------------------
     # Topics: declined unless the question is also about the store (「客人在减肥…」 is about a guest).
     Signal("与门店无关", OUT_OF_SCOPE, r"天气|会不会下雨|会下雨吗|要不要带伞|股票|基金|彩票|你是谁|你叫什么|新闻|比赛结果|电影|菜谱|减肥"
-           r"|上证|深证|大盘|纳斯达克|道琼斯|比特币|以太坊|虚拟币|币圈", 3),
-    # The asker's own home and family (「我家昨晚剩的菜还能吃吗」「家用面包机做吐司求个配方」「我爸有糖尿病能吃什么水果」):
+           r"|上证|深证|大盘(?!鸡)|纳斯达克|道琼斯|比特币|以太坊|虚拟币|币圈", 3),
+    # The asker's own home and family (「家里油烟机油太多了怎么清洗」「家用面包机做吐司求个配方」「我爸有糖尿病能吃什么水果」):
     # food, drink and appliances are words of the store's world too, so only a word of the job
-    # (JOB_CONTEXT: 店, 客人, 上班, 请假, 储值 …) makes such a question the store's. Not 我们家 (staff say it
-    # of their chain: 「我们家过敏原一共标了几类」) nor 回家 (a way home, 「碎了的酒能带回家吗」).
-    Signal("个人生活", OUT_OF_SCOPE, r"我家|俺家|自己家|家里|在家|家用|老家|"
-           r"(我|俺)的?(妈|爸|老妈|老爸|爹|娘|父母|爸妈|爷爷|奶奶|外婆|姥姥|外公|姥爷|老婆|老公|媳妇|对象|男朋友|女朋友|男友|女友|儿子|女儿|孩子|娃|宝宝|闺女)"
+    # (names_the_job: 店, 客人, 请假, 储值, 打包 …) makes such a question the store's. Not 我家 or 我们家 (staff
+    # say it of their chain: 「我家招牌鸡尾酒是哪几款」), nor 家 inside another word (现在家长, 商家用, 大家里,
+    # 带回家里, 家庭装) or 女儿红 (a wine).
+    Signal("个人生活", OUT_OF_SCOPE, r"(?<![现存放坐商大实住])在家(?![长庭])|(?<![大回商])家里|(?<![商大])家用|老家|"
+           r"(我|俺)的?(妈|爸|老妈|老爸|爹|娘|父母|爸妈|爷爷|奶奶|外婆|姥姥|外公|姥爷|老婆|老公|媳妇|对象|男朋友|女朋友|男友|女友|儿子|女儿(?!红)|孩子|娃|宝宝|闺女)"
            r"|我的快递|驾照|驾校|科目[一二三四]", 3),
     # Tasks: a poem about beer is still a poem; a letter to a girlfriend or a program is not the store's.
     Signal("代写与作业", OUT_OF_SCOPE, r"等于几|解方程|写(一首|首|一篇|篇)?[^，。？！]{0,8}(诗|歌词|小说|绝句|律诗|对联)|写(一篇|篇)?作文|作文|翻译|讲个?笑话|作业|数学题"
@@ -458,14 +459,19 @@ def about_the_store(text: str) -> bool:
     return any(w not in LIFE_WORDS and contains_word(text, w) for w, _ in concepts_in(text))
 
 
-# The job itself, not the things it shares with home life (food, drink, appliances, cleaning,
-# orders and deliveries): what makes a question about one's family or home the store's
-# (「家里有事要请假找谁」「储值卡能转给家里人用吗」「我妈生日来店里吃饭能打折吗」).
-JOB_CONTEXT = re.compile(
-    r"店|客人|顾客|客户|员工|同事|新人|师傅|主管|经理|老板|领班|公司|总部|区域|上班|下班|班次|排班|值班|当班|请假|加班|兼职|"
-    r"工资|入职|离职|试用期|培训|考勤|吧台|后厨|仓库|收银|出品|包厢|卡座|会员|储值|库存|补货|盘点|供应商|营业|打烊|消防|POS|"
-    r"年终奖|奖金|绩效|提成|福利|补贴|报销|社保|公积金|劳动合同|辞职|辞退|转正|晋升|调岗|工服|制服|工牌|宿舍|团建|"
-    r"婚假|产假|病假|年假|事假|丧假|调休|换班|调班|健康证|面试|招聘", re.IGNORECASE)
+# What a question about one's home or family must name to be the store's: a word of the store's
+# world (STORE_CONTEXT) other than those home life shares (酒, 咖啡, 厨房, 清洁, 空调 …), or a word of
+# serving guests (打包, 外带, 未成年 …): 「家里有事要请假找谁」「储值卡能转给家里人用吗」「未成年跟家里人一起来能卖酒吗」.
+SHARED_WITH_HOME = frozenset("酒 啤 饮料 饮品 杯 咖啡 厨房 卫生 清洁 消毒 设备 空调 洗手间 卫生间 装修 房租 租金 休息 体检 "
+                             "小吃 炸鸡 鸡翅 薯条 果盘 菜品 门口 朋友圈 抖音 小红书 点评 wifi 绿植 音响 背景音乐 合同 活动 生意".split())
+SERVING_GUESTS = re.compile(r"打包|外带|堂食|未成年|积分|卖|有货|早退|提前走")
+
+
+def names_the_job(text: str) -> bool:
+    text = text or ""
+    if SERVING_GUESTS.search(text):
+        return True
+    return any(m.group(0).lower() not in SHARED_WITH_HOME for m in STORE_CONTEXT.finditer(text))
 
 
 DECLINE = {

@@ -142,19 +142,20 @@ def _copy_rows(model, columns: tuple[str, ...], rows) -> None:
     from pgvector.psycopg.vector import register_vector_info
     from psycopg.types import TypeInfo
 
+    assert connection.in_atomic_block, "a document's rows are written inside the ingest's or the publish's transaction"
     fields = {f.column: f for f in model._meta.concrete_fields}
-    connection.ensure_connection()
+    types = [_COPY_TYPES[fields[c].get_internal_type()] for c in columns]  # a type not listed fails here, not in the COPY
     raw = connection.connection
-    with raw.cursor() as cur:
+    with connection.wrap_database_errors, raw.cursor() as cur:  # a violated constraint is Django's IntegrityError
         if "embedding" in columns:  # the vector type's binary form, known to this cursor only
             register_vector_info(cur, TypeInfo.fetch(raw, "vector"))
-        types = [_COPY_TYPES.get(fields[c].get_internal_type(), "text") for c in columns]
         with cur.copy(f"COPY {model._meta.db_table} ({', '.join(columns)}) FROM STDIN WITH (FORMAT BINARY)") as cp:
             cp.set_types(types)
             for row in rows:
                 cp.write_row(row)
 
 
+# The binary COPY types of the columns _copy_rows is given (chunk ids are bigint, scope a varchar array).
 _COPY_TYPES = {"ForeignKey": "int8", "CharField": "varchar", "TextField": "text", "PositiveIntegerField": "int4",
                "BooleanField": "bool", "ArrayField": "varchar[]", "VectorField": "vector"}
 

@@ -190,8 +190,8 @@ def test_a_rise_or_fall_of_something_not_the_stores_is_out_of_scope():
 @pytest.mark.parametrize("question, intent", [
     # The asker's own home and family (an off-topic probe written for this, not an evaluation set):
     # food and appliances are the store's words too, and these were answered 「仅供参考」 from
-    # the nearest SOP (the leftovers question from the power-cut rule on spoiled stock).
-    ("我家昨晚剩的菜放冰箱里了 今天中午热热还能吃吗", "out_of_scope"),
+    # the nearest SOP (the range hood from the equipment-cleaning rule).
+    ("家里油烟机油太多了怎么清洗", "out_of_scope"),
     ("家用面包机做吐司 求个配方", "out_of_scope"),
     ("我爸有糖尿病 能吃什么水果", "out_of_scope"),
     ("驾照科目二倒车入库有什么技巧", "out_of_scope"),
@@ -199,7 +199,7 @@ def test_a_rise_or_fall_of_something_not_the_stores_is_out_of_scope():
     ("储值卡能转给家里人用吗", "policy"),
     ("家里有事要请假找谁", "policy"),
     ("我妈生日来店里吃饭能打折吗", "policy"),
-    ("回家路上捡到客人的钱包怎么办", "policy"),
+    ("家里有事能调休吗", "policy"),
 ])
 def test_a_question_about_ones_own_home_or_family_is_declined_unless_it_names_the_job(question, intent):
     decision = route_by_rules(question)
@@ -215,7 +215,13 @@ def test_asking_whether_the_assistant_is_a_bot_gets_what_it_is():
         assert decision.handler == "small_talk" and decision.target == {"kind": "about"}
 
 
-@pytest.mark.parametrize("question", ["我们家过敏原一共标了几类", "下班回家路上捡到客人的钱包怎么办"])
-def test_our_house_is_the_chain_and_going_home_is_no_home_life(question):
-    # 「我们家」 is how staff name their chain (a tuning question was declined as 个人生活).
+@pytest.mark.parametrize("question", [
+    # 我家 / 我们家 name the chain; 家 inside another word is no home (a review of the first version
+    # found each of these declined as 个人生活).
+    "我们家过敏原一共标了几类", "我家招牌鸡尾酒是哪几款", "现在家庭装的咖啡豆还有货吗", "现在家长带孩子来喝奶茶可以吗",
+    "外卖平台商家用哪个账号登录", "大家里谁会做拉花", "没喝完的酒能打包带回家里吗", "我女儿红加热到多少度",
+    # Home words beside a word of the job, or a data question: the store's.
+    "未成年跟家里人一起来能卖酒吗", "家里有事能提前走吗", "上周外卖送到家里的订单有多少单", "大盘鸡还有吗",
+])
+def test_our_house_is_the_chain_and_a_home_word_beside_the_job_is_the_stores(question):
     assert route_by_rules(question).intent != "out_of_scope"

@@ -152,6 +152,7 @@ def test_many_queries_are_embedded_in_one_request_each_as_alone(fake_http):
     assert all(np.array_equal(v, alone.embed_query(t)) for v, t in zip(vectors, texts))
 
 
+@pytest.mark.e5
 def test_e5_embeds_a_batch_of_queries_as_it_embeds_each():
     from knowledge.embedders import E5Embedder
 
